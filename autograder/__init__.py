@@ -1,0 +1,15 @@
+"""Autograder for the sequence-models chapter (masks, positional encoding, attention,
+recurrent cells, masked loss).
+
+Pipeline, one sub-package per step:
+
+    load/        read a submission (.py, .ipynb or a folder) into namespaces
+    sandbox/     run it in a child process with time limits
+    properties/  the hidden properties (hypothesis) per exercise
+    grading.py   score the results against course.yml
+    report/      render the report (text, JSON)
+"""
+
+__version__ = "0.1.0"
+
+EXERCISES = ("masks", "positional_encoding", "attention", "recurrent", "masked_loss")

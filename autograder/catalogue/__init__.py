@@ -1,0 +1,48 @@
+"""The catalogue of real mistakes: one YAML file per exercise, shared by the tests of the tests,
+the diagnosis in feedback and the docs.
+
+Each entry::
+
+    - id: causal_mask_excludes_diagonal      # unique, snake_case
+      function: causal_mask                  # the contract function it breaks
+      title: {zh: ..., en: ...}              # the mistake in a few words
+      explanation: {zh: ..., en: ...}        # why it is wrong, in the chapter's terms
+      hint: {zh: ..., en: ...}               # what to change
+      expect_failing: [causal_mask/past_and_present_allowed]   # tests that must fail (>= 1 of them)
+      code: |                                # replaces the function(s) in the reference solution
+        def causal_mask(T, device=None):
+            ...
+
+`code` is appended to the reference solution of the exercise (solutions/<exercise>.py), so it
+may use anything defined there (e.g. ``class MultiHeadAttention(MultiHeadAttention)``).
+"""
+import shutil
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+SOLUTIONS = HERE.parent.parent / "solutions"
+
+
+def load_catalogue(exercise=None):
+    """[(exercise, entry dict)] in file order."""
+    out = []
+    for f in sorted(HERE.glob("*.yml")):
+        if exercise and f.stem != exercise:
+            continue
+        for entry in yaml.safe_load(f.read_text(encoding="utf-8")) or []:
+            out.append((f.stem, entry))
+    return out
+
+
+def build_submission(exercise, entry, dest, solutions=SOLUTIONS):
+    """A full submission in `dest`: the reference solutions with `entry`'s mistake put in."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in Path(solutions).glob("*.py"):
+        shutil.copy(f, dest / f.name)
+    target = dest / f"{exercise}.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\n\n# --- catalogued mistake: "
+                      + entry["id"] + "\n" + entry["code"], encoding="utf-8")
+    return dest

@@ -1,0 +1,67 @@
+"""The one typed configuration: defaults < course.yml < command-line flags.
+
+course.yml keys
+---------------
+language       feedback language: ``zh``, ``en`` or ``both`` (default both)
+max_examples   hypothesis examples per property, on top of the pinned @examples (default 20)
+load_timeout   seconds allowed to load (import) a submission (default 20)
+exercises      mapping exercise id -> {timeout, tests}
+  timeout      seconds for all tests of the exercise together (default 60)
+  tests        mapping "function/property" -> {points, timeout}
+    points     points for passing the test (all tests together: 100)
+    timeout    seconds for this test (default 10)
+"""
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+DEFAULT_COURSE = Path(__file__).resolve().parent.parent / "course.yml"
+
+
+class TestConfig(BaseModel):
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+    points: float = Field(ge=0)
+    timeout: float = Field(default=10.0, gt=0)
+
+
+class ExerciseConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = Field(default=60.0, gt=0)
+    tests: dict[str, TestConfig]
+
+    @property
+    def max_score(self):
+        return sum(t.points for t in self.tests.values())
+
+
+class Course(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    language: Literal["zh", "en", "both"] = "both"
+    max_examples: int = Field(default=20, ge=1)
+    load_timeout: float = Field(default=20.0, gt=0)
+    exercises: dict[str, ExerciseConfig]
+
+    @property
+    def max_score(self):
+        return sum(e.max_score for e in self.exercises.values())
+
+
+def load_course(path=None, **overrides):
+    """Read course.yml (default: the one next to the package) and apply flag overrides."""
+    path = Path(path) if path else DEFAULT_COURSE
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"course file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Course.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"{path}: {e}") from None

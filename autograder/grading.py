@@ -1,0 +1,66 @@
+"""Grade one submission: plan the tests from course.yml, run them, score them, build the Report."""
+import time
+from pathlib import Path
+
+from .errors import ConfigError
+from .properties import load_all
+from .report.feedback import feedback_text
+from .report.model import ExerciseResult, Report, TestResult
+
+
+def check_course(course, exercises=None):
+    """course.yml and the registered properties must name exactly the same tests."""
+    registry = load_all()
+    ids = set(exercises or course.exercises)
+    listed = {f"{ex}/{name}" for ex, cfg in course.exercises.items() if ex in ids for name in cfg.tests}
+    known = {n for n in registry if n.split("/", 1)[0] in ids}
+    if listed - known:
+        raise ConfigError(f"course.yml lists tests that no property implements: {sorted(listed - known)}")
+    if known - listed:
+        raise ConfigError(f"properties missing from course.yml (no points): {sorted(known - listed)}")
+    return registry
+
+
+def grade(path, course, runner, exercises=None, progress=None):
+    """Grade the submission at `path` with `runner` (see sandbox/); returns a Report."""
+    from .load import find_files
+
+    start = time.monotonic()
+    ids = list(exercises or course.exercises)
+    for ex in ids:
+        if ex not in course.exercises:
+            raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
+    registry = check_course(course, ids)
+    find_files(path)  # raises SubmissionNotFound early, with a clear message
+    plan = {ex: list(course.exercises[ex].tests) for ex in ids}
+    if hasattr(runner, "run_many"):
+        raw = runner.run_many(str(path), plan, progress=progress)
+    else:
+        raw = {ex: runner.run(str(path), ex, tests, progress=progress) for ex, tests in plan.items()}
+
+    exercises_out, errors = [], []
+    for ex in ids:
+        cfg = course.exercises[ex]
+        got = raw.get(ex, {"tests": {}, "load_errors": []})
+        for e in got["load_errors"]:
+            if e not in errors:
+                errors.append(e)
+        tests = []
+        for name, tcfg in cfg.tests.items():
+            p = registry[f"{ex}/{name}"]
+            o = got["tests"].get(name) or {"status": "error", "zh": "测试没有运行。", "en": "The test did not run.",
+                                          "details": []}
+            passed = o["status"] == "passed"
+            res = TestResult(
+                name=f"{ex}/{name}", function=p.function, score=tcfg.points if passed else 0.0,
+                max_score=tcfg.points, passed=passed, feedback="", status=o["status"],
+                property_zh=p.zh, property_en=p.en, message_zh=o.get("zh", ""), message_en=o.get("en", ""),
+                details=[list(d) for d in o.get("details", [])], hint_zh=o.get("hint_zh", ""),
+                hint_en=o.get("hint_en", ""))
+            res.feedback = feedback_text(res, course.language)
+            tests.append(res)
+        exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,
+                                            got["load_errors"]))
+    return Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
+                  max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
+                  errors=errors, seconds=round(time.monotonic() - start, 3))

@@ -1,0 +1,1 @@
+from .submission import Submission, find_files, load_submission  # noqa: F401

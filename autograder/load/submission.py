@@ -1,0 +1,128 @@
+"""Load a student's submission: a .py file, an .ipynb notebook, or a folder of them.
+
+Each file becomes its own module namespace.  Top-level statements (and notebook cells) run one
+by one, so a failing demo line or cell costs only what it would have defined; the problems met
+are kept as `load_errors` and shown in the report.  Notebook cells that are nbgrader's graded
+test cells (ours, not the student's) and IPython magics / shell lines are skipped.
+
+This runs student code: call it only inside a sandboxed worker (see sandbox/).
+"""
+import ast
+import json
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ..errors import SubmissionNotFound
+
+SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", ".venv", "node_modules"}
+
+
+def find_files(path):
+    """The .py/.ipynb files of a submission, in a stable order."""
+    path = Path(path)
+    if not path.exists():
+        raise SubmissionNotFound(f"submission not found: {path}")
+    if path.is_file():
+        if path.suffix not in (".py", ".ipynb"):
+            raise SubmissionNotFound(f"a submission is a .py file, an .ipynb notebook or a folder; got {path}")
+        return [path]
+    files = sorted(
+        p for p in path.rglob("*")
+        if p.suffix in (".py", ".ipynb") and p.is_file()
+        and not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts)
+        and not p.name.startswith("test_") and p.name not in ("conftest.py", "setup.py")
+    )
+    if not files:
+        raise SubmissionNotFound(f"no .py or .ipynb file in {path}")
+    return files
+
+
+@dataclass
+class Submission:
+    """The namespaces of a loaded submission and what went wrong while loading it."""
+
+    modules: list = field(default_factory=list)  # [(file label, dict namespace)]
+    load_errors: list = field(default_factory=list)  # ["file: message"]
+
+    def get(self, name, prefer=None):
+        """The object called `name`; a file whose stem is `prefer` is searched first."""
+        mods = sorted(self.modules, key=lambda m: Path(m[0]).stem != prefer) if prefer else self.modules
+        for _, ns in mods:
+            if name in ns:
+                return ns[name]
+        return None
+
+
+def _short_traceback(exc, filename):
+    """The student's own frames only: never a grader-internal traceback."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(filename)]
+    where = f" (line {frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _run_source(source, filename, ns, errors, label):
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as e:
+        errors.append(f"{label}: SyntaxError: {e.msg} (line {e.lineno})")
+        return
+    for stmt in tree.body:
+        code = compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
+        try:
+            exec(code, ns)
+        except BaseException as e:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from student code too
+            from ..errors import TestTimeout
+            if isinstance(e, TestTimeout):
+                raise
+            errors.append(f"{label}: {_short_traceback(e, filename)}")
+
+
+def _notebook_cells(path):
+    """(cell number, source) of the code cells a student wrote; raises ValueError if corrupt."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError) as e:
+        raise ValueError(f"the notebook is not valid JSON ({e})") from None
+    except Exception as e:  # noqa: BLE001 - nbformat raises many kinds for a broken file
+        raise ValueError(f"the notebook cannot be read ({type(e).__name__}: {e})") from None
+    cells = []
+    for n, cell in enumerate(nb.cells, 1):
+        if cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            continue  # a graded test cell: ours
+        lines = [ln for ln in cell.get("source", "").splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        cells.append((n, "\n".join(lines)))
+    return cells
+
+
+def load_submission(path):
+    """Run every file of the submission; never raises for problems in the student's code."""
+    files = find_files(path)
+    root = Path(path) if Path(path).is_dir() else Path(path).parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))  # a student's file may import its sibling
+    sub = Submission()
+    for f in files:
+        label = str(f.relative_to(root)) if f != root else f.name
+        mod = types.ModuleType(f"submission_{f.stem}")
+        mod.__file__ = str(f)
+        sys.modules.setdefault(mod.__name__, mod)
+        ns = mod.__dict__
+        try:
+            if f.suffix == ".py":
+                _run_source(f.read_text(encoding="utf-8", errors="replace"), str(f), ns, sub.load_errors, label)
+            else:
+                for n, src in _notebook_cells(f):
+                    _run_source(src, f"{f}#cell{n}", ns, sub.load_errors, f"{label} cell {n}")
+        except ValueError as e:
+            sub.load_errors.append(f"{label}: {e}")
+            continue
+        sub.modules.append((label, ns))
+    return sub

@@ -1,0 +1,203 @@
+"""Hidden properties of the `masks` exercise: padding_mask, causal_mask, attention_mask.
+
+Information boundary: query i may see key j iff key j is a real token and (causal) j <= i.
+"""
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ._harness import check_equal, check_tensor, fail, prop
+from .strategies import lengths_for, padding_mask_ref, sizes
+
+EX = "masks"
+
+
+@st.composite
+def length_batches(draw, lo=0, max_B=4, max_T=6):
+    """(lengths, max_len): lengths (B,) in [lo, T]; max_len None or >= lengths.max()."""
+    B = draw(sizes(1, max_B))
+    T = draw(sizes(1, max_T))
+    lengths = draw(lengths_for(B, T, lo=lo))
+    max_len = draw(st.one_of(st.none(), st.integers(int(lengths.max()), max_T + 2)))
+    if max_len is None and int(lengths.max()) == 0:
+        max_len = T
+    return lengths, max_len
+
+
+def _T(lengths, max_len):
+    return int(lengths.max()) if max_len is None else int(max_len)
+
+
+# ---------------------------------------------------------------- padding_mask
+
+@prop(EX, "padding_mask", "shape_and_dtype",
+      zh="padding_mask 返回形状 (B, T) 的 bool 张量，T = max_len 或 lengths.max()，在 lengths 的设备上",
+      en="padding_mask returns a (B, T) bool tensor, T = max_len or lengths.max(), on lengths' device")
+@given(case=length_batches())
+@example(case=(torch.tensor([3, 1]), None))
+@example(case=(torch.tensor([1]), 1))
+def padding_shape(student, case):
+    lengths, max_len = case
+    out = student.call("padding_mask", lengths, max_len) if max_len is not None else student.call("padding_mask", lengths)
+    check_tensor(out, "mask", shape=(len(lengths), _T(lengths, max_len)), dtype=torch.bool,
+                 device=lengths.device, student=student)
+
+
+@prop(EX, "padding_mask", "marks_real_tokens",
+      zh="mask[b, t] == (t < lengths[b])：True 表示真实词元，填充位置为 False",
+      en="mask[b, t] == (t < lengths[b]): True marks a real token, padding is False")
+@given(case=length_batches())
+@example(case=(torch.tensor([2, 0, 3]), 4))
+@example(case=(torch.tensor([1, 3]), None))
+def padding_values(student, case):
+    lengths, max_len = case
+    T = _T(lengths, max_len)
+    out = student.call("padding_mask", lengths, max_len) if max_len is not None else student.call("padding_mask", lengths)
+    check_equal(out, padding_mask_ref(lengths, T), "mask", student=student,
+                show={"lengths": lengths, "max_len": max_len},
+                hint_zh="位置从 0 开始计数：长度为 L 的序列真实位置是 0..L-1。True = 真实词元，不是填充。",
+                hint_en="Positions count from 0: a sequence of length L has real positions 0..L-1. "
+                        "True = real token, not padding.")
+
+
+@prop(EX, "padding_mask", "rejects_bad_lengths",
+      zh="负长度或超过 max_len 的长度抛出 ValueError",
+      en="a negative length, or one above max_len, raises ValueError")
+@given(B=sizes(1, 3), T=sizes(1, 5), bad=st.sampled_from(["negative", "too_long"]), data=st.data())
+@example(B=2, T=3, bad="negative", data=None)
+@example(B=2, T=3, bad="too_long", data=None)
+def padding_rejects(student, B, T, bad, data):
+    lengths = torch.full((B,), T, dtype=torch.int64)
+    k = data.draw(st.integers(0, B - 1)) if data is not None else 0
+    if bad == "negative":
+        lengths[k] = -1
+        args = (lengths, T)
+    else:
+        lengths[k] = T + 1
+        args = (lengths, T)
+    if not student.raises(ValueError, "padding_mask", *args):
+        fail(f"padding_mask 对非法长度（{bad}）没有抛出 ValueError。",
+             f"padding_mask did not raise ValueError for an invalid length ({bad}).",
+             show={"lengths": lengths, "max_len": T}, student=student,
+             hint_zh="先检查输入：if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...)",
+             hint_en="Validate first: if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...)")
+
+
+# ---------------------------------------------------------------- causal_mask
+
+@prop(EX, "causal_mask", "shape_dtype_device",
+      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上",
+      en="causal_mask(T, device) returns a (T, T) bool tensor built on device")
+@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu")]))
+@example(T=1, device=None)
+def causal_shape(student, T, device):
+    out = student.call("causal_mask", T, device=device) if device is not None else student.call("causal_mask", T)
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device or "cpu", student=student)
+
+
+def _causal_values(student, T, part):
+    out = student.call("causal_mask", T)
+    ref = torch.ones(T, T, dtype=torch.bool).tril()
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, student=student)
+    i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
+    region = (j > i) if part == "future" else (j <= i)
+    bad = (out != ref) & region
+    if bool(bad.any()):
+        q, k = (int(v) for v in bad.nonzero()[0])
+        if part == "future":
+            fail(f"查询 i={q} 可以看到未来的键 j={k}（j > i 必须为 False）。",
+                 f"query i={q} may attend to the future key j={k} (j > i must be False).",
+                 show={"期望 expected mask": ref, "实际 got mask": out}, student=student,
+                 hint_zh="行是查询 i，列是键 j；下三角（含对角线）为 True：torch.tril。注意 True = 可以看。",
+                 hint_en="Rows are queries i, columns keys j; the lower triangle incl. the diagonal is True "
+                         "(torch.tril). True = may attend.")
+        fail(f"查询 i={q} 不能看到键 j={k}，但 j <= i 应该可见（包括自己 j = i）。",
+             f"query i={q} is blocked from key j={k}, but j <= i must be allowed (itself included, j = i).",
+             show={"期望 expected mask": ref, "实际 got mask": out}, student=student,
+             hint_zh="对角线必须为 True：位置 t 的预测可以看到 t 本身。triu(1) 取反或 tril() 都对，tril(-1) 不对。",
+             hint_en="The diagonal must be True: the prediction at t may see t itself. "
+                     "tril() is right, tril(-1) is off by one.")
+
+
+@prop(EX, "causal_mask", "future_is_blocked",
+      zh="未来的键被屏蔽：j > i 时 mask[i, j] 为 False",
+      en="future keys are blocked: mask[i, j] is False for j > i")
+@given(T=sizes(1, 8))
+@example(T=1)
+@example(T=3)
+def causal_future(student, T):
+    _causal_values(student, T, "future")
+
+
+@prop(EX, "causal_mask", "past_and_present_allowed",
+      zh="过去和当前的键可见：j <= i 时 mask[i, j] 为 True",
+      en="past and present keys are allowed: mask[i, j] is True for j <= i")
+@given(T=sizes(1, 8))
+@example(T=1)
+@example(T=3)
+def causal_past(student, T):
+    _causal_values(student, T, "past")
+
+
+# ---------------------------------------------------------------- attention_mask
+
+def _attention_ref(lengths, T, causal):
+    keys = padding_mask_ref(lengths, T)[:, None, None, :]  # (B, 1, 1, T)
+    m = keys.expand(-1, 1, T, T)
+    if causal:
+        m = m & torch.ones(T, T, dtype=torch.bool).tril()
+    return m
+
+
+def _call_attention_mask(student, lengths, max_len, causal):
+    kw = {"causal": causal}
+    if max_len is not None:
+        kw["max_len"] = max_len
+    return student.call("attention_mask", lengths, **kw)
+
+
+@prop(EX, "attention_mask", "shape_broadcasts_over_heads",
+      zh="attention_mask 返回 (B, 1, T, T) 的 bool 张量，可广播到 (B, H, T, T)",
+      en="attention_mask returns a (B, 1, T, T) bool tensor that broadcasts to (B, H, T, T)")
+@given(case=length_batches(lo=1), causal=st.booleans())
+@example(case=(torch.tensor([1]), None), causal=True)
+def attention_shape(student, case, causal):
+    lengths, max_len = case
+    T = _T(lengths, max_len)
+    out = _call_attention_mask(student, lengths, max_len, causal)
+    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
+
+
+@prop(EX, "attention_mask", "blocks_padded_keys_only",
+      zh="不带因果时：mask[b, 0, i, j] == (j < lengths[b])，屏蔽的是填充的键（列），不是查询（行）",
+      en="without causal: mask[b, 0, i, j] == (j < lengths[b]); padded keys (columns) are blocked, not queries (rows)")
+@given(case=length_batches(lo=1))
+@example(case=(torch.tensor([3, 1]), None))
+@example(case=(torch.tensor([2]), 3))
+def attention_padding(student, case):
+    lengths, max_len = case
+    T = _T(lengths, max_len)
+    out = _call_attention_mask(student, lengths, max_len, False)
+    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
+    check_equal(out, _attention_ref(lengths, T, False), "mask", student=student, show={"lengths": lengths},
+                hint_zh="填充掩码 (B, T) 要放在键的轴上：mask[:, None, None, :]，形状 (B, 1, 1, T)。"
+                        "放在查询轴上（[:, None, :, None]）会让真实查询去看填充的键。",
+                hint_en="Put the (B, T) padding mask on the key axis: mask[:, None, None, :], shape (B, 1, 1, T). "
+                        "On the query axis ([:, None, :, None]) real queries still attend to padded keys.")
+
+
+@prop(EX, "attention_mask", "causal_and_padding_combined",
+      zh="带因果时：mask[b, 0, i, j] == (j < lengths[b]) 且 (j <= i)",
+      en="with causal: mask[b, 0, i, j] == (j < lengths[b]) and (j <= i)")
+@given(case=length_batches(lo=1))
+@example(case=(torch.tensor([3, 1]), None))
+@example(case=(torch.tensor([2]), 3))
+def attention_causal(student, case):
+    lengths, max_len = case
+    T = _T(lengths, max_len)
+    out = _call_attention_mask(student, lengths, max_len, True)
+    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
+    check_equal(out, _attention_ref(lengths, T, True), "mask", student=student, show={"lengths": lengths},
+                hint_zh="两个条件都要满足：用 & 合并填充掩码（键轴）和因果掩码（下三角，含对角线）。",
+                hint_en="Both conditions must hold: combine the padding mask (key axis) and the causal mask "
+                        "(lower triangle incl. the diagonal) with &.")

@@ -1,0 +1,37 @@
+"""The feedback text of one test, in the course's language(s)."""
+
+STATUS = {
+    "passed": ("通过", "passed"),
+    "failed": ("未通过", "failed"),
+    "missing": ("缺失", "missing"),
+    "error": ("出错", "error"),
+    "timeout": ("超时", "time-out"),
+}
+
+
+def _pick(language, zh, en, sep=" / "):
+    if language == "zh":
+        return zh or en
+    if language == "en":
+        return en or zh
+    return sep.join(s for s in (zh, en) if s)
+
+
+def feedback_text(res, language="both"):
+    """Plain text: the property, what went wrong, the counterexample, where to look."""
+    lines = [f"{_pick(language, *STATUS[res.status])}: {_pick(language, res.property_zh, res.property_en)}"]
+    if res.status == "passed":
+        return lines[0]
+    if language in ("zh", "both") and res.message_zh:
+        lines.append(res.message_zh)
+    if language in ("en", "both") and res.message_en:
+        lines.append(res.message_en)
+    for label, text in res.details:
+        if language == "en":
+            label = label.split(" ", 1)[-1] if " " in label and not label.isascii() else label
+        text = str(text)
+        lines.append(f"{label}:" + ("\n    " + text.replace("\n", "\n    ") if "\n" in text else f" {text}"))
+    hint = _pick(language, res.hint_zh, res.hint_en, sep="\n    ")
+    if hint:
+        lines.append(("提示 hint" if language == "both" else "提示" if language == "zh" else "hint") + ":\n    " + hint)
+    return "\n".join(lines)

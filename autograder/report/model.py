@@ -1,0 +1,43 @@
+"""Results are data: a test's result, an exercise's, the whole report.  Renderers live beside."""
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class TestResult:
+    __test__ = False
+    name: str  # "exercise/function/property", as in the contract
+    function: str
+    score: float
+    max_score: float
+    passed: bool
+    feedback: str
+    status: str = "passed"  # passed | failed | missing | error | timeout
+    property_zh: str = ""
+    property_en: str = ""
+    message_zh: str = ""
+    message_en: str = ""
+    details: list = field(default_factory=list)  # [[label, text]]: the counterexample
+    hint_zh: str = ""
+    hint_en: str = ""
+
+
+@dataclass
+class ExerciseResult:
+    id: str
+    score: float
+    max_score: float
+    tests: list
+    load_errors: list = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    submission: str
+    score: float
+    max_score: float
+    exercises: list
+    errors: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self):
+        return asdict(self)

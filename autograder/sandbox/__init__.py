@@ -1,0 +1,1 @@
+from .runner import ForkRunner, InProcessRunner  # noqa: F401

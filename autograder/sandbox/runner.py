@@ -1,0 +1,331 @@
+"""Run an exercise's properties against a submission in a child process, with time limits.
+
+One seam, two runners with the same call ``run(path, exercise, tests) -> dict``:
+
+* ``InProcessRunner`` loads the submission and runs the properties in this process (fast; for
+  the grader's own tests and the student's self-check — no protection at all).
+* ``ForkRunner`` forks a child per exercise from a parent that has already imported torch, so a
+  child costs milliseconds.  The child loads the submission, runs the tests one by one with a
+  SIGALRM per test, and streams one JSON line per event through a pipe.  The parent enforces
+  the per-test, per-exercise and load deadlines by killing the child's process group; after a
+  crash or a time-out it starts a new child for the tests that are left, so one broken test
+  never costs the others.
+
+Results are plain dicts: {"tests": {name: outcome}, "load_errors": [...]} where an outcome is
+{"status": "passed" | "failed" | "missing" | "error" | "timeout", "zh", "en", "details", ...}.
+"""
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+from ..errors import PropertyFailure, TestTimeout
+
+GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
+
+
+def _alarm(_signum, _frame):
+    raise TestTimeout()
+
+
+def run_one(prop, student, timeout):
+    """Run one property with an alarm; return its outcome dict (never raises but TestTimeout)."""
+    import hypothesis.errors as herr
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        prop.run(student)
+        return {"status": "passed"}
+    except PropertyFailure as f:
+        return {"status": f.kind, "zh": f.zh, "en": f.en, "details": f.details,
+                "hint_zh": f.hint_zh, "hint_en": f.hint_en}
+    except TestTimeout:
+        return _timeout(timeout)
+    except (herr.Flaky, herr.FlakyFailure) if hasattr(herr, "FlakyFailure") else herr.Flaky:
+        return {"status": "failed",
+                "zh": "同一个输入，你的代码有时通过有时失败（结果不确定）。是否用了随机数或全局状态？",
+                "en": "Your code passed and failed on the same input (non-deterministic). "
+                      "Does it use random numbers or global state?", "details": []}
+    except Exception as e:  # noqa: BLE001 - never let a grader traceback reach the student
+        return {"status": "error",
+                "zh": "评分器无法检查你的输出（输出的类型或形状出乎意料）。",
+                "en": "The grader could not check your output (unexpected type or shape).",
+                "details": [("内部信息 internal", f"{type(e).__name__}: {str(e)[:300]}")]}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _timeout(seconds):
+    return {"status": "timeout",
+            "zh": f"超时：这个测试在 {seconds:g} 秒内没有完成（死循环？或者对很小的输入也太慢）。",
+            "en": f"Time-out: this test did not finish within {seconds:g} s (an endless loop? "
+                  f"or far too slow even on tiny inputs).", "details": []}
+
+
+def _load(path, timeout):
+    from ..load import find_files, load_submission
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        sub = load_submission(path)
+    except TestTimeout:
+        from ..load import Submission
+        sub = Submission(load_errors=[f"loading did not finish within {timeout:g} s / 加载超时"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    roots = [str(p) for p in find_files(path)]
+    return sub, roots
+
+
+class InProcessRunner:
+    """Everything in this process: fast, unprotected."""
+
+    def __init__(self, course):
+        self.course = course
+
+    def run(self, path, exercise, tests, progress=None):
+        from ..properties import REGISTRY, Student, load_all
+        from ..properties._harness import grading_profile
+
+        load_all()
+        grading_profile(self.course.max_examples)
+        sub, roots = _load(path, self.course.load_timeout)
+        student = Student(sub, roots, exercise)
+        ex = self.course.exercises[exercise]
+        results = {}
+        for name in tests:
+            results[name] = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
+        return {"tests": results, "load_errors": sub.load_errors}
+
+
+# ---------------------------------------------------------------- fork runner
+
+def _child(fd, path, exercise, tests, course):
+    """Body of a forked child: never returns."""
+    try:
+        os.setpgid(0, 0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for std in (0, 1, 2):
+            os.dup2(devnull, std)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+
+        def emit(obj):
+            data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
+            while data:
+                data = data[os.write(fd, data):]
+
+        from ..properties import REGISTRY, Student
+        from ..properties._harness import grading_profile
+
+        grading_profile(course.max_examples)
+        sub, roots = _load(path, course.load_timeout)
+        emit({"event": "loaded", "load_errors": sub.load_errors})
+        student = Student(sub, roots, exercise)
+        ex = course.exercises[exercise]
+        for name in tests:
+            emit({"event": "start", "test": name})
+            try:
+                outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
+            except TestTimeout:
+                outcome = _timeout(ex.tests[name].timeout)
+            emit({"event": "result", "test": name, "outcome": outcome})
+        emit({"event": "done"})
+    except BaseException:  # noqa: BLE001 - the parent notices the missing results
+        pass
+    finally:
+        os._exit(0)
+
+
+class _Job:
+    def __init__(self, exercise, tests, cfg, now):
+        self.exercise = exercise
+        self.left = list(tests)
+        self.cfg = cfg
+        self.results = {}
+        self.load_errors = None
+        self.pid = self.fd = None
+        self.buf = b""
+        self.current = None
+        self.test_deadline = None
+        self.ex_deadline = now + cfg.timeout
+        self.loaded = False
+
+
+class ForkRunner:
+    """A child process per exercise (and per restart), up to `workers` at once."""
+
+    def __init__(self, course, workers=None):
+        self.course = course
+        self.workers = workers or os.cpu_count() or 1
+
+    def run_many(self, path, plan, progress=None):
+        """plan: {exercise: [test names]} -> {exercise: {"tests", "load_errors"}}."""
+        import torch
+
+        from ..properties import load_all
+
+        load_all()
+        torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
+        now = time.monotonic()
+        pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
+        running = {}
+        out = {}
+        while pending or running:
+            while pending and len(running) < self.workers:
+                job = pending.pop(0)
+                job.ex_deadline = time.monotonic() + job.cfg.timeout
+                self._start(path, job)
+                running[job.fd] = job
+            now = time.monotonic()
+            deadline = min(self._deadline(j) for j in running.values())
+            ready, _, _ = select.select(list(running), [], [], max(0.0, deadline - now))
+            for fd in ready:
+                job = running[fd]
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    job.buf += chunk
+                    self._parse(job, progress)
+                    continue
+                del running[fd]
+                self._finish(job, reason=self._exit_reason(job))
+                if self._restart(path, job):
+                    running[job.fd] = job
+                else:
+                    out[job.exercise] = self._result(job)
+            now = time.monotonic()
+            for fd, job in list(running.items()):
+                if now >= self._deadline(job):
+                    del running[fd]
+                    self._kill(job)
+                    self._finish(job, reason="timeout")
+                    if self._restart(path, job):
+                        running[job.fd] = job
+                    else:
+                        out[job.exercise] = self._result(job)
+        return out
+
+    # -- helpers
+    def _start(self, path, job):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            _child(w, path, job.exercise, job.left, self.course)
+        os.close(w)
+        job.pid, job.fd, job.buf, job.current = pid, r, b"", None
+        job.loaded = False
+        job.done_at_start = len(job.results)
+        job.test_deadline = time.monotonic() + self.course.load_timeout + GRACE
+
+    def _deadline(self, job):
+        return min(job.test_deadline, job.ex_deadline)
+
+    def _parse(self, job, progress):
+        *lines, job.buf = job.buf.split(b"\n")
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            kind = ev.get("event")
+            if kind == "loaded":
+                job.loaded = True
+                if job.load_errors is None:
+                    job.load_errors = list(ev.get("load_errors", []))
+            elif kind == "start" and ev.get("test") in job.left:
+                job.current = ev["test"]
+                job.test_deadline = time.monotonic() + job.cfg.tests[job.current].timeout + GRACE
+            elif kind == "result" and ev.get("test") == job.current:
+                job.results[job.current] = ev["outcome"]
+                job.left.remove(job.current)
+                job.current = None
+                if progress:
+                    progress(job.exercise, ev["test"], ev["outcome"]["status"])
+
+    def _exit_reason(self, job):
+        _, status = os.waitpid(job.pid, 0)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = str(sig)
+            return f"signal {name}"
+        return f"exit status {os.WEXITSTATUS(status)}"
+
+    def _kill(self, job):
+        for target in (lambda: os.killpg(job.pid, signal.SIGKILL), lambda: os.kill(job.pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            os.waitpid(job.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def _finish(self, job, reason):
+        """The child is gone: record what it was doing when it went."""
+        os.close(job.fd)
+        try:
+            os.killpg(job.pid, signal.SIGKILL)  # daemons the student's code left behind
+        except (ProcessLookupError, PermissionError):
+            pass
+        if not job.left:
+            return
+        if not job.loaded:
+            if reason == "timeout":
+                zh = f"加载你的提交（运行顶层代码）在 {self.course.load_timeout:g} 秒内没有完成。"
+                en = f"Loading your submission (running its top-level code) did not finish within {self.course.load_timeout:g} s."
+            else:
+                zh = f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？"
+                en = f"The process ended while loading your submission ({reason}): does top-level code call exit / os._exit?"
+            for name in job.left:
+                job.results[name] = {"status": "error", "zh": zh, "en": en, "details": []}
+            job.left = []
+            return
+        if job.current is not None:
+            name = job.current
+            if reason == "timeout" and time.monotonic() < job.ex_deadline:
+                job.results[name] = _timeout(job.cfg.tests[name].timeout)
+            elif reason == "timeout":
+                job.results[name] = {"status": "timeout",
+                                     "zh": f"整个练习的时间限制（{job.cfg.timeout:g} 秒）用完了。",
+                                     "en": f"The time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
+                                     "details": []}
+            else:
+                job.results[name] = {"status": "error",
+                                     "zh": f"运行这个测试时进程崩溃了（{reason}）。",
+                                     "en": f"The process crashed while running this test ({reason}).",
+                                     "details": []}
+            job.left.remove(name)
+            job.current = None
+        elif len(job.results) == job.done_at_start:
+            # died between tests without finishing any: do not start it again and again
+            for name in job.left:
+                job.results[name] = {"status": "error",
+                                     "zh": f"评分进程在测试之间意外结束（{reason}）。",
+                                     "en": f"The grading process ended between tests ({reason}).", "details": []}
+            job.left = []
+
+    def _restart(self, path, job):
+        if not job.left:
+            return False
+        if time.monotonic() >= job.ex_deadline:
+            for name in job.left:
+                job.results[name] = {"status": "timeout",
+                                     "zh": f"没有运行：整个练习的时间限制（{job.cfg.timeout:g} 秒）已用完。",
+                                     "en": f"Not run: the time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
+                                     "details": []}
+            job.left = []
+            return False
+        self._start(path, job)
+        return True
+
+    def _result(self, job):
+        return {"tests": job.results, "load_errors": job.load_errors or []}
