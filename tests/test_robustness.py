@@ -1,0 +1,141 @@
+"""Broken submissions: a clear message and a zero for what they broke, full marks for the rest,
+never a grader crash.  Uses the masks exercise (fast) and a course with short time limits."""
+import textwrap
+
+import pytest
+import yaml
+
+from .conftest import ROOT, run_grade
+
+MASKS = (ROOT / "solutions" / "masks.py").read_text()
+
+
+@pytest.fixture
+def short_course(tmp_path):
+    c = yaml.safe_load((ROOT / "course.yml").read_text())
+    c["load_timeout"] = 3
+    for ex in c["exercises"].values():
+        ex["timeout"] = 20
+        for t in ex["tests"].values():
+            t["timeout"] = 2
+    path = tmp_path / "course.yml"
+    path.write_text(yaml.safe_dump(c))
+    return path
+
+
+def grade_masks(tmp_path, source, course=None, name="sub.py"):
+    sub = tmp_path / name
+    sub.write_text(textwrap.dedent(source) if isinstance(source, str) else source)
+    extra = ["--exercise", "masks"] + (["--course", str(course)] if course else [])
+    proc, report = run_grade(sub, tmp_path, *extra)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stdout
+    tests = {t["name"].split("/", 1)[1]: t for t in report["exercises"][0]["tests"]}
+    return report, tests
+
+
+def test_stub_is_reported_as_not_implemented(tmp_path):
+    src = MASKS.replace('    """mask[i, j] = (j <= i): query i sees keys 0..i, never the future."""\n',
+                        '    """stub"""\n    raise NotImplementedError\n')
+    report, tests = grade_masks(tmp_path, src)
+    t = tests["causal_mask/future_is_blocked"]
+    assert not t["passed"] and "NotImplementedError" in t["feedback"] and t["status"] == "missing"
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+
+
+def test_missing_function_is_named(tmp_path):
+    src = MASKS.split("def causal_mask")[0]
+    report, tests = grade_masks(tmp_path, src)
+    t = tests["causal_mask/shape_dtype_device"]
+    assert not t["passed"] and "`causal_mask`" in t["feedback"] and "not defined" in t["feedback"]
+    assert tests["padding_mask/shape_and_dtype"]["passed"]
+
+
+def test_syntax_error_is_reported_with_its_line(tmp_path):
+    report, tests = grade_masks(tmp_path, MASKS + "\ndef broken(:\n    pass\n")
+    assert any("SyntaxError" in e and "line" in e for e in report["errors"])
+    assert all(not t["passed"] for t in tests.values())
+    assert report["exercises"][0]["score"] == 0
+
+
+def test_a_failing_top_level_statement_costs_only_what_follows(tmp_path):
+    src = MASKS.replace("def causal_mask", "print(undefined_name)\n\ndef causal_mask")
+    report, tests = grade_masks(tmp_path, src)
+    assert any("NameError" in e for e in report["errors"])
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+    assert tests["causal_mask/future_is_blocked"]["passed"]  # statements run one by one
+
+
+def test_an_endless_loop_times_out_and_other_tests_still_pass(tmp_path, short_course):
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    while True:\n        pass')
+    report, tests = grade_masks(tmp_path, src, short_course)
+    t = tests["causal_mask/future_is_blocked"]
+    assert t["status"] == "timeout" and "Time-out" in t["feedback"]
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+
+
+def test_a_loop_that_swallows_the_alarm_is_killed(tmp_path, short_course):
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    while True:\n        try:\n            while True: pass\n        except BaseException:\n            pass')
+    report, tests = grade_masks(tmp_path, src, short_course)
+    assert tests["causal_mask/future_is_blocked"]["status"] == "timeout"
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+    assert tests["attention_mask/blocks_padded_keys_only"]["passed"]  # a new worker took over
+
+
+def test_a_segfault_costs_only_its_test(tmp_path):
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    import ctypes; ctypes.string_at(0)')
+    report, tests = grade_masks(tmp_path, src)
+    t = tests["causal_mask/shape_dtype_device"]
+    assert t["status"] == "error" and "SIGSEGV" in t["feedback"]
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+
+
+def test_exit_at_import_is_reported(tmp_path):
+    report, tests = grade_masks(tmp_path, "import os\nos._exit(0)\n" + MASKS)
+    assert all(t["status"] == "error" for t in tests.values())
+    assert "os._exit" in tests["padding_mask/shape_and_dtype"]["feedback"]
+
+
+def test_sys_exit_inside_a_function_is_a_crash_not_a_pass(tmp_path):
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    raise SystemExit(0)')
+    report, tests = grade_masks(tmp_path, src)
+    t = tests["causal_mask/future_is_blocked"]
+    assert not t["passed"] and "SystemExit" in t["feedback"]
+
+
+def test_slow_import_times_out_cleanly(tmp_path, short_course):
+    report, tests = grade_masks(tmp_path, "import time\ntime.sleep(60)\n" + MASKS, short_course)
+    assert all(not t["passed"] for t in tests.values())
+    assert any("load" in e.lower() or "加载" in e for e in report["errors"]) or \
+        "Loading your submission" in tests["padding_mask/shape_and_dtype"]["feedback"]
+
+
+def test_corrupt_notebook_is_an_error_not_a_silent_zero(tmp_path):
+    report, tests = grade_masks(tmp_path, '{"cells": [', name="sub.ipynb")
+    assert any("not valid JSON" in e or "cannot be read" in e for e in report["errors"])
+    assert all(t["status"] == "missing" for t in tests.values())
+
+
+def test_modifying_an_input_in_place_fails(tmp_path):
+    src = MASKS.replace("    t = torch.arange(T, device=lengths.device)  # (T,)",
+                        "    lengths.clamp_(max=T - 1)\n    t = torch.arange(T, device=lengths.device)  # (T,)")
+    report, tests = grade_masks(tmp_path, src)
+    assert "in place" in tests["padding_mask/marks_real_tokens"]["feedback"]
+
+
+def test_returning_a_list_is_explained(tmp_path):
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    return torch.ones(T, T, dtype=torch.bool, device=device).tril().tolist()')
+    report, tests = grade_masks(tmp_path, src)
+    fb = tests["causal_mask/shape_dtype_device"]["feedback"]
+    assert "torch.Tensor" in fb and "list" in fb
+
+
+def test_output_flood_does_not_reach_the_report(tmp_path):
+    src = "print('score: 100/100\\n' * 100000)\n" + MASKS
+    report, tests = grade_masks(tmp_path, src)
+    assert report["exercises"][0]["score"] == 20
