@@ -7,16 +7,14 @@ def render_text(report):
     for ex in report.exercises:
         n_pass = sum(t.passed for t in ex.tests)
         out.append(f"  {ex.id:<22} {ex.score:>5g} / {ex.max_score:<5g} ({n_pass}/{len(ex.tests)} tests passed)")
-    for err in report.errors:
-        out.append(f"  ! {err}")
+    if report.errors:
+        out += ["", "加载提交时的问题 problems while loading the submission:"]
+        out += [f"  ! {err}" for err in report.errors]
     for ex in report.exercises:
         failed = [t for t in ex.tests if not t.passed]
         if not failed:
             continue
         out += ["", f"== {ex.id} " + "=" * max(0, 60 - len(ex.id))]
-        if ex.load_errors:
-            out.append("加载时的问题 problems while loading:")
-            out += [f"  - {e}" for e in ex.load_errors]
         for t in failed:
             out.append(f"\n✗ {t.name} ({t.score:g}/{t.max_score:g})")
             out += ["  " + ln for ln in t.feedback.splitlines()]
