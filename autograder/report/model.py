@@ -19,6 +19,7 @@ class TestResult:
     details: list = field(default_factory=list)  # [[label, text]]: the counterexample
     hint_zh: str = ""
     hint_en: str = ""
+    seconds: float = 0.0
 
 
 @dataclass
