@@ -259,7 +259,8 @@ def check_close(got, expected, what, *, atol=1e-4, rtol=1e-4, student=None, show
         shown[f"期望 expected {what}"] = expected
         shown[f"实际 got {what}"] = got
         fail(f"{what} 的数值与参考答案不一致（{int(bad.sum())} 个元素不同）。",
-             f"{what} differs from the reference in {int(bad.sum())} entries.",
+             f"{what} differs from the reference in {int(bad.sum())} "
+             + ("entry." if int(bad.sum()) == 1 else "entries."),
              show={**shown, "不同的元素 differing entries": "\n".join(lines)},
              student=student, hint_zh=hint_zh, hint_en=hint_en)
     return got
@@ -276,7 +277,7 @@ def check_equal(got, expected, what, *, student=None, show=None, hint_zh="", hin
         shown = dict(show or {})
         shown[f"期望 expected {what}"] = expected
         shown[f"实际 got {what}"] = got
-        fail(f"{what} 有 {int(bad.sum())} 个元素不对。", f"{what} is wrong in {int(bad.sum())} entries.",
+        fail(f"{what} 有 {int(bad.sum())} 个元素不对。", f"{what} is wrong in {int(bad.sum())} " + ("entry." if int(bad.sum()) == 1 else "entries."),
              show={**shown, "不同的元素 differing entries": "\n".join(lines)},
              student=student, hint_zh=hint_zh, hint_en=hint_en)
     return got

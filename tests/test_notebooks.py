@@ -1,0 +1,322 @@
+"""The five exercise notebooks (exercises/*.ipynb, written by exercises/_build.py).
+
+Fast: each notebook is up to date with its generator, valid nbformat v4 with the nbgrader metadata,
+has one stub per contract function (raising NotImplementedError) and visible checks worth the
+exercise's points in course.yml.
+Slow (a real Jupyter kernel, via nbclient): as released, only the visible checks fail; with the
+reference solutions pasted into the stubs, every cell runs and the grader's command line gives
+full marks for the exercise.
+"""
+import ast
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from .conftest import ROOT, run_grade
+
+EXERCISES_DIR = ROOT / "exercises"
+COURSE = yaml.safe_load((ROOT / "course.yml").read_text(encoding="utf-8"))
+
+# /work/shared/contract.md: exercise id -> the functions (and class) a student writes
+CONTRACT = {
+    "masks": ["padding_mask", "causal_mask", "attention_mask"],
+    "positional_encoding": ["sinusoidal_encoding", "add_positional_encoding"],
+    "attention": ["scaled_dot_product_attention", "MultiHeadAttention"],
+    "recurrent": ["lstm_cell", "gru_cell", "lstm_sequence"],
+    "masked_loss": ["masked_cross_entropy"],
+}
+IDS = list(CONTRACT)
+
+
+def _load_builder():
+    spec = importlib.util.spec_from_file_location("exercises_build", EXERCISES_DIR / "_build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def read_notebook(ex):
+    return nbformat.read(str(EXERCISES_DIR / f"{ex}.ipynb"), as_version=4)
+
+
+def nbgrader(cell):
+    return cell.get("metadata", {}).get("nbgrader")
+
+
+def solution_cells(nb):
+    return [c for c in nb.cells if (nbgrader(c) or {}).get("solution")]
+
+
+def visible_check_cells(nb):
+    return [c for c in nb.cells if (nbgrader(c) or {}).get("grade") and not nbgrader(c).get("solution")]
+
+
+
+def course_points(ex):
+    return sum(t["points"] for t in COURSE["exercises"][ex]["tests"].values())
+
+
+# ---------------------------------------------------------------- fast checks
+
+
+def test_contract_functions_match_course_yml():
+    assert set(COURSE["exercises"]) == set(CONTRACT)
+    for ex, functions in CONTRACT.items():
+        graded = {name.split("/", 1)[0] for name in COURSE["exercises"][ex]["tests"]}
+        assert graded == set(functions), f"{ex}: course.yml grades {sorted(graded)}, the contract names {functions}"
+
+
+def test_notebooks_are_up_to_date_with_their_generator():
+    build = _load_builder()
+    assert list(build.EXERCISES) == IDS and build.EXERCISES == CONTRACT
+    stale = [ex for ex in IDS if (EXERCISES_DIR / f"{ex}.ipynb").read_text(encoding="utf-8") != build.render(ex)]
+    assert not stale, f"regenerate with `.venv/bin/python exercises/_build.py`: {stale} differ from _build.py"
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_notebook_is_valid_v4_without_outputs(ex):
+    nb = read_notebook(ex)
+    nbformat.validate(nb)
+    assert nb.nbformat == 4
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.metadata["kernelspec"]["language"] == "python"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{ex}: cell {cell.id} has outputs"
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_nbgrader_metadata(ex):
+    nb = read_notebook(ex)
+    grade_ids = [nbgrader(c)["grade_id"] for c in nb.cells if nbgrader(c)]
+    assert len(grade_ids) == len(set(grade_ids)), f"{ex}: duplicate grade_ids"
+    for cell in nb.cells:
+        meta = nbgrader(cell)
+        if cell.cell_type == "markdown":
+            assert meta == {"grade": False, "solution": False, "locked": True, "grade_id": meta["grade_id"],
+                            "schema_version": 3}, f"{ex}: markdown cell {cell.id} is not a locked instruction"
+        if meta is None:
+            continue
+        assert meta["schema_version"] == 3 and meta["grade_id"]
+        if meta["solution"]:
+            assert meta == {"grade": False, "solution": True, "locked": False, "grade_id": meta["grade_id"],
+                            "schema_version": 3}, f"{ex}: stub {meta['grade_id']}"
+        elif meta["grade"]:
+            assert meta["locked"] is True and meta["points"] > 0, f"{ex}: visible check {meta['grade_id']}"
+            assert set(meta) == {"grade", "solution", "locked", "points", "grade_id", "schema_version"}
+    points = sum(nbgrader(c)["points"] for c in visible_check_cells(nb))
+    assert points == course_points(ex), f"{ex}: visible checks give {points} points, course.yml {course_points(ex)}"
+    assert [nbgrader(c)["grade_id"] for c in visible_check_cells(nb)] == [f"test_{fn}" for fn in CONTRACT[ex]]
+
+
+def _reference_module(ex):
+    return ast.parse((ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8"))
+
+
+def _signature(node):
+    """A function's (or a class's __init__ and forward) argument names and defaults, as text."""
+    if isinstance(node, ast.ClassDef):
+        return {f.name: _signature(f) for f in node.body if isinstance(f, ast.FunctionDef)
+                and f.name in ("__init__", "forward")}
+    return ast.unparse(node.args)
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_every_contract_function_has_a_stub_that_raises(ex):
+    nb = read_notebook(ex)
+    stubs = solution_cells(nb)
+    assert [nbgrader(c)["grade_id"] for c in stubs] == CONTRACT[ex]
+    reference = {n.name: n for n in _reference_module(ex).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for cell in stubs:
+        name = nbgrader(cell)["grade_id"]
+        tree = ast.parse(cell.source)
+        assert len(tree.body) == 1 and getattr(tree.body[0], "name", None) == name, \
+            f"{ex}: the cell {name} must define exactly `{name}`"
+        node = tree.body[0]
+        assert _signature(node) == _signature(reference[name]), f"{ex}: {name} has not the contract's signature"
+        functions = [f for f in ast.walk(node) if isinstance(f, ast.FunctionDef)]
+        assert functions
+        for f in functions:
+            last = f.body[-1]
+            assert isinstance(last, ast.Raise) and "NotImplementedError" in ast.unparse(last.exc), \
+                f"{ex}: {f.name} must end with raise NotImplementedError"
+        doc = ast.get_docstring(node)
+        assert doc and "\n" not in doc.strip(), f"{ex}: {name} needs a one-line docstring"
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_each_stub_has_its_formula_above_and_a_picture_or_check_by_hand(ex):
+    nb = read_notebook(ex)
+    for i, cell in enumerate(nb.cells):
+        if (nbgrader(cell) or {}).get("solution"):
+            above = nb.cells[i - 1]
+            assert above.cell_type == "markdown" and "$" in above.source, \
+                f"{ex}: the cell above {nbgrader(cell)['grade_id']} should give its formula"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "动手检查 / Check by hand" in text and "信息边界" in text and "Row convention" in text
+
+
+def run_visible_checks(ex, source):
+    """Run the notebook's set-up cell, then `source` (a student's module) in place of the stubs,
+    then each visible check, in this process; returns {grade_id: error} of the checks that failed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ns = {"__name__": f"visible_checks_{ex}"}
+    failed = {}
+    nb = read_notebook(ex)
+    for cell in nb.cells:
+        meta = nbgrader(cell) or {}
+        if cell.cell_type != "code" or meta.get("solution"):
+            continue
+        if meta.get("grade"):
+            try:
+                exec(compile(cell.source, meta["grade_id"], "exec"), ns)
+            except Exception as e:  # noqa: BLE001 - any failure of a check is a result
+                failed[meta["grade_id"]] = f"{type(e).__name__}: {e}"
+        elif meta.get("locked"):  # the set-up cell (imports)
+            exec(compile(cell.source, meta["grade_id"], "exec"), ns)
+            exec(compile(source, f"{ex}.py", "exec"), ns)
+    return failed
+
+
+CORRECT = sorted((ROOT / "tests" / "files" / "correct").glob("*/*.py"))
+CORRECT = [(p.stem, p) for p in CORRECT if p.stem in CONTRACT]
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_visible_checks_accept_the_reference_solution(ex):
+    assert run_visible_checks(ex, (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")) == {}
+
+
+@pytest.mark.parametrize("ex,path", CORRECT, ids=[f"{p.parent.name}:{ex}" for ex, p in CORRECT])
+def test_visible_checks_accept_every_correct_alternative(ex, path):
+    """Like the grader, the visible checks must never reject correct code written another way."""
+    sys.path.insert(0, str(path.parent))  # as the grader does: a file may import its sibling
+    try:
+        failed = run_visible_checks(ex, path.read_text(encoding="utf-8"))
+    finally:
+        sys.path.remove(str(path.parent))
+    assert not failed, f"{path.parent.name}/{path.name} fails visible checks: {failed}"
+
+
+# ---------------------------------------------------------------- a real kernel
+
+
+@pytest.fixture(scope="session")
+def kernel_name(tmp_path_factory):
+    """The kernel "python3", running this interpreter (so torch and the venv are there).
+
+    ipykernel installs a "python3" kernelspec into the environment; jupyter_client runs its
+    argv[0] "python" as sys.executable.  If another "python3" kernelspec would win (a user-level
+    one pointing elsewhere), a private one is put first on JUPYTER_PATH for the session."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    major, minor = sys.version_info[:2]
+    try:
+        argv0 = KernelSpecManager().get_kernel_spec("python3").argv[0]
+        ours = argv0 in ("python", f"python{major}", f"python{major}.{minor}") or \
+            os.path.abspath(argv0) == os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
+    except NoSuchKernel:
+        ours = False
+    if ours:
+        yield "python3"
+        return
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (tests)", "language": "python"}), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(root), os.environ.get("JUPYTER_PATH")])))
+        yield "python3"
+
+
+def execute(nb, kernel_name, cwd):
+    """Run every cell in a fresh kernel; errors are kept in the outputs, not raised."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a copy
+    NotebookClient(nb, kernel_name=kernel_name, timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def errors(cell):
+    return [o for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+def stdout(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stdout")
+
+
+def stderr(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr")
+
+
+def solved(ex):
+    """The released notebook with each stub replaced by the reference from solutions/<ex>.py."""
+    source = (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    imports = "\n".join(ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    defs = {n.name: ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    nb = read_notebook(ex)
+    for cell in solution_cells(nb):
+        cell.source = f"{imports}\n\n\n{defs[nbgrader(cell)['grade_id']]}"
+    return nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ex", IDS)
+def test_released_notebook_fails_only_in_its_visible_checks(ex, kernel_name, tmp_path):
+    nb = execute(read_notebook(ex), kernel_name, tmp_path)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = nbgrader(cell) or {}
+        if meta.get("grade") and not meta.get("solution"):
+            errs = errors(cell)
+            assert errs and errs[0].ename == "NotImplementedError", \
+                f"{ex}: the visible check {meta['grade_id']} should fail on the stub, got {[e.ename for e in errs]}"
+        else:
+            assert not errors(cell), f"{ex}: cell {cell.id} crashed before the visible checks:\n" + \
+                "\n".join(errors(cell)[0].traceback)
+    hints = [c for c in nb.cells if "implement" in stdout(c).lower() and "first" in stdout(c).lower()]
+    assert hints, f"{ex}: no picture/check-by-hand cell told the student to implement the function first"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ex", IDS)
+def test_solved_notebook_runs_and_passes_its_visible_checks(ex, kernel_name, tmp_path):
+    nb = execute(solved(ex), kernel_name, tmp_path)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not errors(cell), f"{ex}: cell {cell.id} failed with the reference solution:\n" + \
+                "\n".join(errors(cell)[0].traceback)
+            if not (nbgrader(cell) or {}).get("locked") or (nbgrader(cell) or {}).get("grade"):
+                # a warning (e.g. a glyph missing from the plot font); the set-up cell may log
+                # matplotlib's one-off "building the font cache" on a fresh machine
+                assert not stderr(cell), f"{ex}: cell {cell.id} wrote to stderr:\n{stderr(cell)[:1000]}"
+    for cell in visible_check_cells(nb):
+        assert "passed" in stdout(cell), f"{ex}: {nbgrader(cell)['grade_id']} did not report success"
+    assert not any("implement" in stdout(c).lower() and "first" in stdout(c).lower() for c in nb.cells)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ex", IDS)
+def test_solved_notebook_gets_full_marks_from_the_grader(ex, tmp_path):
+    path = tmp_path / f"{ex}.ipynb"
+    nbformat.write(solved(ex), str(path))
+    proc, report = run_grade(path, tmp_path, "--exercise", ex)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = report["exercises"]
+    lost = {t["name"]: t["feedback"] for t in result["tests"] if not t["passed"]}
+    assert not lost and result["score"] == result["max_score"] == course_points(ex), lost
+    assert not report["errors"], report["errors"]
