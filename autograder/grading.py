@@ -4,6 +4,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .properties import load_all
+from .properties._harness import grading_profile
 from .report.feedback import feedback_text
 from .report.model import ExerciseResult, Report, TestResult
 
@@ -30,6 +31,7 @@ def grade(path, course, runner, exercises=None, progress=None):
     for ex in ids:
         if ex not in course.exercises:
             raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
+    grading_profile(course.max_examples)  # before the property modules are imported: @given keeps it
     registry = check_course(course, ids)
     find_files(path)  # raises SubmissionNotFound early, with a clear message
     plan = {ex: list(course.exercises[ex].tests) for ex in ids}

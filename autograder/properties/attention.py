@@ -1,0 +1,967 @@
+"""Hidden properties of the `attention` exercise: scaled_dot_product_attention, MultiHeadAttention.
+
+    weights = softmax(Q K^T / sqrt(dk)) over the keys (a masked key gets exactly 0),  out = weights V.
+
+Values are compared with trusted float64 references: torch's own
+``torch.nn.functional.scaled_dot_product_attention`` / ``torch.softmax`` and
+``torch.nn.MultiheadAttention`` with the same weights copied in.  The contract leaves the values
+of a query with no allowed key free, so such rows are never compared, only checked to be finite
+(values and gradient).  A multi-head output row is compared only if every head of that query
+has an allowed key.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ._harness import check_close, check_tensor, fail, prop, unpack
+from .strategies import lengths_for, sizes
+
+EX = "attention"
+SDPA = "scaled_dot_product_attention"
+MHA = "MultiHeadAttention"
+MAX_T, MAX_D = 5, 6  # Tq, Tk <= 5; dk, dv <= 6
+EXACT = 1e-6  # "unchanged" / "zero gradient": equal up to float noise from a different summation order
+
+
+# ---------------------------------------------------------------- strategies
+
+
+class Gen:
+    """Tensors from one drawn seed: entries in [-2, 2] with two decimals, every entry on its own.
+
+    Drawing each entry through hypothesis costs ~50 us an entry (most of the time of these
+    properties); a seeded generator keeps examples deterministic and non-degenerate, and
+    hypothesis still shrinks the sizes, which is what makes a counterexample readable.
+    """
+
+    def __init__(self, seed):
+        self.g = torch.Generator().manual_seed(int(seed))
+
+    def tensor(self, shape, dtype=torch.float32):
+        x = torch.randint(-200, 201, tuple(shape), generator=self.g, dtype=torch.int64)
+        return (x.double() / 100).to(dtype)
+
+    def bools(self, shape, p=0.6):
+        return torch.rand(tuple(shape), generator=self.g) < p
+
+    def index(self, shape, n):
+        return torch.randint(0, n, tuple(shape), generator=self.g)
+
+
+seeds = st.integers(0, 2 ** 31 - 1)
+
+
+def masks_for(draw, gen, lead, Tq, Tk, empty_rows=False, keeps=None):
+    """A bool mask broadcastable to lead + (Tq, Tk): (Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, Tk), full, ...
+
+    `keeps`: how many leading axes the mask may have (default: any number up to len(lead)).
+    Unless `empty_rows`, every query row keeps at least one allowed key; with `empty_rows=True`
+    any row may be empty; with `empty_rows="some"`, at least one query row has no allowed key.
+    """
+    full = tuple(lead) + (Tq, Tk)
+    keep = draw(st.sampled_from(keeps or range(len(lead) + 1)))  # how many leading axes the mask has
+    shape = tuple(n if draw(st.booleans()) else 1 for n in full[len(lead) - keep:-1]) + (Tk,)
+    m = gen.bools(shape, p=draw(st.sampled_from([0.5, 0.2, 0.8])))
+    if empty_rows in (False, "some"):  # an allowed key in every row
+        m.scatter_(-1, gen.index(shape[:-1] + (1,), Tk), True)
+    if empty_rows == "some":
+        row = tuple(draw(st.integers(0, n - 1)) for n in shape[:-1])
+        m[row] = False
+    return m
+
+
+@st.composite
+def attention_inputs(draw, mask="maybe", dtype=None, empty_rows=False):
+    """(Q, K, V, mask): Q (..., Tq, dk), K (..., Tk, dk), V (..., Tk, dv) with leading axes
+    (), (B,) or (B, H); Tq != Tk and dk != dv allowed; float32 or float64; mask None or bool."""
+    n_lead = draw(st.integers(0, 2))
+    lead = tuple(draw(sizes(1, 3)) for _ in range(n_lead))
+    Tq, Tk = draw(sizes(1, MAX_T)), draw(sizes(1, MAX_T))
+    dk, dv = draw(sizes(1, MAX_D)), draw(sizes(1, MAX_D))
+    dtype = dtype or draw(st.sampled_from([torch.float32, torch.float64]))
+    gen = Gen(draw(seeds))
+    Q, K, V = gen.tensor(lead + (Tq, dk), dtype), gen.tensor(lead + (Tk, dk), dtype), gen.tensor(lead + (Tk, dv), dtype)
+    m = None
+    if mask == "always" or (mask == "maybe" and draw(st.booleans())):
+        if empty_rows == "maybe":
+            empty_rows = draw(st.booleans())
+        m = masks_for(draw, gen, lead, Tq, Tk, empty_rows=empty_rows)
+    return Q, K, V, m
+
+
+@dataclass
+class Causal:
+    """Self-attention inputs of length T with a causal mask, and new values for positions > t."""
+
+    inputs: tuple  # (Q, K, V) or (x_q, x_kv)
+    changed: tuple  # the same tensors with positions > t replaced
+    mask: torch.Tensor
+    t: int
+
+
+def _change_after(x, new, t):
+    """x with the positions (axis -2) after t taken from `new`."""
+    y = x.clone()
+    y[..., t + 1:, :] = new[..., t + 1:, :]
+    return y
+
+
+def _causal_ref(T, lead):
+    """tril (T, T) in a broadcast form: (T, T), (1, ..., T, T) or expanded to lead + (T, T)."""
+    return torch.ones(T, T, dtype=torch.bool).tril().reshape((1,) * len(lead) + (T, T)).expand(lead + (T, T))
+
+
+@st.composite
+def causal_attention_inputs(draw):
+    """Self-attention Q, K, V of length T >= 2 with a causal mask, a position t and new values after t."""
+    n_lead = draw(st.integers(0, 2))
+    lead = tuple(draw(sizes(1, 3)) for _ in range(n_lead))
+    T = draw(sizes(2, MAX_T))
+    dk, dv = draw(sizes(1, MAX_D)), draw(sizes(1, MAX_D))
+    dtype = draw(st.sampled_from([torch.float32, torch.float64]))
+    t = draw(st.integers(0, T - 2))
+    keep = draw(st.integers(0, n_lead))
+    gen = Gen(draw(seeds))
+    shapes = (lead + (T, dk), lead + (T, dk), lead + (T, dv))
+    xs = tuple(gen.tensor(s, dtype) for s in shapes)
+    new = tuple(gen.tensor(s, dtype) for s in shapes)
+    mask = _causal_ref(T, lead)[(0,) * (n_lead - keep)].contiguous()  # keep the last `keep` leading axes
+    return Causal(xs, tuple(_change_after(x, n, t) for x, n in zip(xs, new)), mask, t)
+
+
+@dataclass
+class MHACase:
+    B: int
+    H: int
+    d: int
+    bias: bool
+    seed: int  # of the weights W_q, W_k, W_v, W_o (see _params)
+    x_q: torch.Tensor
+    x_kv: torch.Tensor
+    mask: object = None
+
+
+@st.composite
+def mha_inputs(draw, mask="maybe", empty_rows=False):
+    """d_model = H * dh with H, dh <= 3; cross-attention x_q (B, Tq, d), x_kv (B, Tk, d)."""
+    B, H, dh = draw(sizes(1, 3)), draw(sizes(1, 3)), draw(sizes(1, 3))
+    Tq, Tk = draw(sizes(1, MAX_T)), draw(sizes(1, MAX_T))
+    bias, seed = draw(st.booleans()), draw(seeds)
+    d, gen = H * dh, Gen(seed)
+    x_q, x_kv = gen.tensor((B, Tq, d)), gen.tensor((B, Tk, d))
+    m = None
+    if mask == "always" or (mask == "maybe" and draw(st.booleans())):
+        # 2-D or 4-D only: a 3-D mask is read as (B, Tq, Tk) by some conventions, (H, Tq, Tk) by broadcasting
+        m = masks_for(draw, gen, (B, H), Tq, Tk, empty_rows=empty_rows, keeps=(0, 2))
+    return MHACase(B, H, d, bias, seed, x_q, x_kv, m)
+
+
+@dataclass
+class Padded:
+    case: MHACase  # self-attention: x_q is x_kv, mask on the key axis
+    lengths: torch.Tensor
+    x2: torch.Tensor  # same real tokens, other padded values and more padding
+    mask2: torch.Tensor
+
+
+def _key_padding(lengths, T, square):
+    keys = torch.arange(T)[None, :] < lengths[:, None]  # (B, T)
+    m = keys[:, None, None, :]  # (B, 1, 1, T)  on the key axis
+    return m.expand(-1, 1, T, T).contiguous() if square else m
+
+
+def _repad(x, other, lengths):
+    """x's real tokens, then `other`'s values at every padded position (more of them if longer)."""
+    T, T2 = x.shape[1], other.shape[1]
+    valid2 = (torch.arange(T2)[None, :] < lengths[:, None])[..., None]  # (B, T2, 1)
+    return torch.where(valid2, torch.cat([x, other[:, T:]], 1), other)
+
+
+@st.composite
+def padded_self_attention(draw):
+    B, H, dh = draw(sizes(1, 3)), draw(sizes(1, 3)), draw(sizes(1, 3))
+    d, T = H * dh, draw(sizes(1, MAX_T))
+    extra = draw(st.integers(1, 2))
+    lengths = draw(lengths_for(B, T, lo=1))
+    square, bias, seed = draw(st.booleans()), draw(st.booleans()), draw(seeds)
+    gen = Gen(seed)
+    x, other = gen.tensor((B, T, d)), gen.tensor((B, T + extra, d))
+    case = MHACase(B, H, d, bias, seed, x, x, _key_padding(lengths, T, square))
+    return Padded(case, lengths, _repad(x, other, lengths), _key_padding(lengths, T + extra, square))
+
+
+@st.composite
+def causal_mha_inputs(draw):
+    B, H, dh = draw(sizes(1, 3)), draw(sizes(1, 3)), draw(sizes(1, 3))
+    d, T = H * dh, draw(sizes(2, MAX_T))
+    t = draw(st.integers(0, T - 2))
+    mask = _causal_ref(T, (B, 1))[(0, 0) if draw(st.booleans()) else ()].contiguous()  # (T, T) or (B, 1, T, T)
+    bias, seed = draw(st.booleans()), draw(seeds)
+    gen = Gen(seed)
+    xs = (gen.tensor((B, T, d)), gen.tensor((B, T, d)))
+    new = (gen.tensor((B, T, d)), gen.tensor((B, T, d)))
+    case = MHACase(B, H, d, bias, seed, *xs, mask)
+    return Causal(xs, tuple(_change_after(x, n, t) for x, n in zip(xs, new)), mask, t), case
+
+
+# ---------------------------------------------------------------- pinned examples
+
+
+def _t(shape, seed, dtype=torch.float32):
+    """A fixed tensor with entries in [-2, 2], two decimals."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(-200, 201, tuple(shape), generator=g, dtype=torch.int64).double() / 100).to(dtype)
+
+
+def _mask(shape, Tk, seed, empty_row=False):
+    g = torch.Generator().manual_seed(seed)
+    m = torch.rand(tuple(shape[:-1]) + (Tk,), generator=g) < 0.5
+    m[..., seed % Tk] = True
+    if empty_row:
+        m[(0,) * (m.dim() - 1)] = False
+    return m
+
+
+def _ex(lead, Tq, Tk, dk, dv, mask_shape=None, dtype=torch.float32, empty_row=False):
+    lead = tuple(lead)
+    m = None if mask_shape is None else _mask(mask_shape, Tk, Tq + Tk, empty_row)
+    return (_t(lead + (Tq, dk), 1, dtype), _t(lead + (Tk, dk), 2, dtype), _t(lead + (Tk, dv), 3, dtype), m)
+
+
+def _mha_ex(B, H, dh, Tq, Tk, mask_shape=None, bias=True, empty_row=False):
+    d = H * dh
+    m = None if mask_shape is None else _mask(mask_shape, Tk, Tq + 2 * Tk, empty_row)
+    return MHACase(B, H, d, bias, 7, _t((B, Tq, d), 4), _t((B, Tk, d), 5), m)
+
+
+def _causal_ex(lead, T, dk, dv, t, dtype=torch.float32):
+    lead = tuple(lead)
+    xs = (_t(lead + (T, dk), 1, dtype), _t(lead + (T, dk), 2, dtype), _t(lead + (T, dv), 3, dtype))
+    new = tuple(_t(x.shape, 10 + i, dtype) for i, x in enumerate(xs))
+    return Causal(xs, tuple(_change_after(x, n, t) for x, n in zip(xs, new)), _causal_ref(T, ()), t)
+
+
+def _padded_ex(lengths, T, extra, H, dh, square=False):
+    lengths = torch.tensor(lengths)
+    B, d = len(lengths), H * dh
+    x, other = _t((B, T, d), 4), _t((B, T + extra, d), 6)
+    case = MHACase(B, H, d, True, 7, x, x, _key_padding(lengths, T, square))
+    return Padded(case, lengths, _repad(x, other, lengths), _key_padding(lengths, T + extra, square))
+
+
+def _causal_mha_ex(B, H, dh, T, t):
+    d = H * dh
+    xs = (_t((B, T, d), 4), _t((B, T, d), 5))
+    new = (_t((B, T, d), 8), _t((B, T, d), 9))
+    mask = _causal_ref(T, ())
+    return (Causal(xs, tuple(_change_after(x, n, t) for x, n in zip(xs, new)), mask, t),
+            MHACase(B, H, d, True, 7, *xs, mask))
+
+
+# ---------------------------------------------------------------- trusted references
+
+
+def _full_mask(mask, shape):
+    """The mask broadcast to `shape` (..., Tq, Tk); all True if None."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    return torch.broadcast_to(mask, shape)
+
+
+def _ref_weights(Q, K, mask, *, scale=None, dim=-1):
+    """softmax(Q K^T * scale) over `dim` in float64; masked keys 0 (also in a row with no allowed key)."""
+    Q, K = Q.detach().double(), K.detach().double()
+    s = (Q @ K.transpose(-2, -1)) * (1 / math.sqrt(Q.shape[-1]) if scale is None else scale)
+    full = _full_mask(mask, s.shape)
+    w = torch.softmax(s.masked_fill(~full, float("-inf")), dim=dim)
+    return w.masked_fill(~full, 0.0)
+
+
+def _ref_sdpa(Q, K, V, mask):
+    """(out, weights, rows): out from torch's own scaled_dot_product_attention, in float64;
+    rows (..., Tq) is True where the query has at least one allowed key (the graded rows)."""
+    Q64, K64, V64 = (x.detach().double() for x in (Q, K, V))
+    w = _ref_weights(Q64, K64, mask)
+    full = _full_mask(mask, w.shape)
+    out = F.scaled_dot_product_attention(Q64, K64, V64, attn_mask=full if mask is not None else None)
+    return out, w, full.any(-1)
+
+
+def _params(d, bias, seed):
+    """Seeded float32 weights (and biases) for W_q, W_k, W_v, W_o."""
+    g = torch.Generator().manual_seed(seed + 1_000_003)  # not the stream of the inputs
+    bound = 2 / math.sqrt(d)
+    P = {}
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        P[name] = (torch.rand(d, d, generator=g) * 2 - 1) * bound
+        P[name + ".bias"] = (torch.rand(d, generator=g) * 2 - 1) * bound if bias else None
+    return P
+
+
+def _torch_mha(c, P):
+    """torch.nn.MultiheadAttention(batch_first=True) in float64 with the weights P:
+    (out (B, Tq, d), weights per head (B, H, Tq, Tk), rows (B, H, Tq) with an allowed key)."""
+    x_q, x_kv, mask = c.x_q, c.x_kv, c.mask
+    B, Tq, Tk = x_q.shape[0], x_q.shape[1], x_kv.shape[1]
+    with torch.random.fork_rng(devices=[]):  # its initialisation must not touch the global RNG
+        ref = torch.nn.MultiheadAttention(c.d, c.H, bias=c.bias, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([P["W_q"], P["W_k"], P["W_v"]]))
+        ref.out_proj.weight.copy_(P["W_o"])
+        if c.bias:
+            ref.in_proj_bias.copy_(torch.cat([P["W_q.bias"], P["W_k.bias"], P["W_v.bias"]]))
+            ref.out_proj.bias.copy_(P["W_o.bias"])
+        full = _full_mask(mask, (B, c.H, Tq, Tk))
+        blocked = None if mask is None else ~full.reshape(B * c.H, Tq, Tk)  # torch: True = NOT allowed
+        x_q, x_kv = x_q.double(), x_kv.double()
+        out, w = ref(x_q, x_kv, x_kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    rows = full.any(-1)
+    return out, w.masked_fill(~rows[..., None], 0.0), rows
+
+
+def _mha_weights_variant(c, P, scale):
+    """Per-head weights with another scale (for diagnosing a wrong scale), float64."""
+    B, Tq, Tk, H = c.x_q.shape[0], c.x_q.shape[1], c.x_kv.shape[1], c.H
+    dh = c.d // H
+    q = F.linear(c.x_q.double(), P["W_q"].double(), None if P["W_q.bias"] is None else P["W_q.bias"].double())
+    k = F.linear(c.x_kv.double(), P["W_k"].double(), None if P["W_k.bias"] is None else P["W_k.bias"].double())
+    q = q.view(B, Tq, H, dh).transpose(1, 2)
+    k = k.view(B, Tk, H, dh).transpose(1, 2)
+    return _ref_weights(q, k, _full_mask(c.mask, (B, H, Tq, Tk)), scale=scale)
+
+
+# ---------------------------------------------------------------- calling the student
+
+
+def _call_sdpa(student, Q, K, V, mask):
+    args = (Q, K, V) if mask is None else (Q, K, V, mask)
+    out, w = unpack(student.call(SDPA, *args), 2, SDPA, student)
+    check_tensor(out, "out", student=student)
+    check_tensor(w, "weights", student=student)
+    return out, w
+
+
+def _show(Q, K, V, mask=None, **more):
+    shown = {"Q": Q, "K": K, "V": V}
+    if mask is not None:
+        shown["mask"] = mask
+    shown.update(more)
+    return shown
+
+
+SHAPE_HINT_ZH = ("只转置 K 的最后两个轴：scores = Q @ K.transpose(-2, -1)，形状 (..., Tq, Tk)；"
+                 "weights 在键（最后一个轴）上做 softmax；out = weights @ V，形状 (..., Tq, dv)。"
+                 "不要假设 Tq == Tk、dk == dv 或固定的前导轴个数；浮点结果保持输入的 dtype。")
+SHAPE_HINT_EN = ("Transpose only the last two axes of K: scores = Q @ K.transpose(-2, -1), shape (..., Tq, Tk); "
+                 "softmax over the keys (last axis); out = weights @ V, shape (..., Tq, dv). Do not assume "
+                 "Tq == Tk, dk == dv or a fixed number of leading axes; keep the input's float dtype.")
+
+
+def _check_shape(x, what, shape, dtype, student, show, hint_zh=SHAPE_HINT_ZH, hint_en=SHAPE_HINT_EN):
+    if tuple(x.shape) != tuple(shape):
+        fail(f"{what} 的形状应为 {tuple(shape)}，实际为 {tuple(x.shape)}。",
+             f"{what} should have shape {tuple(shape)}, got {tuple(x.shape)}.",
+             show=show, student=student, hint_zh=hint_zh, hint_en=hint_en)
+    if dtype is not None and x.dtype != dtype:
+        fail(f"{what} 的 dtype 应为 {dtype}（与输入相同），实际为 {x.dtype}。",
+             f"{what} should have dtype {dtype} (the inputs' dtype), got {x.dtype}.",
+             show=show, student=student,
+             hint_zh="不要把输入转成 float32（.float()、torch.tensor(...)、softmax(..., dtype=...)）；"
+                     "新建的张量用 dtype=Q.dtype。",
+             hint_en="Do not cast to float32 (.float(), torch.tensor(...), softmax(..., dtype=...)); "
+                     "create new tensors with dtype=Q.dtype.")
+
+
+def _check_unchanged(after, before, what, change_zh, change_en, *, student, show, hint_zh, hint_en,
+                     where=None, atol=EXACT):
+    """`after` (the student's output on changed inputs) must equal `before` (on the original ones)."""
+    check_tensor(after, what, shape=before.shape, student=student)
+    a, b = after.detach().double(), before.detach().double()
+    bad = ~torch.isclose(a, b, atol=atol, rtol=atol)
+    if where is not None:
+        bad &= where.expand_as(bad)
+    if bool(bad.any()):
+        lines = [f"{what}{[int(v) for v in i]}: before {b[tuple(i)].item():.6g}, after {a[tuple(i)].item():.6g}"
+                 for i in bad.nonzero()[:5]]
+        fail(f"{change_zh}之后，{what} 变了（{int(bad.sum())} 个元素）。",
+             f"{what} changed in {int(bad.sum())} entries after {change_en}.",
+             show={**show, f"之前 before {what}": before, f"之后 after {what}": after,
+                   "不同的元素 differing entries": "\n".join(lines)},
+             student=student, hint_zh=hint_zh, hint_en=hint_en)
+
+
+def _sdpa_checked(student, Q, K, V, mask, show, dtype=False):
+    """Call the student's function; out and weights must have the contract's shapes (and dtype:
+    graded by `shapes` only, so that one cast does not cost every test)."""
+    out, w = _call_sdpa(student, Q, K, V, mask)
+    lead, Tq, Tk, dv = Q.shape[:-2], Q.shape[-2], K.shape[-2], V.shape[-1]
+    _check_shape(w, "weights", lead + (Tq, Tk), Q.dtype if dtype else None, student, show)
+    _check_shape(out, "out", lead + (Tq, dv), Q.dtype if dtype else None, student, show)
+    return out, w
+
+
+def _diagnose_sdpa(w, Q, K, mask, rows):
+    """(zh, en) hint naming the classic mistake that reproduces the student's weights, if any."""
+    dk, right = Q.shape[-1], _ref_weights(Q, K, mask)
+    full = _full_mask(mask, right.shape)
+    after = torch.softmax((Q.double() @ K.double().transpose(-2, -1)) / math.sqrt(dk), -1) * full
+    variants = [
+        (_ref_weights(Q, K, mask, dim=-2),
+         "softmax 用在了查询轴（dim=-2）上。每个查询对所有键的权重之和应为 1：softmax(scores, dim=-1)。",
+         "softmax is taken over the query axis (dim=-2). Each query's weights over the keys must sum to 1: "
+         "softmax(scores, dim=-1)."),
+        (_ref_weights(Q, K, mask, scale=1.0),
+         "分数没有缩放。除以 sqrt(dk)，让分数的方差不随 dk 增大。",
+         "The scores are not scaled. Divide by sqrt(dk) so their variance does not grow with dk."),
+        (_ref_weights(Q, K, mask, scale=1 / dk),
+         "分数除以了 dk，应除以 sqrt(dk)：math.sqrt(Q.shape[-1])。",
+         "The scores are divided by dk; divide by sqrt(dk): math.sqrt(Q.shape[-1])."),
+        (after,
+         "掩码是在 softmax 之后乘上去的，没有重新归一化：被屏蔽的键仍然占用了分母。在 softmax 之前把被屏蔽的分数设为 -inf。",
+         "The mask is applied after softmax without renormalising: masked keys still take part in the "
+         "denominator. Set masked scores to -inf before the softmax."),
+    ]
+    if mask is not None:
+        variants.append((_ref_weights(Q, K, ~mask),
+                         "掩码用反了：True 表示可以看。用 scores.masked_fill(~mask, float('-inf'))。",
+                         "The mask is inverted: True = may attend. Use scores.masked_fill(~mask, float('-inf'))."))
+        variants.append((_ref_weights(Q, K, None),
+                         "掩码没有起作用：被屏蔽的键也得到了权重。",
+                         "The mask has no effect: masked keys get weight too."))
+    got = w.detach().double()
+    r = rows[..., None].expand_as(got)
+    for v, zh, en in variants:
+        differs = not torch.allclose(v[r], right[r], atol=1e-4, rtol=1e-4)
+        if differs and torch.allclose(got[r], v[r], atol=1e-4, rtol=1e-4):
+            return zh, en
+    return None
+
+
+# ---------------------------------------------------------------- scaled_dot_product_attention
+
+@prop(EX, SDPA, "shapes",
+      zh="out 的形状为 (..., Tq, dv)，weights 为 (..., Tq, Tk)，dtype 与输入相同（任意前导轴，Tq ≠ Tk，dk ≠ dv）",
+      en="out has shape (..., Tq, dv) and weights (..., Tq, Tk), in the inputs' dtype "
+         "(any leading axes, Tq != Tk, dk != dv)")
+@given(case=attention_inputs())
+@example(case=_ex((), 1, 1, 1, 1))
+@example(case=_ex((), 2, 3, 4, 5))
+@example(case=_ex((2,), 3, 4, 2, 3, mask_shape=(3, 4)))
+@example(case=_ex((2, 3), 4, 2, 5, 3, mask_shape=(2, 1, 1, 2)))
+@example(case=_ex((2, 2), 3, 5, 2, 4, dtype=torch.float64))
+def sdpa_shapes(student, case):
+    Q, K, V, mask = case
+    _sdpa_checked(student, Q, K, V, mask, _show(Q, K, V, mask), dtype=True)
+
+
+@prop(EX, SDPA, "matches_torch",
+      zh="不带掩码时 out 与 torch.nn.functional.scaled_dot_product_attention 一致，weights = softmax(Q K^T / sqrt(dk))",
+      en="without a mask, out matches torch.nn.functional.scaled_dot_product_attention and "
+         "weights = softmax(Q K^T / sqrt(dk))")
+@given(case=attention_inputs(mask="never"))
+@example(case=_ex((), 3, 4, 4, 2))
+@example(case=_ex((2, 2), 3, 2, 4, 5))
+@example(case=_ex((3,), 2, 2, 3, 3, dtype=torch.float64))
+def sdpa_matches_torch(student, case):
+    _compare_sdpa(student, *case)
+
+
+def _compare_sdpa(student, Q, K, V, mask):
+    show = _show(Q, K, V, mask)
+    out, w = _sdpa_checked(student, Q, K, V, mask, show)
+    ref_out, ref_w, rows = _ref_sdpa(Q, K, V, mask)
+    diag = None
+    if not torch.allclose(w.detach().double()[rows], ref_w[rows], atol=1e-4, rtol=1e-4):
+        diag = _diagnose_sdpa(w, Q, K, mask, rows)
+    zh, en = diag or (
+        "weights[..., i, j] = exp(s_ij) / sum_j' exp(s_ij')，s = Q K^T / sqrt(dk)，只对可以看的键求和；"
+        "被屏蔽的键（mask 为 False）在 softmax 之前设为 -inf。",
+        "weights[..., i, j] = exp(s_ij) / sum_j' exp(s_ij') with s = Q K^T / sqrt(dk), summing over the "
+        "allowed keys only; set masked keys (mask False) to -inf before the softmax.")
+    ex = "（没有任何可看键的查询行不比较。）" if mask is not None else ""
+    exen = " (Query rows with no allowed key are not compared.)" if mask is not None else ""
+    check_close(w, ref_w, "weights", where=rows[..., None], student=student, show=show,
+                hint_zh=zh + ex, hint_en=en + exen)
+    check_close(out, ref_out, "out", where=rows[..., None], student=student, show=show,
+                hint_zh="weights 是对的，out 不对：out = weights @ V（形状 (..., Tq, dv)），不是 V @ weights，也不是 weights @ K。" + ex,
+                hint_en="The weights are right but out is not: out = weights @ V (shape (..., Tq, dv)), "
+                        "not V @ weights nor weights @ K." + exen)
+
+
+@prop(EX, SDPA, "matches_torch_with_mask",
+      zh="带掩码时（(Tq, Tk)、(B, 1, 1, Tk)、(B, 1, Tq, Tk)、完整形状等可广播形状）与 torch 一致；"
+         "至少有一个可看键的查询行才比较",
+      en="with a mask of any broadcastable shape ((Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, Tk), full, ...) "
+         "the result matches torch; only query rows with an allowed key are compared")
+@given(case=attention_inputs(mask="always", empty_rows="maybe"))
+@example(case=_ex((), 3, 4, 2, 2, mask_shape=(3, 4)))
+@example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(3, 4)))
+@example(case=_ex((2, 3), 3, 4, 3, 2, mask_shape=(2, 1, 1, 4)))
+@example(case=_ex((2, 3), 3, 4, 3, 2, mask_shape=(2, 1, 3, 4)))
+@example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(2, 2, 3, 4)))
+@example(case=_ex((2,), 3, 4, 3, 2, mask_shape=(2, 3, 4), empty_row=True))
+def sdpa_matches_torch_with_mask(student, case):
+    _compare_sdpa(student, *case)
+
+
+@prop(EX, SDPA, "weights_sum_to_one_over_keys",
+      zh="每个（至少有一个可看键的）查询的权重非负，对键求和为 1",
+      en="each query's weights (if it has an allowed key) are non-negative and sum to 1 over the keys")
+@given(case=attention_inputs())
+@example(case=_ex((), 2, 4, 3, 3))
+@example(case=_ex((2,), 4, 3, 2, 2, mask_shape=(4, 3)))
+@example(case=_ex((2, 2), 3, 5, 2, 2, mask_shape=(2, 1, 1, 5)))
+def sdpa_weights_sum_to_one(student, case):
+    Q, K, V, mask = case
+    show = _show(Q, K, V, mask)
+    _, w = _sdpa_checked(student, Q, K, V, mask, show)
+    rows = _full_mask(mask, w.shape).any(-1)
+    g = w.detach().double()
+    if bool((g[rows] < 0).any()) or not bool(torch.isfinite(g[rows]).all()):
+        fail("有查询的权重为负数或不是有限值。", "some weights are negative or not finite.",
+             show={**show, "weights": w}, student=student,
+             hint_zh="softmax 的结果都在 [0, 1] 内。", hint_en="softmax values lie in [0, 1].")
+    sums = g.sum(-1)
+    check_close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, rtol=0, where=rows,
+                student=student, show={**show, "weights": w},
+                hint_zh="softmax 要在键的轴上做（dim=-1），不是查询的轴（dim=-2）；如果在 softmax 之后才用掩码，"
+                        "就要重新归一化。最好在 softmax 之前把被屏蔽的分数设为 -inf。",
+                hint_en="Take the softmax over the key axis (dim=-1), not the query axis (dim=-2); if you apply "
+                        "the mask after the softmax you must renormalise. Better: set masked scores to -inf "
+                        "before the softmax.")
+
+
+@prop(EX, SDPA, "masked_weights_are_exactly_zero",
+      zh="被屏蔽的键（mask 为 False）的权重恰好为 0（在至少有一个可看键的查询行里）",
+      en="a masked key (mask False) gets weight exactly 0 (in query rows with an allowed key)")
+@given(case=attention_inputs(mask="always"))
+@example(case=_ex((), 3, 4, 2, 2, mask_shape=(3, 4)))
+@example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(2, 1, 1, 4)))
+def sdpa_masked_weights_zero(student, case):
+    Q, K, V, mask = case
+    show = _show(Q, K, V, mask)
+    _, w = _sdpa_checked(student, Q, K, V, mask, show)
+    full = _full_mask(mask, w.shape)
+    bad = ~full & full.any(-1, keepdim=True) & (w.detach() != 0)
+    if bool(bad.any()):
+        i = [int(v) for v in bad.nonzero()[0]]
+        fail(f"被屏蔽的键得到了非零权重：weights{i} = {w[tuple(i)].item():.6g}（mask 为 False，应恰好为 0）。",
+             f"a masked key got a non-zero weight: weights{i} = {w[tuple(i)].item():.6g} (mask is False, "
+             f"it must be exactly 0).",
+             show={**show, "weights": w}, student=student,
+             hint_zh="在 softmax 之前用 scores.masked_fill(~mask, float('-inf'))（或 -1e9）屏蔽；"
+                     "把分数乘以掩码或设为 0、-1e-9 都只是让被屏蔽的键变成普通的键。True = 可以看。",
+             hint_en="Before the softmax use scores.masked_fill(~mask, float('-inf')) (or -1e9); multiplying "
+                     "the scores by the mask or setting them to 0 or -1e-9 leaves the masked keys as ordinary "
+                     "keys. True = may attend.")
+
+
+@prop(EX, SDPA, "fully_masked_query_stays_finite",
+      zh="一个没有任何可看键的查询：out、weights 和梯度里都没有 NaN 或 inf",
+      en="a query with no allowed key gives no NaN or inf in out, weights or the gradient")
+@given(case=attention_inputs(mask="always", empty_rows="some"))
+@example(case=_ex((), 2, 3, 2, 2, mask_shape=(2, 3), empty_row=True))
+@example(case=_ex((2, 2), 3, 3, 2, 2, mask_shape=(2, 1, 1, 3), empty_row=True))
+@example(case=_ex((2,), 1, 2, 2, 3, mask_shape=(1, 2), empty_row=True))
+def sdpa_fully_masked_finite(student, case):
+    Q, K, V, mask = case
+    Qg, Kg, Vg = (x.clone().requires_grad_() for x in (Q, K, V))
+    show = _show(Q, K, V, mask)
+    out, w = _sdpa_checked(student, Qg, Kg, Vg, mask, show)
+    hint_zh = ("全被屏蔽的一行在 softmax 里是 exp(-inf) / 0 = NaN。softmax 之后把被屏蔽的位置设为 0"
+               "（weights.masked_fill(~mask, 0.0)），或者用 -1e9 代替 -inf。这一行的具体数值不评分，只要求有限。")
+    hint_en = ("A fully masked row is exp(-inf) / 0 = NaN in the softmax. After the softmax set the masked "
+               "entries to 0 (weights.masked_fill(~mask, 0.0)), or fill with -1e9 instead of -inf. The values "
+               "of that row are not graded, only that they are finite.")
+    for x, what in ((w, "weights"), (out, "out")):
+        if not bool(torch.isfinite(x.detach()).all()):
+            fail(f"{what} 含有 NaN 或 inf（mask 里有一个查询没有任何可看的键）。",
+                 f"{what} contains NaN or inf (the mask has a query with no allowed key).",
+                 show={**show, what: x}, student=student, hint_zh=hint_zh, hint_en=hint_en)
+    if not (out.requires_grad or w.requires_grad):
+        return  # differentiability is graded by differentiable_and_inputs_untouched
+    g = torch.Generator().manual_seed(0)
+    loss = (out * torch.randn(out.shape, generator=g, dtype=out.dtype)).sum() \
+        + (w * torch.randn(w.shape, generator=g, dtype=w.dtype)).sum()
+    try:
+        loss.backward()
+    except Exception as e:  # noqa: BLE001 - the student's graph
+        fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
+             show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student)
+    for x, what in ((Qg, "Q.grad"), (Kg, "K.grad"), (Vg, "V.grad")):
+        if x.grad is not None and not bool(torch.isfinite(x.grad).all()):
+            fail(f"{what} 含有 NaN 或 inf（mask 里有一个查询没有任何可看的键）。",
+                 f"{what} contains NaN or inf (the mask has a query with no allowed key).",
+                 show={**show, what: x.grad}, student=student,
+                 hint_zh=hint_zh + " 注意：先得到 NaN 再修补（例如加性 -inf 掩码之后用 nan_to_num）只修好了前向，"
+                                   "梯度里还是 NaN。用 scores.masked_fill(~mask, ...) 屏蔽分数（它的反向会把被屏蔽位置的"
+                                   "梯度清零），或者在 softmax 之前就避免 NaN。",
+                 hint_en=hint_en + " Note: repairing a NaN afterwards (e.g. nan_to_num after an additive -inf "
+                                   "mask) fixes only the forward value; the gradient still holds NaN. Mask the scores "
+                                   "with scores.masked_fill(~mask, ...) (its backward zeroes the gradient at masked "
+                                   "entries), or avoid the NaN before the softmax.")
+
+
+@prop(EX, SDPA, "permutation_equivariant",
+      zh="不带掩码时：同时打乱键和值不改变 out；打乱查询只会同样打乱 out 的行",
+      en="without a mask: permuting keys and values together leaves out unchanged; permuting the queries "
+         "permutes the rows of out the same way")
+@given(case=attention_inputs(mask="never"), data=st.data())
+@example(case=_ex((), 3, 4, 2, 2), data=None)
+@example(case=_ex((2, 2), 4, 3, 3, 2), data=None)
+def sdpa_permutation(student, case, data):
+    Q, K, V, _ = case
+    Tq, Tk = Q.shape[-2], K.shape[-2]
+    if data is None:
+        kp, qp = list(range(Tk))[::-1], list(range(Tq))[::-1]
+    else:
+        kp = data.draw(st.permutations(range(Tk)), label="key permutation")
+        qp = data.draw(st.permutations(range(Tq)), label="query permutation")
+    kp, qp = torch.tensor(kp, dtype=torch.long), torch.tensor(qp, dtype=torch.long)
+    show = _show(Q, K, V)
+    out, w = _sdpa_checked(student, Q, K, V, None, show)
+    Kp, Vp = K[..., kp, :], V[..., kp, :]
+    out_k, w_k = _sdpa_checked(student, Q, Kp, Vp, None, show)
+    show_k = {**show, "键的排列 key permutation": kp.tolist()}
+    hint_zh = ("注意力把键当作一个集合：没有掩码时，结果不应依赖键的顺序或查询的位置。"
+               "是不是默认加了因果掩码、按位置截断，或者只用了某一个键？")
+    hint_en = ("Attention treats the keys as a set: without a mask the result must not depend on the order of "
+               "the keys or the position of a query. Is a causal mask applied by default, something cut by "
+               "position, or only one key used?")
+    kzh, ken = "同时打乱键和值", "permuting the keys and values together"
+    _check_unchanged(out_k, out.detach(), "out", kzh, ken, student=student, show=show_k,
+                     hint_zh=hint_zh, hint_en=hint_en, atol=1e-5)
+    _check_unchanged(w_k, w.detach()[..., kp], "weights[..., perm]", kzh, ken, student=student, show=show_k,
+                     hint_zh=hint_zh, hint_en=hint_en, atol=1e-5)
+    out_q, w_q = _sdpa_checked(student, Q[..., qp, :], K, V, None, show)
+    show_q = {**show, "查询的排列 query permutation": qp.tolist()}
+    qzh, qen = "打乱查询", "permuting the queries"
+    _check_unchanged(out_q, out.detach()[..., qp, :], "out[..., perm, :]", qzh, qen, student=student, show=show_q,
+                     hint_zh=hint_zh, hint_en=hint_en, atol=1e-5)
+    _check_unchanged(w_q, w.detach()[..., qp, :], "weights[..., perm, :]", qzh, qen, student=student,
+                     show=show_q, hint_zh=hint_zh, hint_en=hint_en, atol=1e-5)
+
+
+FUTURE_HINT_ZH = ("信息边界：带因果掩码时，位置 t 的输出只能依赖位置 <= t 的 Q、K、V。"
+                  "被屏蔽的键必须在 softmax 之前去掉（设为 -inf），否则它们仍然出现在 softmax 的分母里；"
+                  "softmax 也必须在键的轴上（dim=-1）。")
+FUTURE_HINT_EN = ("The information boundary: with a causal mask the output at position t may depend only on "
+                  "Q, K, V at positions <= t. Masked keys must be removed before the softmax (set to -inf), "
+                  "otherwise they still appear in its denominator; the softmax must run over the keys (dim=-1).")
+
+
+def _check_future_grads(student, leaves, names, t, show, hint_zh, hint_en):
+    for x, what in zip(leaves, names):
+        if x.grad is None:
+            continue
+        leak = x.grad[..., t + 1:, :].abs()
+        if bool((leak > EXACT).any()):
+            i = [int(v) for v in (leak > EXACT).nonzero()[0]]
+            i[-2] += t + 1
+            fail(f"梯度泄露了未来：位置 <= {t} 的输出对 {what} 在位置 {i[-2]} > {t} 的梯度不为 0"
+                 f"（{what}.grad{i} = {x.grad[tuple(i)].item():.3g}）。",
+                 f"the gradient leaks the future: the outputs at positions <= {t} have a non-zero gradient "
+                 f"with respect to {what} at position {i[-2]} > {t} ({what}.grad{i} = {x.grad[tuple(i)].item():.3g}).",
+                 show=show, student=student, hint_zh=hint_zh, hint_en=hint_en)
+
+
+@prop(EX, SDPA, "future_does_not_change_past",
+      zh="带因果掩码时，改变位置 > t 的 Q、K、V 不改变位置 <= t 的 out 和 weights，"
+         "它们对未来位置的梯度为 0",
+      en="with a causal mask, changing Q, K, V at positions > t leaves out and weights at positions <= t "
+         "unchanged, and their gradient with respect to future positions is 0")
+@given(case=causal_attention_inputs())
+@example(case=_causal_ex((), 3, 2, 2, 0))
+@example(case=_causal_ex((2, 2), 4, 3, 2, 1))
+@example(case=_causal_ex((2,), 5, 2, 3, 2, dtype=torch.float64))
+def sdpa_future(student, case):
+    (Q, K, V), (Q2, K2, V2), mask, t = case.inputs, case.changed, case.mask, case.t
+    show = {**_show(Q, K, V, mask), "t": t, "改变后 changed Q": Q2, "改变后 changed K": K2, "改变后 changed V": V2}
+    out, w = _sdpa_checked(student, Q, K, V, mask, show)
+    out2, w2 = _sdpa_checked(student, Q2, K2, V2, mask, show)
+    czh, cen = f"只改变位置 > {t} 的 Q、K、V", f"changing Q, K, V at positions > {t} only"
+    _check_unchanged(out2[..., :t + 1, :], out.detach()[..., :t + 1, :], f"out[..., :{t + 1}, :]", czh, cen,
+                     student=student, show=show, hint_zh=FUTURE_HINT_ZH, hint_en=FUTURE_HINT_EN)
+    _check_unchanged(w2[..., :t + 1, :], w.detach()[..., :t + 1, :], f"weights[..., :{t + 1}, :]", czh, cen,
+                     student=student, show=show, hint_zh=FUTURE_HINT_ZH, hint_en=FUTURE_HINT_EN)
+    leaves = tuple(x.clone().requires_grad_() for x in (Q, K, V))
+    out, w = _sdpa_checked(student, *leaves, mask, show)
+    if not (out.requires_grad or w.requires_grad):
+        return  # graded by differentiable_and_inputs_untouched
+    g = torch.Generator().manual_seed(1)
+    loss = (out[..., :t + 1, :] * torch.randn(out[..., :t + 1, :].shape, generator=g, dtype=out.dtype)).sum() \
+        + (w[..., :t + 1, :] * torch.randn(w[..., :t + 1, :].shape, generator=g, dtype=w.dtype)).sum()
+    try:
+        loss.backward()
+    except Exception as e:  # noqa: BLE001
+        fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
+             show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student)
+    _check_future_grads(student, leaves, ("Q", "K", "V"), t, show, FUTURE_HINT_ZH, FUTURE_HINT_EN)
+
+
+@prop(EX, SDPA, "differentiable_and_inputs_untouched",
+      zh="out 和 weights 对 Q、K、V 可微（backward 可用，梯度有限且正确），输入不被原地修改",
+      en="out and weights are differentiable in Q, K, V (backward works, gradients finite and right); "
+         "inputs are not modified in place")
+@given(case=attention_inputs())
+@example(case=_ex((), 2, 3, 4, 2))
+@example(case=_ex((2, 2), 3, 3, 2, 2, mask_shape=(2, 1, 1, 3)))
+@example(case=_ex((2,), 2, 4, 3, 2, dtype=torch.float64))
+def sdpa_differentiable(student, case):
+    Q, K, V, mask = case
+    show = _show(Q, K, V, mask)
+    leaves = tuple(x.clone().requires_grad_() for x in (Q, K, V))
+    out, w = _sdpa_checked(student, *leaves, mask, show)
+    hint_zh = ("整个计算都要留在 torch 里：不要用 .detach()、.item()、.numpy()、torch.tensor(...) 重新包装，"
+               "也不要在 torch.no_grad() 里计算；不要原地修改输入（Q /= ...、masked_fill_）。")
+    hint_en = ("Keep the whole computation in torch: no .detach(), .item(), .numpy(), re-wrapping with "
+               "torch.tensor(...) or torch.no_grad(); do not modify the inputs in place (Q /= ..., masked_fill_).")
+    for x, what in ((out, "out"), (w, "weights")):
+        if not x.requires_grad:
+            fail(f"{what} 与 Q、K、V 断开了（requires_grad=False），无法反向传播。",
+                 f"{what} is cut off from Q, K, V (requires_grad=False): nothing can be learned through it.",
+                 show=show, student=student, hint_zh=hint_zh, hint_en=hint_en)
+    g = torch.Generator().manual_seed(2)
+    G_out = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    G_w = torch.randn(w.shape, generator=g, dtype=torch.float64)
+    try:
+        ((out * G_out.to(out.dtype)).sum() + (w * G_w.to(w.dtype)).sum()).backward()
+    except Exception as e:  # noqa: BLE001
+        fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
+             show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student,
+             hint_zh=hint_zh, hint_en=hint_en)
+    # the trusted gradient, in float64; compared only where the forward values are right
+    ref = tuple(x.detach().double().requires_grad_() for x in (Q, K, V))
+    full = _full_mask(mask, Q.shape[:-1] + (K.shape[-2],))
+    s = (ref[0] @ ref[1].transpose(-2, -1) / math.sqrt(Q.shape[-1])).masked_fill(~full, float("-inf"))
+    rw = torch.softmax(s, -1).masked_fill(~full, 0.0)
+    rows = full.any(-1)
+    ((rw @ ref[2] * G_out).sum() + (rw * G_w).sum()).backward()
+    for x, r, what in zip(leaves, ref, ("Q", "K", "V")):
+        if x.grad is None:
+            fail(f"{what}.grad 是 None：out 和 weights 不依赖 {what}（计算图断开了）。",
+                 f"{what}.grad is None: out and weights do not depend on {what} (the graph is cut).",
+                 show=show, student=student, hint_zh=hint_zh, hint_en=hint_en)
+        check_tensor(x.grad, f"{what}.grad", finite=True, student=student)
+    values_right = torch.allclose(out.detach().double()[rows], (rw @ ref[2]).detach()[rows], atol=1e-4, rtol=1e-4) \
+        and torch.allclose(w.detach().double()[rows], rw.detach()[rows], atol=1e-4, rtol=1e-4)
+    if values_right and bool(rows.all()):
+        for x, r, what in zip(leaves, ref, ("Q", "K", "V")):
+            check_close(x.grad, r.grad, f"{what}.grad", atol=1e-4, rtol=1e-3, student=student, show=show,
+                        hint_zh="前向的数值是对的，梯度却不对：计算图的某一段被断开或替换了。" + hint_zh,
+                        hint_en="The forward values are right but the gradient is not: part of the graph is cut "
+                                "or replaced. " + hint_en)
+
+
+# ---------------------------------------------------------------- MultiHeadAttention
+
+
+def _student_mha(student, c, P):
+    """The student's module with the seeded weights P copied in."""
+    mha = student.new(MHA, c.d, c.H, bias=c.bias)
+    hint_zh = ("合同要求四个子模块 W_q、W_k、W_v、W_o，每个都是 torch.nn.Linear(d_model, d_model, bias=bias)，"
+               "评分器会把自己的权重复制进去。")
+    hint_en = ("The contract asks for four sub-modules W_q, W_k, W_v, W_o, each "
+               "torch.nn.Linear(d_model, d_model, bias=bias); the grader copies its own weights into them.")
+    with torch.no_grad():
+        for name in ("W_q", "W_k", "W_v", "W_o"):
+            lin = getattr(mha, name, None)
+            w = getattr(lin, "weight", None)
+            b = getattr(lin, "bias", None)
+            if not isinstance(w, torch.Tensor) or tuple(w.shape) != (c.d, c.d):
+                fail(f"{MHA}({c.d}, {c.H}, bias={c.bias}) 没有形状为 ({c.d}, {c.d}) 的 {name}.weight。",
+                     f"{MHA}({c.d}, {c.H}, bias={c.bias}) has no {name}.weight of shape ({c.d}, {c.d}).",
+                     student=student, hint_zh=hint_zh, hint_en=hint_en)
+            if c.bias != isinstance(b, torch.Tensor) or (c.bias and tuple(b.shape) != (c.d,)):
+                fail(f"{MHA}(..., bias={c.bias})：{name}.bias 应该" + ("是形状 (d_model,) 的张量。" if c.bias else "是 None。"),
+                     f"{MHA}(..., bias={c.bias}): {name}.bias should be "
+                     + ("a tensor of shape (d_model,)." if c.bias else "None."),
+                     student=student, hint_zh=hint_zh + "把 bias 参数传给每个 nn.Linear。",
+                     hint_en=hint_en + " Pass the bias argument on to every nn.Linear.")
+            w.copy_(P[name])
+            if c.bias:
+                b.copy_(P[name + ".bias"])
+    return mha
+
+
+def _forward(student, mha, c, x_q=None, x_kv=None, mask="case"):
+    x_q = c.x_q if x_q is None else x_q
+    x_kv = c.x_kv if x_kv is None else x_kv
+    mask = c.mask if isinstance(mask, str) else mask
+    args = (x_q, x_kv) if mask is None else (x_q, x_kv, mask)
+    res = student.invoke(f"{MHA}({c.d}, {c.H}, bias={c.bias}).forward", mha, *args)
+    out, w = unpack(res, 2, f"{MHA}.forward", student)
+    check_tensor(out, "out", student=student)
+    check_tensor(w, "weights", student=student)
+    B, Tq, Tk = x_q.shape[0], x_q.shape[1], x_kv.shape[1]
+    show = _mha_show(c, x_q, x_kv, mask)
+    _check_shape(w, "weights", (B, c.H, Tq, Tk), x_q.dtype, student, show,
+                 hint_zh="weights 是每个头各自的注意力权重，形状 (B, H, Tq, Tk)，不要对头取平均。"
+                         "拆头：view(B, T, H, dh).transpose(1, 2)。",
+                 hint_en="weights are each head's own attention weights, shape (B, H, Tq, Tk); do not average "
+                         "over the heads. Split the heads with view(B, T, H, dh).transpose(1, 2).")
+    _check_shape(out, "out", (B, Tq, c.d), x_q.dtype, student, show,
+                 hint_zh="合并头：out.transpose(1, 2).reshape(B, Tq, d_model)，再经过 W_o。",
+                 hint_en="Merge the heads: out.transpose(1, 2).reshape(B, Tq, d_model), then apply W_o.")
+    return out, w
+
+
+def _mha_show(c, x_q, x_kv, mask, **more):
+    shown = {"d_model, num_heads, bias": (c.d, c.H, c.bias)}
+    shown.update({"x_q = x_kv": x_q} if x_q is x_kv else {"x_q": x_q, "x_kv": x_kv})
+    if mask is not None:
+        shown["mask"] = mask
+    shown.update(more)
+    return shown
+
+
+@prop(EX, MHA, "shapes",
+      zh="MultiHeadAttention(d_model, H) 有 W_q、W_k、W_v、W_o；forward 返回 out (B, Tq, d_model) 和每个头的 weights (B, H, Tq, Tk)",
+      en="MultiHeadAttention(d_model, H) has W_q, W_k, W_v, W_o; forward returns out (B, Tq, d_model) and "
+         "per-head weights (B, H, Tq, Tk)")
+@given(c=mha_inputs())
+@example(c=_mha_ex(1, 1, 1, 1, 1))
+@example(c=_mha_ex(2, 3, 2, 2, 4, mask_shape=(2, 1, 1, 4)))
+@example(c=_mha_ex(2, 2, 3, 4, 3, bias=False))
+def mha_shapes(student, c):
+    mha = _student_mha(student, c, _params(c.d, c.bias, c.seed))
+    _forward(student, mha, c)
+
+
+@prop(EX, MHA, "matches_torch_multihead_attention",
+      zh="与权重相同的 torch.nn.MultiheadAttention(batch_first=True) 一致（out 和每个头的 weights，带或不带掩码、偏置）",
+      en="matches torch.nn.MultiheadAttention(batch_first=True) with the same weights (out and per-head "
+         "weights, with or without mask and bias)")
+@given(c=mha_inputs())
+@example(c=_mha_ex(2, 2, 2, 3, 4))
+@example(c=_mha_ex(2, 3, 2, 3, 4, mask_shape=(3, 4), bias=False))
+@example(c=_mha_ex(2, 2, 3, 3, 4, mask_shape=(2, 1, 1, 4)))
+@example(c=_mha_ex(2, 2, 2, 3, 3, mask_shape=(2, 1, 3, 3)))
+@example(c=_mha_ex(2, 3, 1, 3, 2, mask_shape=(2, 3, 3, 2), empty_row=True))
+def mha_matches_torch(student, c):
+    P = _params(c.d, c.bias, c.seed)
+    mha = _student_mha(student, c, P)
+    out, w = _forward(student, mha, c)
+    ref_out, ref_w, rows = _torch_mha(c, P)
+    show = _mha_show(c, c.x_q, c.x_kv, c.mask)
+    excl_zh = "（有某个头没有任何可看键的查询行不比较。）" if c.mask is not None else ""
+    excl_en = " (Query rows where some head has no allowed key are not compared.)" if c.mask is not None else ""
+    where = rows[..., None]
+    if not torch.allclose(w.detach().double()[rows], ref_w[rows], atol=1e-4, rtol=1e-4):
+        zh = ("每个头的注意力权重就不对。检查：q 用 W_q、k 用 W_k；头 h 用投影的第 h*dh:(h+1)*dh 列："
+              "view(B, T, H, dh).transpose(1, 2)（直接 view(B, H, T, dh) 会把不同时间步混在一个头里）；"
+              "除以 sqrt(dh)（头的宽度），不是 sqrt(d_model)；掩码要广播到所有头。")
+        en = ("Each head's attention weights are already wrong. Check: q uses W_q and k uses W_k; head h uses "
+              "columns h*dh:(h+1)*dh of the projections: view(B, T, H, dh).transpose(1, 2) (a plain "
+              "view(B, H, T, dh) mixes time steps inside a head); divide by sqrt(dh), the head width, not "
+              "sqrt(d_model); the mask must reach every head.")
+        d_scale = _mha_weights_variant(c, P, 1 / math.sqrt(c.d))
+        if c.H > 1 and torch.allclose(w.detach().double()[rows], d_scale[rows], atol=1e-4, rtol=1e-4):
+            zh = "分数除以了 sqrt(d_model)。每个头的点积只有 dh = d_model / H 维：除以 sqrt(dh)。"
+            en = "The scores are divided by sqrt(d_model). Each head's dot product has only dh = d_model / H " \
+                 "dimensions: divide by sqrt(dh)."
+        check_close(w, ref_w, "weights", where=where, student=student, show=show,
+                    hint_zh=zh + excl_zh, hint_en=en + excl_en)
+    check_close(out, ref_out, "out", where=rows.all(1)[..., None], student=student, show=show,
+                hint_zh="每个头的权重是对的，错在之后：v 要用 W_v；合并头要先 transpose(1, 2) 再 "
+                        "reshape(B, Tq, d_model)；最后还要经过输出投影 W_o。" + excl_zh,
+                hint_en="Each head's weights are right; the mistake comes after them: v uses W_v; merge the heads "
+                        "with transpose(1, 2) before reshape(B, Tq, d_model); finish with the output projection "
+                        "W_o." + excl_en)
+
+
+@prop(EX, MHA, "padding_does_not_change_valid_outputs",
+      zh="自注意力带键的填充掩码（不带因果）：改变填充位置的值和填充的长度，不改变真实位置的 out 和 weights",
+      en="self-attention with a key padding mask (not causal): changing the padded positions' values and the "
+         "amount of padding leaves out and weights at real positions unchanged")
+@given(p=padded_self_attention())
+@example(p=_padded_ex([3, 1], 3, 2, 2, 2))
+@example(p=_padded_ex([2, 4, 1], 4, 1, 3, 1, square=True))
+def mha_padding(student, p):
+    c = p.case
+    P = _params(c.d, c.bias, c.seed)
+    mha = _student_mha(student, c, P)
+    out, w = _forward(student, mha, c)
+    x2 = p.x2
+    out2, w2 = _forward(student, mha, c, x2, x2, p.mask2)
+    T = c.x_q.shape[1]
+    valid = torch.arange(T)[None, :] < p.lengths[:, None]  # (B, T)
+    show = _mha_show(c, c.x_q, c.x_kv, c.mask, lengths=p.lengths,
+                     **{"改变填充后 x with other padding": x2, "新的掩码 new mask": p.mask2})
+    hint_zh = ("填充位置不是真实词元：真实查询看不到它们，它们的值和个数都不能影响真实位置。掩码 (B, 1, 1, T) "
+               "在键的轴上，要原样传给每个头（广播到 (B, H, Tq, Tk)），不要转置、不要只给某一个头。")
+    hint_en = ("Padded positions are not tokens: real queries cannot see them, so neither their values nor "
+               "their number may change the real positions. The (B, 1, 1, T) mask is on the key axis; pass it "
+               "on to every head as it is (it broadcasts to (B, H, Tq, Tk)); do not transpose it or give it "
+               "to one head only.")
+    czh = "改变填充位置的值并加长填充（只比较真实位置）"
+    cen = "changing the padded positions' values and adding padding (only real positions are compared)"
+    _check_unchanged(out2[:, :T], out.detach(), "out[:, :T]", czh, cen,
+                     where=valid[..., None], atol=1e-5, student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
+    _check_unchanged(w2[:, :, :T, :T], w.detach(), "weights[:, :, :T, :T]", czh, cen,
+                     where=valid[:, None, :, None], atol=1e-5, student=student, show=show,
+                     hint_zh=hint_zh, hint_en=hint_en)
+
+
+@prop(EX, MHA, "future_does_not_change_past",
+      zh="带因果掩码时，改变位置 > t 的 x_q 和 x_kv 不改变位置 <= t 的输出，它们对未来位置的梯度为 0",
+      en="with a causal mask, changing x_q and x_kv at positions > t leaves the outputs at positions <= t "
+         "unchanged, and their gradient with respect to future positions is 0")
+@given(case=causal_mha_inputs())
+@example(case=_causal_mha_ex(2, 2, 2, 3, 0))
+@example(case=_causal_mha_ex(1, 3, 1, 5, 2))
+def mha_future(student, case):
+    cz, c = case
+    (x_q, x_kv), (x_q2, x_kv2), mask, t = cz.inputs, cz.changed, cz.mask, cz.t
+    P = _params(c.d, c.bias, c.seed)
+    mha = _student_mha(student, c, P)
+    show = _mha_show(c, x_q, x_kv, mask, t=t, **{"改变后 changed x_q": x_q2, "改变后 changed x_kv": x_kv2})
+    out, w = _forward(student, mha, c, x_q, x_kv, mask)
+    out2, w2 = _forward(student, mha, c, x_q2, x_kv2, mask)
+    hint_zh = (FUTURE_HINT_ZH + " 在多头注意力里，拆头必须保持时间轴：view(B, T, H, dh).transpose(1, 2)；"
+               "合并时先 transpose(1, 2) 再 reshape，否则一个头里会混入其他时间步；掩码要传给 "
+               "scaled_dot_product_attention 并作用于所有头。")
+    hint_en = (FUTURE_HINT_EN + " In multi-head attention, splitting the heads must keep the time axis: "
+               "view(B, T, H, dh).transpose(1, 2); merge with transpose(1, 2) before reshape, otherwise a head "
+               "mixes other time steps; the mask must be passed to scaled_dot_product_attention and reach "
+               "every head.")
+    czh, cen = f"只改变位置 > {t} 的 x_q 和 x_kv", f"changing x_q and x_kv at positions > {t} only"
+    _check_unchanged(out2[:, :t + 1], out.detach()[:, :t + 1], f"out[:, :{t + 1}]", czh, cen, atol=1e-5,
+                     student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
+    _check_unchanged(w2[:, :, :t + 1], w.detach()[:, :, :t + 1], f"weights[:, :, :{t + 1}]", czh, cen, atol=1e-5,
+                     student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
+    leaves = (x_q.clone().requires_grad_(), x_kv.clone().requires_grad_())
+    out, w = _forward(student, mha, c, *leaves, mask)
+    if not (out.requires_grad or w.requires_grad):
+        return
+    g = torch.Generator().manual_seed(3)
+    loss = (out[:, :t + 1] * torch.randn(out[:, :t + 1].shape, generator=g)).sum() \
+        + (w[:, :, :t + 1] * torch.randn(w[:, :, :t + 1].shape, generator=g)).sum()
+    try:
+        loss.backward()
+    except Exception as e:  # noqa: BLE001
+        fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
+             show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student)
+    _check_future_grads(student, leaves, ("x_q", "x_kv"), t, show, hint_zh, hint_en)
+
+
+@prop(EX, MHA, "rejects_indivisible_heads",
+      zh="d_model 不能被 num_heads 整除时，构造 MultiHeadAttention 抛出 ValueError",
+      en="MultiHeadAttention raises ValueError when d_model is not divisible by num_heads")
+@given(H=st.integers(2, 4), k=st.integers(0, 2), r=st.integers(1, 3))
+@example(H=4, k=1, r=2)
+@example(H=3, k=0, r=2)
+def mha_rejects(student, H, k, r):
+    d = H * k + min(r, H - 1)
+    if not student.raises(ValueError, MHA, d, H):
+        fail(f"MultiHeadAttention(d_model={d}, num_heads={H}) 没有抛出 ValueError（{d} 不能被 {H} 整除）。",
+             f"MultiHeadAttention(d_model={d}, num_heads={H}) did not raise ValueError ({d} is not divisible "
+             f"by {H}).", student=student,
+             hint_zh="每个头的宽度 dh = d_model / H 必须是整数。在 __init__ 开头检查："
+                     "if d_model % num_heads != 0: raise ValueError(...)。",
+             hint_en="Each head has width dh = d_model / H, which must be a whole number. Check at the top of "
+                     "__init__: if d_model % num_heads != 0: raise ValueError(...).")
