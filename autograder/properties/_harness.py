@@ -92,9 +92,18 @@ def fmt(x, limit=400):
     return r if len(r) <= limit or isinstance(x, str) else r[:limit] + " ..."
 
 
+def _short(a):
+    if isinstance(a, torch.Tensor):
+        return f"<{tuple(a.shape)}>"
+    if isinstance(a, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in a):
+        inner = ", ".join(_short(v) for v in a)
+        return f"({inner})" if isinstance(a, tuple) else f"[{inner}]"
+    return fmt(a, 60)
+
+
 def fmt_call(label, args, kwargs):
-    short = [f"<{tuple(a.shape)}>" if isinstance(a, torch.Tensor) else fmt(a, 60) for a in args]
-    short += [f"{k}=" + (f"<{tuple(v.shape)}>" if isinstance(v, torch.Tensor) else fmt(v, 60)) for k, v in kwargs.items()]
+    """`f(<(2, 3)>, causal=True)`: tensors by their shape (the values are shown separately)."""
+    short = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
     return f"{label}({', '.join(short)})"
 
 
