@@ -102,27 +102,42 @@ def _notebook_cells(path):
     return cells
 
 
-def load_submission(path):
-    """Run every file of the submission; never raises for problems in the student's code."""
+def read_sources(path):
+    """Read (never run) the submission: [(label, module name, file, [(chunk label, filename, code)])]
+    and the problems met (a corrupt notebook).  Safe to call in the trusted judge."""
     files = find_files(path)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))  # a student's file may import its sibling
-    sub = Submission()
+    sources, errors = [], []
     for f in files:
         label = str(f.relative_to(root)) if f != root else f.name
-        mod = types.ModuleType(f"submission_{f.stem}")
-        mod.__file__ = str(f)
-        sys.modules.setdefault(mod.__name__, mod)
-        ns = mod.__dict__
         try:
             if f.suffix == ".py":
-                _run_source(f.read_text(encoding="utf-8", errors="replace"), str(f), ns, sub.load_errors, label)
+                chunks = [(label, str(f), f.read_text(encoding="utf-8", errors="replace"))]
             else:
-                for n, src in _notebook_cells(f):
-                    _run_source(src, f"{f}#cell{n}", ns, sub.load_errors, f"{label} cell {n}")
+                chunks = [(f"{label} cell {n}", f"{f}#cell{n}", src) for n, src in _notebook_cells(f)]
         except ValueError as e:
-            sub.load_errors.append(f"{label}: {e}")
+            errors.append(f"{label}: {e}")
             continue
-        sub.modules.append((label, ns))
+        sources.append((label, f"submission_{f.stem}", str(f), chunks))
+    return sources, errors, str(root)
+
+
+def exec_sources(sources, errors=(), root=None):
+    """Run the code read by `read_sources`; never raises for problems in the student's code."""
+    if root and root not in sys.path:
+        sys.path.insert(0, root)  # a student's file may import its sibling
+    sub = Submission(load_errors=list(errors))
+    for label, modname, filename, chunks in sources:
+        mod = types.ModuleType(modname)
+        mod.__file__ = filename
+        sys.modules.setdefault(modname, mod)
+        for chunk_label, chunk_file, code in chunks:
+            _run_source(code, chunk_file, mod.__dict__, sub.load_errors, chunk_label)
+        sub.modules.append((label, mod.__dict__))
     return sub
+
+
+def load_submission(path):
+    """Read and run every file of the submission (in this process: only inside a worker)."""
+    sources, errors, root = read_sources(path)
+    return exec_sources(sources, errors, root)

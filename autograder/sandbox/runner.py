@@ -153,13 +153,22 @@ def _child(fd, path, exercise, tests, course):
             while data:
                 data = data[os.write(fd, data):]
 
-        from ..properties import REGISTRY, Student
+        from ..errors import PropertyFailure
+        from ..load import find_files, read_sources
+        from ..properties import REGISTRY
         from ..properties._harness import grading_profile
+        from .remote import RemoteStudent, Zygote
 
         grading_profile(course.max_examples)
-        sub, roots = _load(path, course.load_timeout)
-        emit({"event": "loaded", "load_errors": sub.load_errors})
-        student = Student(sub, roots, exercise)
+        sources, read_errors, root = read_sources(path)
+        roots = [str(p) for p in find_files(path)]
+        zygote = Zygote(sources, read_errors, root, roots)  # before any property runs: holds no answers
+        student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
+        try:
+            student.start()
+        except PropertyFailure:
+            pass  # every test will report the load failure
+        emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
         for name in tests:
             emit({"event": "start", "test": name})
@@ -167,6 +176,8 @@ def _child(fd, path, exercise, tests, course):
                 outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
             except TestTimeout:
                 outcome = _timeout(ex.tests[name].timeout)
+            if outcome["status"] == "timeout":
+                student.abort()  # the worker may still be running the endless loop
             emit({"event": "result", "test": name, "outcome": outcome})
         emit({"event": "done"})
     except BaseException:  # noqa: BLE001 - the parent notices the missing results

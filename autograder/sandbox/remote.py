@@ -1,0 +1,439 @@
+"""The trusted side: a judge talks to the student's code only through a worker process.
+
+    judge (runs the properties, the torch references, the verdict; never imports student code)
+      └── zygote  (forked by the judge before any property ran, so it holds no answers)
+            └── worker (forked per (re)start; limits applied; runs the submission; see worker.py)
+
+`RemoteStudent` has the same interface as properties/_harness.Student (call, new, invoke,
+raises, lookup, last_call), so the properties do not know which one they talk to.  Outputs
+come back as new tensors built from checked `.npy` arrays; when the inputs require grad, the
+outputs are attached to them through `_Attach`, whose backward asks the worker for the
+vector-Jacobian product, so `out.backward()` and `torch.autograd.grad` in a property just work.
+An `nn.Module` the student's class returns is mirrored by a `RemoteObject` whose `nn.Linear`
+children are real local replicas: a property may read and overwrite their weights, and the new
+values are sent along with the next call.
+"""
+import os
+import signal
+import socket
+import struct
+import tempfile
+
+import torch
+
+from ..errors import MissingFunction, PropertyFailure, StudentCrash
+from ..properties._harness import fmt, fmt_call
+from . import protocol as P
+
+
+def _status_text(status):
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"signal {signal.Signals(sig).name}"
+        except ValueError:
+            return f"signal {sig}"
+    if os.WIFEXITED(status):
+        return f"exit status {os.WEXITSTATUS(status)}"
+    return "unknown"
+
+
+# ---------------------------------------------------------------- zygote
+
+class Zygote:
+    """A clean process that forks workers for the judge and reaps them."""
+
+    def __init__(self, sources, errors, root, roots, limit_options=None):
+        judge_end, zygote_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                judge_end.close()
+                from .worker import die_with_parent
+                die_with_parent()
+                self._serve(zygote_end, sources, errors, root, roots, limit_options)
+            finally:
+                os._exit(0)
+        zygote_end.close()
+        self.sock, self.pid = judge_end, pid
+
+    @staticmethod
+    def _serve(sock, sources, errors, root, roots, limit_options):
+        from .worker import worker_main
+
+        workdirs = {}
+        while True:
+            try:
+                cmd = sock.recv(64)
+            except OSError:
+                cmd = b""
+            if not cmd:
+                break
+            if cmd.startswith(b"spawn"):
+                a, b = socket.socketpair()
+                workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
+                pid = os.fork()
+                if pid == 0:
+                    a.close()
+                    sock.close()
+                    worker_main(b, sources, errors, root, roots, workdir, limit_options)
+                b.close()
+                workdirs[pid] = workdir
+                socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
+                a.close()
+            elif cmd.startswith(b"reap"):
+                pid = struct.unpack("<q", cmd[4:12])[0]
+                status = _kill_and_wait(pid, limit_options)
+                _rmtree(workdirs.pop(pid, None))
+                sock.sendall(status.encode()[:60].ljust(60))
+        for pid in list(workdirs):
+            _kill_and_wait(pid, limit_options)
+            _rmtree(workdirs.pop(pid))
+
+    def spawn(self):
+        self.sock.sendall(b"spawn")
+        msg, fds, _, _ = socket.recv_fds(self.sock, 8, 1)
+        if len(msg) != 8 or len(fds) != 1:
+            raise RuntimeError("the zygote did not start a worker")
+        return struct.unpack("<q", msg)[0], socket.socket(fileno=fds[0])
+
+    def reap(self, pid):
+        """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'."""
+        self.sock.sendall(b"reap" + struct.pack("<q", pid))
+        return self.sock.recv(60).decode(errors="replace").strip() or "unknown"
+
+    def close(self):
+        try:
+            self.sock.close()
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+def _kill_and_wait(pid, limit_options):
+    kill_tree = None
+    if limit_options is not None:
+        try:
+            from . import limits
+            kill_tree = getattr(limits, "kill_worker_tree", None)
+        except ImportError:
+            pass
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "unknown"
+    if done:
+        text = _status_text(status)
+    else:
+        text = None
+    try:
+        if kill_tree is not None:
+            kill_tree(pid, (limit_options or {}).get("uid"))
+        else:
+            os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError, TypeError):
+        pass
+    if text is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+            text = "killed"
+        except ChildProcessError:
+            text = "unknown"
+    return text
+
+
+def _rmtree(path):
+    if path:
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- autograd bridge
+
+class _Attach(torch.autograd.Function):
+    """Connect outputs computed in the worker to the judge's inputs; backward asks the worker."""
+
+    @staticmethod
+    def forward(ctx, remote, call_id, n_leaves, differentiable, *tensors):
+        ctx.remote, ctx.call_id, ctx.n_leaves = remote, call_id, n_leaves
+        ctx.leaves = [(t.shape, t.dtype) for t in tensors[:n_leaves]]
+        outs = tuple(t.clone() for t in tensors[n_leaves:])
+        ctx.mark_non_differentiable(*[o for o, d in zip(outs, differentiable) if not d])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        got = ctx.remote._vjp(ctx.call_id, grads, ctx.leaves)
+        return (None, None, None, None, *got, *([None] * len(grads)))
+
+
+def _flat(value, out):
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _flat(v, out)
+    return out
+
+
+def _replace(value, it):
+    if isinstance(value, torch.Tensor):
+        return next(it)
+    if isinstance(value, tuple):
+        return tuple(_replace(v, it) for v in value)
+    if isinstance(value, list):
+        return [_replace(v, it) for v in value]
+    return value
+
+
+def _rg_flags(enc, out):
+    if isinstance(enc, dict):
+        if "t" in enc:
+            out.append(bool(enc.get("rg")))
+        for key in ("tuple", "list"):
+            for v in enc.get(key, []) if isinstance(enc.get(key), list) else []:
+                _rg_flags(v, out)
+    return out
+
+
+# ---------------------------------------------------------------- the student, seen from the judge
+
+class RemoteObject:
+    """Judge-side mirror of an object the student's class created in the worker."""
+
+    def __init__(self, handle, type_name, children):
+        self._handle, self._type_name = handle, type_name
+        for name, child in children.items():
+            setattr(self, name, child)
+        self._children = children
+
+    def __repr__(self):
+        return f"<{self._type_name} in the worker>"
+
+    def _state(self, arrays):
+        state = {}
+        for name, child in self._children.items():
+            if isinstance(child, torch.nn.Linear):
+                state[name] = {"weight": P.encode(child.weight, arrays),
+                               "bias": P.encode(child.bias, arrays) if child.bias is not None else None}
+        return state
+
+
+class RemoteStudent:
+    """The student's functions, called in a sandboxed worker; same interface as Student."""
+
+    def __init__(self, zygote, exercise, load_timeout, read_errors=()):
+        self.zygote, self.exercise, self.load_timeout = zygote, exercise, load_timeout
+        self.read_errors = list(read_errors)
+        self.pid = self.sock = None
+        self.names = set()
+        self.load_errors = list(read_errors)
+        self.levels = {}
+        self.fatal = None  # (zh, en) when the submission cannot even be loaded
+        self.last_call = ""
+
+    # -- worker life
+    def start(self):
+        """Start a worker and wait until it has run the submission's top-level code."""
+        if self.fatal:
+            raise StudentCrash(*self.fatal, kind="error")
+        if self.sock is not None:
+            return
+        self.pid, self.sock = self.zygote.spawn()
+        import time
+        try:
+            header, _ = P.recv(self.sock, deadline=time.monotonic() + self.load_timeout)
+            self.load_errors = self.read_errors + [str(e)[:600] for e in header.get("loaded", [])][:50]
+            self.names = {str(n) for n in header.get("names", [])}
+            self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
+        except P.ChannelTimeout:
+            self.abort()
+            self.fatal = (f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",
+                          f"Loading your submission (running its top-level code) did not finish within "
+                          f"{self.load_timeout:g} s.")
+            raise StudentCrash(*self.fatal, kind="error") from None
+        except P.ProtocolError:
+            reason = self.abort()
+            self.fatal = (f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？",
+                          f"The process ended while loading your submission ({reason}): does top-level code "
+                          f"call exit / os._exit?")
+            raise StudentCrash(*self.fatal, kind="error") from None
+
+    def abort(self):
+        """Kill the worker (after a time-out or a crash); the next call starts a fresh one."""
+        reason = "unknown"
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            reason = self.zygote.reap(self.pid)
+        self.pid = self.sock = None
+        return reason
+
+    def _request(self, header, arrays):
+        self.start()
+        try:
+            P.send(self.sock, header, arrays)
+            return P.recv(self.sock)
+        except P.ChannelClosed:
+            reason = self.abort()
+            raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",
+                               f"The process running your code ended unexpectedly ({reason}).",
+                               [("调用 call", self.last_call)],
+                               "段错误、os._exit 或内存耗尽都会这样。", "A segfault, os._exit or running out of "
+                               "memory does this.", kind="error") from None
+        except (P.ProtocolError, OSError) as e:
+            self.abort()
+            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
+                               "The process running your code sent back data the grader cannot read.",
+                               [("原因 reason", str(e)[:200])], kind="error") from None
+
+    # -- the Student interface
+    def lookup(self, name):
+        self.start()
+        if name not in self.names:
+            errs = self.load_errors
+            raise MissingFunction(
+                f"提交中找不到 `{name}`。请确认名称与模板一致，并且定义它的单元格能运行。",
+                f"`{name}` is not defined in your submission. Check the name matches the template "
+                f"and that the cell defining it runs.",
+                [("加载时的错误 load errors", "\n".join(errs))] if errs else [], kind="missing")
+        return name
+
+    def call(self, name, *args, **kwargs):
+        self.lookup(name)
+        return self._call({"op": "call", "name": name, "prefer": self.exercise}, name, args, kwargs)
+
+    def new(self, name, *args, **kwargs):
+        self.lookup(name)
+        return self._call({"op": "new", "name": name, "prefer": self.exercise}, name, args, kwargs)
+
+    def invoke(self, label, fn, *args, **kwargs):
+        if not isinstance(fn, RemoteObject):
+            if callable(fn):  # a judge-side callable: trusted code, run it here
+                return fn(*args, **kwargs)
+            raise StudentCrash(f"`{label}` 不是函数（是 {type(fn).__name__}）。",
+                               f"`{label}` is not callable (it is a {type(fn).__name__}).", kind="missing")
+        return self._call({"op": "invoke", "handle": fn._handle}, label, args, kwargs, obj=fn)
+
+    def raises(self, exc_type, name, *args, **kwargs):
+        self.lookup(name)
+        self.last_call = fmt_call(name, args, kwargs)
+        arrays = []
+        header = {"op": "call", "name": name, "prefer": self.exercise,
+                  "args": P.encode(tuple(args), arrays), "kwargs": {k: P.encode(v, arrays) for k, v in kwargs.items()}}
+        answer, _ = self._request(header, arrays)
+        raised = answer.get("raised")
+        if not isinstance(raised, dict):
+            return False
+        mro = raised.get("mro") or []
+        if "NotImplementedError" in mro:
+            raise self._crash(name, raised)
+        return exc_type.__name__ in mro
+
+    # -- helpers
+    def _call(self, header, label, args, kwargs, obj=None):
+        self.last_call = fmt_call(label, args, kwargs)
+        arrays = []
+        header["args"] = P.encode(tuple(args), arrays)
+        header["kwargs"] = {k: P.encode(v, arrays) for k, v in kwargs.items()}
+        if obj is not None:
+            header["state"] = obj._state(arrays)
+        answer, out_arrays = self._request(header, arrays)
+        if "missing" in answer:
+            self.lookup(str(answer["missing"]))
+            raise MissingFunction(f"提交中找不到 `{label}`。", f"`{label}` is not defined in your submission.",
+                                  kind="missing")
+        if "not_callable" in answer:
+            raise StudentCrash(f"`{label}` 不是函数（是 {answer['not_callable']}）。",
+                               f"`{label}` is not callable (it is a {answer['not_callable']}).", kind="missing")
+        if "raised" in answer:
+            raise self._crash(label, answer["raised"] if isinstance(answer["raised"], dict) else {})
+        try:
+            inputs = _flat(list(args) + list(kwargs.values()), [])
+            for i, after in zip(answer.get("modified", []), answer.get("after", [])):
+                after = P.decode(after, out_arrays)
+                raise PropertyFailure(
+                    f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
+                    f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "
+                    f"assignment). Inputs must stay unchanged; work on a new tensor.",
+                    [("调用 call", self.last_call), ("调用前 before", fmt(inputs[int(i)])), ("调用后 after", fmt(after))])
+            ok = answer.get("ok")
+            if header["op"] == "new":
+                return self._remote_object(ok, out_arrays)
+            out = P.decode(ok, out_arrays)
+        except P.ProtocolError as e:
+            self.abort()
+            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
+                               "The process running your code sent back data the grader cannot read.",
+                               [("原因 reason", str(e)[:200])], kind="error") from None
+        leaves = [t for t in inputs if t.requires_grad]
+        call_id = answer.get("call")
+        outs = _flat(out, [])
+        if leaves and isinstance(call_id, int) and outs and torch.is_grad_enabled():
+            flags = _rg_flags(ok, [])
+            differentiable = [bool(f) and o.is_floating_point() for f, o in zip(flags, outs)]
+            attached = _Attach.apply(self, call_id, len(leaves), differentiable, *leaves, *outs)
+            out = _replace(out, iter(attached))
+        return out
+
+    def _remote_object(self, ok, arrays):
+        if not isinstance(ok, dict) or "handle" not in ok:
+            raise P.ProtocolError("bad handle")
+        children = {}
+        for name, d in (ok.get("children") or {}).items():
+            name = str(name)[:100]
+            if not name.isidentifier() or name.startswith("_"):
+                continue
+            if isinstance(d, dict) and "linear" in d:
+                fan_in, fan_out, bias = d["linear"]
+                lin = torch.nn.Linear(int(fan_in), int(fan_out), bias=bool(bias))
+                with torch.no_grad():
+                    w = P.decode(d["weight"], arrays)
+                    if w.shape == lin.weight.shape:
+                        lin.weight.copy_(w)
+                    if bias and d.get("bias") is not None:
+                        b = P.decode(d["bias"], arrays)
+                        if b.shape == lin.bias.shape:
+                            lin.bias.copy_(b)
+                children[name] = lin
+            else:
+                children[name] = P.Opaque(str(d.get("obj", "object")) if isinstance(d, dict) else "object")
+        return RemoteObject(int(ok["handle"]), str(ok.get("type", "object"))[:100], children)
+
+    def _vjp(self, call_id, grads, leaves):
+        arrays = []
+        enc = [P.encode(g, arrays) if g is not None else None for g in grads]
+        answer, out_arrays = self._request({"op": "vjp", "call": call_id, "grads": enc}, arrays)
+        if "raised" in answer:
+            raise self._crash("backward", answer["raised"] if isinstance(answer["raised"], dict) else {})
+        got = P.decode(answer.get("ok"), out_arrays)
+        if not isinstance(got, list):
+            raise StudentCrash("梯度计算失败。", "Computing the gradient failed.", kind="error")
+        result = []
+        for (shape, dtype), g in zip(leaves, got[: len(leaves)]):
+            if isinstance(g, torch.Tensor) and g.shape == shape:
+                result.append(g.to(dtype))
+            else:
+                result.append(None)
+        result += [None] * (len(leaves) - len(result))
+        return result
+
+    def _crash(self, label, raised):
+        mro = raised.get("mro") or []
+        typ = str(raised.get("type", "Exception"))
+        msg = f"{typ}: {raised.get('message', '')}"
+        if "NotImplementedError" in mro:
+            return StudentCrash(
+                f"`{label}` 还没有实现（仍然抛出 NotImplementedError）。",
+                f"`{label}` is not implemented yet (it still raises NotImplementedError).",
+                [("调用 call", self.last_call)], kind="missing")
+        where = str(raised.get("where", ""))
+        return StudentCrash(
+            f"调用 `{label}` 时你的代码抛出了异常 {typ}。",
+            f"Your code raised {typ} when `{label}` was called.",
+            [("调用 call", self.last_call), ("异常 exception", msg)] + ([("位置 where", where)] if where else []),
+            "检查调用里的输入形状：它们在合同允许的范围内。",
+            "Look at the input shapes in the call above: they are all allowed by the contract.",
+            kind="error")

@@ -1,0 +1,249 @@
+"""The untrusted side: a worker process that runs the student's code and answers requests.
+
+It is forked from a zygote that holds no answers (see remote.py), applies its limits, runs the
+submission's sources, then serves requests until the channel closes.  Everything it sends is
+data (protocol.py); the judge believes none of it beyond "these are the arrays that came back".
+
+Requests (header "op"):
+  call    {name, args, kwargs}                  call the student's function `name`
+  new     {name, args, kwargs}                  instantiate the student's class; answer a handle
+  invoke  {handle, args, kwargs, state}         call a handle (after loading `state` into it)
+  vjp     {call, grads}                         gradients of an earlier call's outputs
+Answers: {"ok": value, "call": id, "modified": [...]}, {"raised": {...}}, {"missing": name}.
+"""
+import os
+import sys
+import traceback
+from collections import OrderedDict
+
+from . import protocol as P
+
+KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
+
+
+def _flat_tensors(value, out):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _flat_tensors(v, out)
+    return out
+
+
+def _describe_module(obj):
+    """The sub-modules of an nn.Module that the judge may read or write: nn.Linear children."""
+    import torch
+
+    if not isinstance(obj, torch.nn.Module):
+        return {}, []
+    desc, arrays = {}, []
+    for name, child in list(obj.named_children())[:32]:
+        if type(child) is torch.nn.Linear:
+            desc[name] = {"linear": [child.in_features, child.out_features, child.bias is not None],
+                          "weight": P.encode(child.weight, arrays),
+                          "bias": P.encode(child.bias, arrays) if child.bias is not None else None}
+        else:
+            desc[name] = {"obj": type(child).__name__[:100]}
+    return desc, arrays
+
+
+class Worker:
+    def __init__(self, sock, submission, roots):
+        self.sock, self.sub, self.roots = sock, submission, tuple(roots)
+        self.handles = {}
+        self.calls = OrderedDict()
+        self.next_id = 0
+
+    def serve(self):
+        while True:
+            try:
+                header, arrays = P.recv(self.sock)
+            except P.ProtocolError:
+                return
+            out_arrays = []
+            try:
+                answer = self.handle(header, arrays, out_arrays)
+            except BaseException as e:  # noqa: BLE001 - report, never die silently
+                out_arrays = []
+                answer = {"raised": self.exception(e)}
+            try:
+                P.send(self.sock, answer, out_arrays)
+            except (OSError, ValueError):
+                return
+
+    # -- requests
+    def handle(self, h, arrays, out_arrays):
+        import torch
+
+        op = h.get("op")
+        if op == "vjp":
+            return self.vjp(h, arrays, out_arrays)
+        args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
+        kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
+        if op in ("call", "new"):
+            fn = self.sub.get(h["name"], prefer=h.get("prefer"))
+            if fn is None:
+                return {"missing": h["name"]}
+        elif op == "invoke":
+            fn = self.handles.get(h.get("handle"))
+            if fn is None:
+                return {"raised": {"type": "RuntimeError", "mro": ["RuntimeError"],
+                                   "message": "the object was lost (the worker restarted)", "where": ""}}
+            self.load_state(fn, h.get("state", {}), arrays)
+        else:
+            return {"raised": {"type": "ProtocolError", "mro": [], "message": f"unknown op {op}", "where": ""}}
+        if not callable(fn):
+            return {"not_callable": type(fn).__name__[:100]}
+        inputs = _flat_tensors(list(args) + list(kwargs.values()), [])
+        before = [t.detach().clone() for t in inputs]
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
+            return {"raised": self.exception(e)}
+        modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not _same(t.detach(), b)]
+        answer = {"modified": modified, "after": [P.encode(inputs[i], out_arrays) for i in modified]}
+        if op == "new":
+            hid = len(self.handles) + 1
+            self.handles[hid] = out
+            desc, arr = _describe_module(out)
+            base = len(out_arrays)
+            out_arrays.extend(arr)
+            answer["ok"] = {"handle": hid, "type": type(out).__name__[:100],
+                            "children": _shift(desc, base)}
+            return answer
+        answer["ok"] = P.encode(out, out_arrays)
+        leaves = [t for t in inputs if t.requires_grad]
+        if isinstance(fn, torch.nn.Module):
+            leaves += [p for p in fn.parameters() if p.requires_grad]
+        outs = [t for t in _flat_tensors(out, []) if isinstance(t, torch.Tensor)]
+        if leaves and any(t.requires_grad for t in outs):
+            self.next_id += 1
+            self.calls[self.next_id] = (outs, leaves)
+            while len(self.calls) > KEEP_CALLS:
+                self.calls.popitem(last=False)
+            answer["call"] = self.next_id
+        return answer
+
+    def load_state(self, module, state, arrays):
+        import torch
+
+        with torch.no_grad():
+            for name, params in state.items():
+                child = getattr(module, name, None)
+                for pname in ("weight", "bias"):
+                    enc = params.get(pname)
+                    p = getattr(child, pname, None)
+                    if enc is not None and isinstance(p, torch.Tensor):
+                        value = P.decode(enc, arrays)
+                        if value.shape == p.shape:
+                            p.copy_(value.to(p.dtype))
+
+    def vjp(self, h, arrays, out_arrays):
+        import torch
+
+        entry = self.calls.get(h.get("call"))
+        if entry is None:
+            return {"raised": {"type": "RuntimeError", "mro": ["RuntimeError"],
+                               "message": "the graph of that call is gone", "where": ""}}
+        outs, leaves = entry
+        grads_in = [P.decode(g, arrays) for g in h.get("grads", [])]
+        pairs = [(o, g.to(o.dtype)) for o, g in zip(outs, grads_in)
+                 if g is not None and o.requires_grad and g.shape == o.shape]
+        if not pairs:
+            return {"ok": {"list": [None] * len(leaves)}}
+        try:
+            grads = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs],
+                                        allow_unused=True, retain_graph=True)
+        except BaseException as e:  # noqa: BLE001
+            return {"raised": self.exception(e)}
+        return {"ok": {"list": [P.encode(g, out_arrays) if g is not None else None for g in grads]}}
+
+    def exception(self, e):
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(self.roots)]
+        where = "".join(f"  {f.filename.rsplit('/', 1)[-1]}, line {f.lineno}, in {f.name}\n    {f.line}\n"
+                        for f in frames[-3:])
+        try:
+            mro = [c.__name__ for c in type(e).__mro__][:20]
+        except Exception:  # noqa: BLE001
+            mro = []
+        try:
+            msg = str(e)[:500]
+        except BaseException:  # noqa: BLE001 - a hostile __str__
+            msg = "<unprintable>"
+        return {"type": type(e).__name__[:100], "mro": mro, "message": msg, "where": where.rstrip()[:2000]}
+
+
+def _shift(desc, base):
+    """Array indices in `desc` were counted from 0; they start at `base` in the frame."""
+    def fix(v):
+        if isinstance(v, dict):
+            return {k: (x + base if k == "t" else fix(x)) for k, x in v.items()}
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+    return fix(desc)
+
+
+def _same(a, b):
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool(torch.equal(a, b))
+
+
+def worker_main(sock, sources, errors, root, roots, workdir, limit_options):
+    """Body of a worker process: never returns."""
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for std in (0, 1, 2):
+            os.dup2(devnull, std)
+        P.close_other_fds([sock.fileno()])
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        levels = apply_limits(workdir, limit_options)
+        die_with_parent()  # after any uid change, which clears it
+        from ..load import exec_sources
+
+        sub = exec_sources(sources, errors, root)
+        names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
+        P.send(sock, {"loaded": sub.load_errors[:50], "names": names, "levels": levels})
+        Worker(sock, sub, roots).serve()
+    except BaseException:  # noqa: BLE001
+        pass
+    finally:
+        os._exit(0)
+
+
+def die_with_parent():
+    """prctl(PR_SET_PDEATHSIG, SIGKILL): the worker dies when the zygote does."""
+    try:
+        import ctypes
+        import signal as _signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(_signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def apply_limits(workdir, options):
+    """The limits of sandbox/limits.py where available; at least a private working directory."""
+    limits = None
+    if options is not None:
+        try:
+            from . import limits
+        except ImportError:
+            limits = None
+    if limits is not None and hasattr(limits, "apply_worker_limits"):
+        try:
+            return limits.apply_worker_limits(workdir, **(options or {}))
+        except Exception as e:  # noqa: BLE001
+            return {"error": str(e)[:200]}
+    os.chdir(workdir)
+    os.environ.update(HOME=workdir, TMPDIR=workdir)
+    return {"tmpdir": workdir}
