@@ -252,11 +252,17 @@ class RemoteStudent:
                           f"Loading your submission (running its top-level code) did not finish within "
                           f"{self.load_timeout:g} s.")
             raise StudentCrash(*self.fatal, kind="error") from None
-        except P.ProtocolError:
+        except P.ChannelClosed:
             reason = self.abort()
             self.fatal = (f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？",
                           f"The process ended while loading your submission ({reason}): does top-level code "
                           f"call exit / os._exit?")
+            raise StudentCrash(*self.fatal, kind="error") from None
+        except P.ProtocolError as e:
+            self.abort()
+            self.fatal = ("加载你的提交时，运行它的进程发回了无法识别的数据（顶层代码是否写了不属于它的文件描述符？）。",
+                          "While loading your submission, the process running it sent data the grader cannot "
+                          f"read (does top-level code write to file descriptors it does not own?): {str(e)[:120]}")
             raise StudentCrash(*self.fatal, kind="error") from None
 
     def abort(self):
