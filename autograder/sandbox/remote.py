@@ -82,8 +82,8 @@ class Zygote:
                 socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
                 a.close()
             elif cmd.startswith(b"reap"):
-                pid = struct.unpack("<q", cmd[4:12])[0]
-                status = _kill_and_wait(pid, limit_options)
+                pid, grace = struct.unpack("<qd", cmd[4:20])
+                status = _kill_and_wait(pid, limit_options, grace)
                 _rmtree(workdirs.pop(pid, None))
                 sock.sendall(status.encode()[:60].ljust(60))
         for pid in list(workdirs):
@@ -97,9 +97,10 @@ class Zygote:
             raise RuntimeError("the zygote did not start a worker")
         return struct.unpack("<q", msg)[0], socket.socket(fileno=fds[0])
 
-    def reap(self, pid):
-        """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'."""
-        self.sock.sendall(b"reap" + struct.pack("<q", pid))
+    def reap(self, pid, grace=0.0):
+        """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
+        `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+        self.sock.sendall(b"reap" + struct.pack("<qd", pid, grace))
         return self.sock.recv(60).decode(errors="replace").strip() or "unknown"
 
     def close(self):
@@ -110,7 +111,7 @@ class Zygote:
             pass
 
 
-def _kill_and_wait(pid, limit_options):
+def _kill_and_wait(pid, limit_options, grace=0.0):
     kill_tree = None
     if limit_options is not None:
         try:
@@ -118,14 +119,18 @@ def _kill_and_wait(pid, limit_options):
             kill_tree = getattr(limits, "kill_worker_tree", None)
         except ImportError:
             pass
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return "unknown"
-    if done:
-        text = _status_text(status)
-    else:
-        text = None
+    import time
+
+    end = time.monotonic() + grace
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return "unknown"
+        if done or time.monotonic() >= end:
+            break
+        time.sleep(0.005)
+    text = _status_text(status) if done else None
     try:
         if kill_tree is not None:
             kill_tree(pid, (limit_options or {}).get("uid"))
@@ -253,7 +258,7 @@ class RemoteStudent:
                           f"{self.load_timeout:g} s.")
             raise StudentCrash(*self.fatal, kind="error") from None
         except P.ChannelClosed:
-            reason = self.abort()
+            reason = self.abort(grace=1.0)
             self.fatal = (f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？",
                           f"The process ended while loading your submission ({reason}): does top-level code "
                           f"call exit / os._exit?")
@@ -265,7 +270,7 @@ class RemoteStudent:
                           f"read (does top-level code write to file descriptors it does not own?): {str(e)[:120]}")
             raise StudentCrash(*self.fatal, kind="error") from None
 
-    def abort(self):
+    def abort(self, grace=0.0):
         """Kill the worker (after a time-out or a crash); the next call starts a fresh one."""
         reason = "unknown"
         if self.sock is not None:
@@ -273,7 +278,7 @@ class RemoteStudent:
                 self.sock.close()
             except OSError:
                 pass
-            reason = self.zygote.reap(self.pid)
+            reason = self.zygote.reap(self.pid, grace)
         self.pid = self.sock = None
         return reason
 
@@ -283,7 +288,7 @@ class RemoteStudent:
             P.send(self.sock, header, arrays)
             return P.recv(self.sock)
         except P.ChannelClosed:
-            reason = self.abort()
+            reason = self.abort(grace=1.0)
             raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",
                                f"The process running your code ended unexpectedly ({reason}).",
                                [("调用 call", self.last_call)],
