@@ -1,4 +1,5 @@
 """Grade one submission: plan the tests from course.yml, run them, score them, build the Report."""
+import re
 import time
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def grade(path, course, runner, exercises=None, progress=None):
         raw = {ex: runner.run(str(path), ex, tests, progress=progress) for ex, tests in plan.items()}
 
     exercises_out, errors = [], []
+    levels = next((r["levels"] for r in raw.values() if r.get("levels")), {})
     for ex in ids:
         cfg = course.exercises[ex]
         got = raw.get(ex, {"tests": {}, "load_errors": []})
@@ -65,4 +67,14 @@ def grade(path, course, runner, exercises=None, progress=None):
                                             got["load_errors"]))
     return Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
                   max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
-                  errors=errors, seconds=round(time.monotonic() - start, 3))
+                  errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels))
+
+
+def _describe(levels):
+    if not levels:
+        return "in-process (no isolation)"
+    from .sandbox.limits import describe
+    try:
+        return re.sub(r" \(worker uid \d+\)", "", describe(levels))  # the same report every time
+    except Exception:  # noqa: BLE001 - a description must never cost a report
+        return "sandboxed worker"

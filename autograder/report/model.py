@@ -39,6 +39,7 @@ class Report:
     exercises: list
     errors: list = field(default_factory=list)
     seconds: float = 0.0
+    sandbox: str = ""  # the isolation level in force while the student's code ran
 
     def to_dict(self):
         return asdict(self)

@@ -18,5 +18,7 @@ def render_text(report):
         for t in failed:
             out.append(f"\n✗ {t.name} ({t.score:g}/{t.max_score:g})")
             out += ["  " + ln for ln in t.feedback.splitlines()]
+    if report.sandbox:
+        out += ["", f"({report.sandbox})"]
     out.append("")
     return "\n".join(out)

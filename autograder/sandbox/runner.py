@@ -20,6 +20,7 @@ import select
 import signal
 import sys
 import time
+from pathlib import Path
 
 from ..errors import PropertyFailure, TestTimeout
 
@@ -162,7 +163,8 @@ def _child(fd, path, exercise, tests, course):
         grading_profile(course.max_examples)
         sources, read_errors, root = read_sources(path)
         roots = [str(p) for p in find_files(path)]
-        zygote = Zygote(sources, read_errors, root, roots)  # before any property runs: holds no answers
+        options = {"remove_workdir": True, "expose": [root] if Path(path).is_dir() else []}
+        zygote = Zygote(sources, read_errors, root, roots, options)  # before any property runs: holds no answers
         student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
         try:
             student.start()
@@ -199,6 +201,7 @@ class _Job:
         self.test_deadline = None
         self.ex_deadline = now + cfg.timeout
         self.loaded = False
+        self.levels = {}
 
 
 class ForkRunner:
@@ -283,6 +286,7 @@ class ForkRunner:
                 job.loaded = True
                 if job.load_errors is None:
                     job.load_errors = list(ev.get("load_errors", []))
+                    job.levels = ev.get("levels") if isinstance(ev.get("levels"), dict) else {}
             elif kind == "start" and ev.get("test") in job.left:
                 job.current = ev["test"]
                 job.test_deadline = time.monotonic() + job.cfg.tests[job.current].timeout + GRACE
@@ -374,4 +378,4 @@ class ForkRunner:
         return True
 
     def _result(self, job):
-        return {"tests": job.results, "load_errors": job.load_errors or []}
+        return {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels}

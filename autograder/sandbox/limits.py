@@ -1,0 +1,888 @@
+"""Limits a grading worker applies to itself right after fork, before any student code runs.
+
+The judge (a trusted process that has imported torch and called ``torch.set_num_threads(1)``)
+forks a worker per exercise.  The worker reads the submission's bytes, then calls
+``apply_worker_limits(workdir)``, then runs the student's code.  Everything here falls back
+cleanly: a step that this machine does not permit is skipped and recorded, never raised.
+
+Levels, strongest first (what is in force is returned as a dict; ``describe`` makes a line):
+
+* own session (``setsid``): the judge can ``killpg(pid)`` the worker and its ordinary children;
+* cgroup (root, cgroup v2 and/or v1 ``pids`` writable): the worker moves itself into
+  ``<its cgroup>/seqgrader-<pid>``; ``cgroup.kill`` kills every process in it, daemons that
+  called ``setsid`` included, and ``pids.max`` caps processes + threads even for root;
+* no network: a new, empty network namespace (``unshare(CLONE_NEWNET)``: only a downed ``lo``);
+* private filesystem view: a new mount namespace with fresh small tmpfs on the world-writable
+  directories (/tmp, /var/tmp, /dev/shm, /run/lock), ``workdir`` bind-mounted back in place,
+  every other mount read-only (the repository checkout included);
+* unprivileged user: root drops to a uid of its own (``worker_uid(pid)``: one per worker, so
+  that RLIMIT_NPROC is a per-worker budget and ``kill_worker_tree`` cannot hit another worker;
+  ``nobody`` (65534) if the user namespace does not map it), with no supplementary groups,
+  ``PR_SET_NO_NEW_PRIVS`` (no setuid binaries) and ``PR_SET_PDEATHSIG`` (dies with the judge).
+  As nobody-like uid the worker cannot signal, ptrace or read /proc/<pid>/mem of the judge;
+* resource limits: address space and data (on top of what the worker already maps: torch maps
+  ~0.7 GB of address space, ~0.25 GB of it private data), processes (per uid; root ignores
+  it), file size (SIGXFSZ ignored, so an oversized write raises OSError(EFBIG)), core dumps 0,
+  open files, optionally CPU seconds;
+* ``workdir`` becomes cwd, HOME, TMPDIR/TMP/TEMP and ``tempfile.tempdir`` (mode 0700, owned by
+  the worker's uid).
+
+When not root, the worker tries an unprivileged user namespace instead (network and mount
+namespaces inside it, its capabilities dropped afterwards); the uid stays the judge's.
+
+Nothing here needs the submission's path: read the student's files before calling this (an
+unprivileged worker cannot read a 0700 directory of root's).
+"""
+import ctypes
+import errno
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+
+NOBODY = 65534
+WORKER_UID_BASE = 2_000_000_000  # + pid (pid_max <= 4194304): far from real users and subuid ranges
+CGROUP_PREFIX = "seqgrader-"
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+ST_RDONLY, ST_NOSUID, ST_NODEV, ST_NOEXEC = 1, 2, 4, 8
+ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+
+WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+NO_REMOUNT = ("/proc", "/sys", "/dev")  # kernel filesystems: left as they are
+
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _check(ret, what):
+    if ret != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{what}: {os.strerror(e)}")
+
+
+def _unshare(flags):
+    _check(_libc().unshare(ctypes.c_int(flags)), "unshare")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    enc = (lambda s: s.encode() if isinstance(s, str) else s)
+    _check(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {target}")
+
+
+def _prctl(option, arg):
+    _check(_libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0),
+                         ctypes.c_ulong(0), ctypes.c_ulong(0)), f"prctl {option}")
+
+
+# ---------------------------------------------------------------- identities
+
+def _uid_mapped(uid):
+    """True if `uid` exists in this process's user namespace (setuid to it can work)."""
+    try:
+        with open("/proc/self/uid_map") as f:
+            for line in f:
+                inside, _outside, count = (int(v) for v in line.split())
+                if inside <= uid < inside + count:
+                    return True
+        return False
+    except (OSError, ValueError):
+        return uid == NOBODY
+
+
+def worker_uid(pid):
+    """The uid the worker `pid` runs as when started as root: one of its own if this user
+    namespace maps it, else nobody.  The judge calls it with the pid fork() returned, the worker
+    with os.getpid(): both get the same answer."""
+    uid = WORKER_UID_BASE + int(pid)
+    return uid if _uid_mapped(uid) else NOBODY
+
+
+def _user_label(uid):
+    if uid == 0:
+        return "root"
+    if uid == NOBODY:
+        return "nobody"
+    if uid >= WORKER_UID_BASE:
+        return f"worker uid {uid}"
+    return f"uid {uid}"
+
+
+# ---------------------------------------------------------------- cgroups
+
+def _cgroup_mounts():
+    """{"v2": mount point, "pids": v1 pids mount point} for the hierarchies mounted here."""
+    found = {}
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fstype, _src, opts = (right.split() + ["", "", ""])[:3]
+                point = left.split()[4]
+                if fstype == "cgroup2" and "v2" not in found:
+                    found["v2"] = point
+                elif fstype == "cgroup" and "pids" in opts.split(",") and "pids" not in found:
+                    found["pids"] = point
+    except OSError:
+        pass
+    return found
+
+
+def _own_cgroups():
+    """{"v2": path of this process's cgroup in the v2 tree, "pids": ... in the v1 pids tree}."""
+    own = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _hid, controllers, path = line.rstrip("\n").split(":", 2)
+                if controllers == "":
+                    own["v2"] = path
+                elif "pids" in controllers.split(","):
+                    own["pids"] = path
+    except OSError:
+        pass
+    return own
+
+
+def cgroup_paths(pid):
+    """Where the worker `pid` puts itself: {"v2": dir, "pids": dir} (the judge computes the
+    same from its own cgroups, which the worker inherited at fork)."""
+    mounts, own = _cgroup_mounts(), _own_cgroups()
+    out = {}
+    for kind in ("v2", "pids"):
+        if kind in mounts and kind in own:
+            out[kind] = os.path.join(mounts[kind], own[kind].lstrip("/"), f"{CGROUP_PREFIX}{pid}")
+    return out
+
+
+def _pid_alive(pid):
+    """True if `pid` is a process that has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def remove_stale_cgroups(limit=200):
+    """Clean up after judges that died before calling kill_worker_tree: for every
+    seqgrader-<pid> cgroup whose worker has exited, kill what is left in it (daemons) and
+    remove it.  Called by every worker as it starts; the judge may call it when it finishes.
+    Returns how many cgroups were removed."""
+    removed = 0
+    for kind, path in cgroup_paths(0).items():
+        parent = os.path.dirname(path)
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith(CGROUP_PREFIX)][:limit]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                pid = int(name[len(CGROUP_PREFIX):])
+            except ValueError:
+                continue
+            if _pid_alive(pid):
+                continue  # a worker still running (or a reused pid): leave it
+            full = os.path.join(parent, name)
+            if _cgroup_procs(full):
+                _kill_cgroup(kind, full, time.monotonic() + 0.5)
+            try:
+                os.rmdir(full)
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _join_cgroups(max_procs, levels):
+    pid = os.getpid()
+    remove_stale_cgroups()
+    for kind, path in cgroup_paths(pid).items():
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            levels["problems"].append(f"cgroup {kind}: {e.strerror}")
+            continue
+        try:
+            if os.path.exists(os.path.join(path, "pids.max")) and max_procs:
+                with open(os.path.join(path, "pids.max"), "w") as f:
+                    f.write(str(int(max_procs)))
+                levels["cgroup_pids_max"] = int(max_procs)
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        except OSError as e:
+            levels["problems"].append(f"cgroup {kind}: {e.strerror}")
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            continue
+        levels["cgroup"][kind] = path
+
+
+# ---------------------------------------------------------------- filesystem view
+
+def _mount_points():
+    pts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            p = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])  # \040: space
+            pts.append(p)
+    return pts
+
+
+def _ms_flags(path):
+    """The per-mount flags of `path` to keep when remounting (locked ones must be repeated)."""
+    f = os.statvfs(path).f_flag
+    out = 0
+    for st, ms in ((ST_NOSUID, MS_NOSUID), (ST_NODEV, MS_NODEV), (ST_NOEXEC, MS_NOEXEC),
+                   (ST_NOATIME, MS_NOATIME), (ST_NODIRATIME, MS_NODIRATIME), (ST_RELATIME, MS_RELATIME)):
+        if f & st:
+            out |= ms
+    return out
+
+
+def _under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def python_paths():
+    """What the worker must still be able to read after dropping privileges: the Python
+    installation and every existing sys.path entry (modules it has not imported yet)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in sys.path if p)
+    return sorted(os.path.realpath(p) for p in paths if os.path.exists(p))
+
+
+def _blocked_ancestor(path):
+    """The topmost directory on the way to `path` that others (the worker's uid) cannot enter."""
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts) + 1):
+        d = "/" + "/".join(parts[:i])
+        try:
+            st = os.stat(d)
+        except OSError:
+            return None
+        if stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o001:
+            return d if d != path else None  # the target itself is not ours to open up
+    return None
+
+
+def _same_file(path, fd):
+    try:
+        a, b = os.stat(path), os.fstat(fd)
+        return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+    except OSError:
+        return False
+
+
+def _bind_back(fd, path):
+    """Bind the file or directory open as `fd` onto `path` (creating the mount point)."""
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        if not os.path.exists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+
+
+def _private_filesystem(workdir, tmpfs_mb, levels, expose=(), other_uid=True):
+    """In the (new) mount namespace: fresh tmpfs over world-writable dirs; `expose` (the Python
+    installation, sys.path) kept readable at the same paths, through a tmpfs over any 0700
+    directory on their way when the worker will run as another uid (this also hides the rest
+    of it, e.g. /root); workdir bound back in place and kept writable; every other mount
+    read-only."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    old_umask = os.umask(0o022)
+    fds = {}
+    try:
+        fds[workdir] = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
+        needs = []
+        for p in expose:
+            try:
+                p = os.path.realpath(p)
+                fds.setdefault(p, os.open(p, os.O_PATH))
+                needs.append(p)
+            except OSError:
+                pass
+        blocked = sorted({a for a in (_blocked_ancestor(p) for p in needs + [workdir]) if a}) if other_uid else []
+        blocked = [a for a in blocked if not any(a != b and _under(a, [b]) for b in blocked)]
+        covered, hidden = [], []
+        for d in WORLD_WRITABLE:
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o002 or os.path.islink(d):
+                continue
+            try:
+                _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV,
+                       f"size={int(tmpfs_mb)}m,nr_inodes=4096,mode=1777")
+                covered.append(d)
+            except OSError as e:
+                levels["problems"].append(f"tmpfs {d}: {e.strerror}")
+        for d in blocked:
+            if _under(d, covered):
+                continue
+            try:
+                _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=1024,mode=0755")
+                hidden.append(d)
+            except OSError as e:
+                levels["problems"].append(f"tmpfs {d}: {e.strerror}")
+        levels["private_tmp"] = covered
+        levels["hidden"] = hidden
+        exposed = []
+        for p in needs:
+            if _under(p, [workdir]) or _same_file(p, fds[p]):
+                continue
+            if any(q != p and _under(p, [q]) and q in exposed for q in needs):
+                continue  # inside something already bound back
+            try:
+                _bind_back(fds[p], p)
+                exposed.append(p)
+            except OSError as e:
+                levels["problems"].append(f"expose {p}: {e.strerror}")
+        levels["exposed"] = exposed
+        # workdir: a mount of its own, so that it stays writable when everything else goes read-only
+        _bind_back(fds[workdir], workdir)
+    finally:
+        os.umask(old_umask)
+        for fd in fds.values():
+            os.close(fd)
+    keep = [os.path.realpath(workdir)] + covered
+    failed = []
+    for p in _mount_points():
+        if _under(p, NO_REMOUNT) or _under(p, keep):
+            continue
+        try:
+            if os.statvfs(p).f_flag & ST_RDONLY:
+                continue
+            _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _ms_flags(p))
+        except OSError:
+            failed.append(p)
+    if failed:
+        levels["problems"].append(f"read-only remount failed: {', '.join(failed)}")
+    levels["readonly_fs"] = not failed
+
+
+# ---------------------------------------------------------------- capabilities
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities():
+    """Clear every capability (used in a user namespace, where we cannot change uid)."""
+    for cap in range(64):  # the bounding set too, so nothing comes back
+        if _libc().prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break
+    hdr = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    _check(_libc().capset(ctypes.byref(hdr), data), "capset")
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+# ---------------------------------------------------------------- the watchdog
+
+def _start_watchdog(worker, cgroups, uid, workdir=None):
+    """Fork a root process that waits for the worker to exit, then kills what is left in its
+    cgroups / of its uid.  A single fork (~6 ms with torch loaded; a double fork costs twice
+    that plus a wait): the watchdog is the worker's child, in a session of its own, outside the
+    worker's cgroups (it costs nothing of pids.max and survives the judge's cgroup.kill)."""
+    try:
+        pidfd = os.pidfd_open(worker)
+    except (AttributeError, OSError):
+        pidfd = None
+    if os.fork() == 0:
+        _watchdog(worker, pidfd, cgroups, uid, workdir)
+    if pidfd is not None:
+        os.close(pidfd)
+
+
+def _watchdog(worker, pidfd, cgroups, uid, workdir):
+    try:
+        os.setsid()
+        for kind, path in cgroups.items():  # step out of the worker's cgroups
+            try:
+                _write(os.path.join(os.path.dirname(path), "cgroup.procs"), str(os.getpid()))
+            except OSError:
+                pass
+        keep = pidfd if pidfd is not None else -1
+        os.closerange(0, max(keep, 0))  # holds nothing of the judge's: its channel must see EOF
+        os.closerange(keep + 1, 1 << 16)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_IGN)
+        if pidfd is not None:
+            select.select([pidfd], [], [])  # readable once the worker has exited
+        else:
+            while _pid_alive(worker):
+                time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        left = [_kill_cgroup(kind, path, deadline) for kind, path in cgroups.items()]
+        if uid is not None and ("v2" not in cgroups or any(left)):
+            _kill_uid(uid, deadline)
+        if workdir:  # nothing of the student's runs any more; rmtree does not follow symlinks
+            shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        os._exit(0)
+
+
+# ---------------------------------------------------------------- the entry point
+
+def _vm_kib():
+    vals = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmSize:", "VmData:")):
+                k, v = line.split(":")
+                vals[k] = int(v.split()[0])
+    return vals.get("VmSize", 0), vals.get("VmData", 0)
+
+
+def _setrlimit(levels, name, value):
+    res = getattr(resource, name)
+    try:
+        _soft, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
+            value = hard  # cannot raise it: keep the stricter one in force
+        resource.setrlimit(res, (value, value))
+        levels["rlimits"][name[len("RLIMIT_"):].lower()] = None if value == resource.RLIM_INFINITY else value
+    except (ValueError, OSError) as e:
+        levels["problems"].append(f"{name}: {e}")
+
+
+def _close_fds(keep):
+    keep = sorted({fd for fd in keep if fd >= 3})
+    start = 3
+    for fd in keep + [None]:
+        end = fd if fd is not None else resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        end = min(end, 1 << 20)
+        if end > start:
+            os.closerange(start, end)
+        if fd is not None:
+            start = fd + 1
+
+
+def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64, cpu_seconds=None,
+                        max_open_files=256, tmpfs_mb=64, uid=None, keep_fds=None, expose=(),
+                        watchdog=True, remove_workdir=False):
+    """Confine the calling process (a freshly forked worker) before it runs student code.
+
+    workdir        an empty directory created by the judge: becomes cwd, HOME and TMPDIR
+    memory_mb      address space and private data the worker may add to what it maps now
+    max_procs      processes + threads: RLIMIT_NPROC for the worker's uid (ignored by root)
+                   and pids.max of its cgroup when there is one
+    max_file_mb    largest file it may write (RLIMIT_FSIZE; writes beyond raise OSError)
+    cpu_seconds    RLIMIT_CPU (SIGXCPU, then SIGKILL one second later); None: no limit
+    max_open_files RLIMIT_NOFILE
+    tmpfs_mb       size of each private tmpfs put over /tmp, /var/tmp, /dev/shm, /run/lock
+    uid            when root: the uid to become (default worker_uid(pid): one per worker)
+    keep_fds       if given, every other fd >= 3 is closed (pass the result pipe's write end)
+    expose         more paths the worker must still read after dropping privileges, at the same
+                   path (e.g. a folder submission's root for sibling imports); the Python
+                   installation and sys.path are always kept readable
+    watchdog       (root) leave a root process that, once the worker has exited, kills what it
+                   left behind (daemons, a fork bomb's children) and removes its cgroups, even
+                   if the judge died first and never called kill_worker_tree
+    remove_workdir the watchdog also deletes workdir once the worker and its leftovers are gone
+
+    Returns the levels in force (plain JSON data), never raises:
+      user, uid        who the worker is now ("worker uid 2000012345", "nobody", "root", ...)
+      session          "session" (setsid worked) or "pgid"
+      cgroup           {"v2": dir, "pids": dir} it joined; cgroup_pids_max when pids.max is set
+      watchdog         the root cleanup process is running
+      netns, mountns, userns, private_tmp, hidden, exposed, readonly_fs   the filesystem view
+      tmpdir           workdir, now cwd / HOME / TMPDIR
+      rlimits          {"core", "fsize", "nofile", "data", "as", "nproc", "cpu"} in bytes / counts
+      memory_mb, no_new_privs, pdeathsig
+      kill             how kill_worker_tree will reach its daemons: "cgroup", "uid" or "pgid"
+      seconds          time spent here
+      problems         one line per limit this machine refused
+    """
+    t0 = time.perf_counter()
+    pid, judge = os.getpid(), os.getppid()
+    root = os.geteuid() == 0
+    levels = {"pid": pid, "user": _user_label(os.getuid()), "uid": os.getuid(), "session": None,
+              "cgroup": {}, "netns": False, "mountns": False, "userns": False, "private_tmp": [],
+              "hidden": [], "exposed": [], "readonly_fs": False, "tmpdir": None, "rlimits": {}, "no_new_privs": False,
+              "pdeathsig": False, "watchdog": False, "kill": "pid", "seconds": None, "problems": []}
+
+    def step(name, fn, *a):
+        """Run one confinement step; True if it worked, else record why not."""
+        try:
+            fn(*a)
+            return True
+        except Exception as e:  # noqa: BLE001 - a limit this machine refuses is recorded, not raised
+            levels["problems"].append(f"{name}: {getattr(e, 'strerror', None) or e}")
+            return False
+
+    # 1. a session (and process group) of its own: killpg(pid) reaches its ordinary children
+    try:
+        if os.getsid(0) != pid:  # the caller may have called setsid already
+            os.setsid()
+        levels["session"] = "session"
+    except OSError:
+        try:
+            if os.getpgid(0) != pid:
+                os.setpgid(0, 0)
+            levels["session"] = "pgid"
+        except OSError as e:
+            levels["problems"].append(f"setsid/setpgid: {e.strerror}")
+
+    workdir = os.path.abspath(workdir)
+    target_uid = target_gid = None
+    if root:
+        target_uid = int(uid) if uid is not None else worker_uid(pid)
+        target_gid = target_uid if target_uid != NOBODY and _gid_mapped(target_uid) else NOBODY
+        # 2. cgroups: cgroup.kill reaches daemons, pids.max caps a fork bomb even for root
+        step("cgroup", _join_cgroups, max_procs, levels)
+        # a root watchdog that cleans up after the worker even if the judge is gone by then
+        if watchdog:
+            levels["watchdog"] = step("watchdog", _start_watchdog, pid, dict(levels["cgroup"]),
+                                      target_uid if target_uid not in (0, os.getuid()) else None,
+                                      workdir if remove_workdir else None)
+        # 3. no network
+        levels["netns"] = step("netns", _unshare, CLONE_NEWNET)
+        # 4. private /tmp, read-only everything but workdir
+        levels["mountns"] = step("mountns", _unshare, CLONE_NEWNS)
+        if levels["mountns"]:
+            step("private fs", _private_filesystem, workdir, tmpfs_mb, levels,
+                 python_paths() + [os.path.realpath(p) for p in expose])
+    else:
+        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels)
+
+    # 5. workdir: cwd, HOME, TMPDIR
+    def setup_workdir():
+        if target_uid is not None:
+            os.chown(workdir, target_uid, target_gid)
+        os.chmod(workdir, 0o700)
+        os.chdir(workdir)
+        for var in ("HOME", "TMPDIR", "TMP", "TEMP"):
+            os.environ[var] = workdir
+        os.environ["XDG_CACHE_HOME"] = os.path.join(workdir, ".cache")
+        os.environ["XDG_CONFIG_HOME"] = os.path.join(workdir, ".config")
+        os.environ["MPLCONFIGDIR"] = os.path.join(workdir, ".matplotlib")
+        tempfile.tempdir = workdir
+        levels["tmpdir"] = workdir
+
+    step("workdir", setup_workdir)
+    os.umask(0o077)
+
+    # 6. resource limits
+    try:
+        size_kib, data_kib = _vm_kib()
+    except (OSError, ValueError):
+        size_kib = data_kib = 0
+    mib = 1024 * 1024
+    _setrlimit(levels, "RLIMIT_CORE", 0)
+    _setrlimit(levels, "RLIMIT_FSIZE", int(max_file_mb) * mib)
+    _setrlimit(levels, "RLIMIT_NOFILE", int(max_open_files))
+    if memory_mb:
+        _setrlimit(levels, "RLIMIT_DATA", data_kib * 1024 + int(memory_mb) * mib)
+        _setrlimit(levels, "RLIMIT_AS", size_kib * 1024 + int(memory_mb) * mib)
+        levels["memory_mb"] = int(memory_mb)
+    if max_procs:
+        _setrlimit(levels, "RLIMIT_NPROC", int(max_procs))
+    if cpu_seconds:
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_seconds), int(cpu_seconds) + 1))
+            levels["rlimits"]["cpu"] = int(cpu_seconds)
+        except (ValueError, OSError) as e:
+            levels["problems"].append(f"RLIMIT_CPU: {e}")
+    if keep_fds is not None:
+        step("close fds", _close_fds, keep_fds)
+
+    # 7. an unprivileged user
+    if target_uid is not None and target_uid != 0:
+        def drop():
+            os.setgroups([])
+            os.setresgid(target_gid, target_gid, target_gid)
+            os.setresuid(target_uid, target_uid, target_uid)
+        step("setuid", drop)
+    levels["uid"] = os.getuid()
+    levels["user"] = _user_label(os.getuid())
+    if levels["userns"]:
+        levels["user"] = f"same uid as the grader ({os.getuid()}), no capabilities"
+
+    # 8. no setuid binaries; die with the judge (must come after the uid change, which clears it)
+    levels["no_new_privs"] = step("no_new_privs", _prctl, PR_SET_NO_NEW_PRIVS, 1)
+    levels["pdeathsig"] = step("pdeathsig", _prctl, PR_SET_PDEATHSIG, signal.SIGKILL)
+    if levels["pdeathsig"] and os.getppid() != judge:
+        os._exit(1)  # the judge died before the death signal was armed: nobody to report to
+    try:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write raises OSError(EFBIG)
+    except (ValueError, OSError):
+        pass
+
+    if levels["cgroup"].get("v2"):
+        levels["kill"] = "cgroup"
+    elif levels["uid"] not in (0,) and root:
+        levels["kill"] = "uid"
+    elif levels["cgroup"].get("pids"):
+        levels["kill"] = "cgroup"
+    elif levels["session"]:
+        levels["kill"] = "pgid"
+    levels["seconds"] = round(time.perf_counter() - t0, 4)
+    return levels
+
+
+def _gid_mapped(gid):
+    try:
+        with open("/proc/self/gid_map") as f:
+            for line in f:
+                inside, _outside, count = (int(v) for v in line.split())
+                if inside <= gid < inside + count:
+                    return True
+        return False
+    except (OSError, ValueError):
+        return False
+
+
+def _userns_sandbox(workdir, tmpfs_mb, levels):
+    """Not root: an unprivileged user namespace gives us network and mount namespaces; our
+    own uid is mapped to itself and every capability is dropped afterwards."""
+    uid, gid = os.getuid(), os.getgid()
+    try:  # /proc/self/*_map belong to root in a process that changed uid (not dumpable)
+        _prctl(PR_SET_DUMPABLE, 1)
+    except OSError:
+        pass
+    _unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS)
+    levels["userns"] = levels["netns"] = levels["mountns"] = True
+    try:
+        _write("/proc/self/setgroups", "deny")
+    except OSError:
+        pass
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    try:
+        _private_filesystem(workdir, tmpfs_mb, levels, other_uid=False)
+    finally:
+        _drop_capabilities()
+
+
+# ---------------------------------------------------------------- the judge's side
+
+def _alive_of_uid(uid):
+    """Pids of live (not zombie) processes whose real uid is `uid`."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            real_uid = int(fields.get("Uid", "").split()[0])
+        except (IndexError, ValueError):
+            continue
+        if real_uid == uid and not fields.get("State", "").strip().startswith(("Z", "X")):
+            out.append(int(name))
+    return out
+
+
+def _kill_uid(uid, deadline):
+    """From a helper running as `uid`: kill(-1, SIGKILL) reaches every process of that uid and
+    nothing else (no pid can be reused by someone else between looking and killing)."""
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setresgid(NOBODY, NOBODY, NOBODY)
+                os.setresuid(uid, uid, uid)
+                for _ in range(50):
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except ProcessLookupError:
+                        break
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        alive = _alive_of_uid(uid)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.01)
+
+
+def _cgroup_procs(path):
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_cgroup(kind, path, deadline):
+    if not os.path.isdir(path):
+        return None
+    if kind == "v2" and os.path.exists(os.path.join(path, "cgroup.kill")):
+        try:
+            _write(os.path.join(path, "cgroup.kill"), "1")
+        except OSError:
+            pass
+    while True:
+        procs = _cgroup_procs(path)
+        if kind != "v2" or not os.path.exists(os.path.join(path, "cgroup.kill")):
+            for p in procs:  # v1: pids.max keeps this loop short even against a fork bomb
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not procs:
+            break
+        if time.monotonic() > deadline:
+            return procs
+        time.sleep(0.005)
+    for _ in range(100):  # rmdir fails while zombies are still charged to it
+        try:
+            os.rmdir(path)
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+    return []
+
+
+def kill_worker_tree(pid, uid=None, *, timeout=3.0):
+    """Kill the worker `pid` and everything it started, daemons that left its session
+    included; remove its cgroups.  Call it from the judge (root or the worker's own uid) after
+    every worker, crashed or finished, before removing its workdir; waitpid(pid) as usual.
+
+    uid: the uid the worker ran as (default worker_uid(pid), what apply_worker_limits chose).
+    Returns {"methods": [...], "survivors": [pids still alive]}.
+    """
+    deadline = time.monotonic() + timeout
+    methods, survivors = [], []
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
+    methods.append("pgid")
+    for kind, path in cgroup_paths(pid).items():
+        left = _kill_cgroup(kind, path, deadline)
+        if left is not None:
+            methods.append(f"cgroup-{kind}")
+            survivors += left
+    if uid is None:
+        uid = worker_uid(pid)
+    if "cgroup-v2" in methods and not survivors:
+        pass  # cgroup.kill reached everything it started: nobody can leave a cgroup unprivileged
+    elif os.geteuid() == 0 and uid not in (0, os.getuid()):
+        methods.append("uid")
+        survivors += _kill_uid(uid, deadline)
+    return {"methods": methods, "survivors": sorted(set(survivors))}
+
+
+def kill_tree(pid_or_uid, *, uid=False):
+    """kill_tree(pid): the worker's tree; kill_tree(uid, uid=True): every process of a uid."""
+    if uid:
+        if int(pid_or_uid) in (0, os.getuid()) or os.geteuid() != 0:
+            raise ValueError("kill_tree(uid=True) needs root and a uid other than root's and ours")
+        return {"methods": ["uid"], "survivors": _kill_uid(int(pid_or_uid), time.monotonic() + 3)}
+    return kill_worker_tree(int(pid_or_uid))
+
+
+# ---------------------------------------------------------------- the report line
+
+def _mib(n):
+    return f"{n / 1024:g} GiB" if n >= 1024 and n % 256 == 0 else f"{n} MiB"
+
+
+def describe(levels):
+    """One line for the report, e.g. "sandbox: unprivileged user, no network, ..."."""
+    if not levels:
+        return "sandbox: none (student code runs with the grader's rights)"
+    parts = []
+    if levels.get("uid") == 0:
+        parts.append("runs as root")
+    elif levels.get("userns"):
+        parts.append("grader's uid without capabilities")
+    else:
+        parts.append(f"unprivileged user ({levels.get('user')})")
+    parts.append("no network" if levels.get("netns") else "network allowed")
+    if levels.get("private_tmp"):
+        parts.append("private " + ", ".join(levels["private_tmp"]))
+    if levels.get("readonly_fs"):
+        parts.append("read-only filesystem except its workdir")
+    rl = levels.get("rlimits", {})
+    if levels.get("memory_mb") and "as" in rl:
+        parts.append(f"memory +{_mib(levels['memory_mb'])}")
+    procs = levels.get("cgroup_pids_max") or (rl.get("nproc") if levels.get("uid") else None)
+    if procs:
+        parts.append(f"<= {procs} processes/threads")
+    if rl.get("fsize"):
+        parts.append(f"files <= {_mib(rl['fsize'] // (1024 * 1024))}")
+    if rl.get("cpu"):
+        parts.append(f"{rl['cpu']} s CPU")
+    parts.append({"cgroup": "killed by cgroup", "uid": "killed by uid", "pgid": "killed by process group",
+                  "pid": "killed by pid"}.get(levels.get("kill"), "killed by pid"))
+    line = "sandbox: " + ", ".join(parts)
+    if levels.get("problems"):
+        line += f" ({len(levels['problems'])} limit(s) not available: " + "; ".join(levels["problems"])[:200] + ")"
+    return line
+
+
+def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what works here
+    import json
+    d = tempfile.mkdtemp(prefix="seqgrader-limits-")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        lv = apply_worker_limits(d, keep_fds=[w])
+        os.write(w, json.dumps(lv).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.waitpid(pid, 0)
+    kill_worker_tree(pid)
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+    lv = json.loads(data)
+    print(json.dumps(lv, indent=1))
+    print(describe(lv))
+
+
+if __name__ == "__main__":
+    _main()
