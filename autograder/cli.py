@@ -1,4 +1,5 @@
-"""Command line: ``python -m autograder grade SUBMISSION --json OUT``."""
+"""Command line: ``python -m autograder grade SUBMISSION --json OUT`` and
+``python -m autograder grade-batch SUBMISSIONS --out DIR`` (see batch.py)."""
 import argparse
 import json
 import os
@@ -59,6 +60,9 @@ def build_parser():
     g.add_argument("-q", "--quiet", action="store_true", help="no report on stdout")
     g.add_argument("-v", "--verbose", action="store_true", help="print each test as it finishes (stderr)")
     g.set_defaults(func=cmd_grade)
+
+    from .batch import add_parser
+    add_parser(sub)
     return p
 
 

@@ -1,0 +1,458 @@
+"""`grade-batch`: discovery of both layouts, the CSV / JSON / Gradescope files, errors that are never
+a silent 0, resume after a kill, and the Dask cluster mode.
+
+The slow tests grade a class of six built from examples/submissions/ and solutions/ with a course
+whose time limits are short (carol's endless loop costs seconds, not minutes)."""
+import csv
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.batch import (Batch, LocalPool, classify, csv_row, discover, error_report, fingerprint,
+                              gradescope_results, settings_digest)
+from autograder.config import load_course
+from autograder.errors import GraderError, SubmissionNotFound
+
+from .conftest import ROOT
+
+EX = ROOT / "examples" / "submissions"
+STUDENTS = ["alice", "bob", "carol", "dave", "ghost", "sol", "syntax"]
+EXERCISES = ["masks", "positional_encoding", "attention", "recurrent", "masked_loss"]
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def make_flat(folder):
+    """alice.py (correct), bob.ipynb (mistakes), carol/ (folder: endless loop, syntax error in one
+    file), dave.ipynb (corrupt), ghost/ (a folder without code), sol/ (the solutions), syntax.py
+    (nothing loadable), a stray file."""
+    folder.mkdir(parents=True)
+    shutil.copy(EX / "alice.py", folder)
+    shutil.copy(EX / "bob.ipynb", folder)
+    shutil.copytree(EX / "carol", folder / "carol")
+    shutil.copy(EX / "dave.ipynb", folder)
+    shutil.copytree(ROOT / "solutions", folder / "sol", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "syntax.py").write_text("def causal_mask(T:\n    pass\n")
+    (folder / "ghost").mkdir()
+    (folder / "ghost" / "README.md").write_text("I will hand it in tomorrow")
+    (folder / "notes.txt").write_text("not a submission")
+    return folder
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def strip(report):
+    """A report without its timing and the batch's own entry."""
+    r = {k: v for k, v in report.items() if k not in ("seconds", "batch")}
+    r["exercises"] = [{**e, "tests": [{k: v for k, v in t.items() if k != "seconds"} for t in e["tests"]]}
+                      for e in r["exercises"]]
+    return r
+
+
+def load_report(out, student):
+    return json.loads((out / "reports" / f"{student}.json").read_text(encoding="utf-8"))
+
+
+def run_log(out):
+    """{student: "graded" | "kept"} of the last run in batch.log."""
+    lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
+    last = max(i for i, ln in enumerate(lines) if " start: " in ln)
+    seen = {}
+    for ln in lines[last + 1:]:
+        parts = ln.split()
+        if len(parts) > 2 and parts[1] in ("graded", "kept"):
+            assert parts[2] not in seen, f"{parts[2]} appears twice in one run"
+            seen[parts[2]] = parts[1]
+    return seen
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    c = yaml.safe_load((ROOT / "course.yml").read_text())
+    c["load_timeout"] = 8
+    for ex in c["exercises"].values():
+        ex["timeout"] = 40
+        for t in ex["tests"].values():
+            t["timeout"] = 4
+    path = tmp_path_factory.mktemp("course") / "course.yml"
+    path.write_text(yaml.safe_dump(c, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def flat_batch(tmp_path_factory, course):
+    tmp = tmp_path_factory.mktemp("flat")
+    root, out = make_flat(tmp / "class"), tmp / "grades"
+    proc = cli("grade-batch", root, "--out", out, "--course", course)
+    assert proc.returncode == 0, proc.stderr
+    return root, out, proc
+
+
+# ---------------------------------------------------------------- fast: command line, discovery
+
+def test_help_explains_everything():
+    out = cli("grade-batch", "--help")
+    assert out.returncode == 0
+    for word in ("--out", "--layout", "--assignment", "--workers", "--parallel", "--force", "--dask-scheduler",
+                 "--exercise", "-q", "grades.csv", "reports/", "gradescope/", "error: <reason>", "submitted/",
+                 "Resume", "fingerprint"):
+        assert word in out.stdout, word
+
+
+def test_missing_or_empty_folder_is_a_clear_error(tmp_path):
+    proc = cli("grade-batch", tmp_path / "nope", "--out", tmp_path / "g")
+    assert proc.returncode == 2 and "no such folder" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "readme.md").write_text("x")
+    proc = cli("grade-batch", tmp_path / "empty", "--out", tmp_path / "g")
+    assert proc.returncode == 2 and "no submissions in" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "submitted").mkdir()
+    proc = cli("grade-batch", tmp_path / "submitted", "--out", tmp_path / "g")
+    assert proc.returncode == 2 and "no student folders" in proc.stderr
+
+
+def test_flat_discovery(tmp_path):
+    root = make_flat(tmp_path / "class")
+    (root / "alice.ipynb").write_text("{}")  # alice.py and alice.ipynb: both kept, under their full names
+    (root / "__pycache__").mkdir()
+    (root / ".ipynb_checkpoints").mkdir()
+    (root / "grades").mkdir()  # the output folder inside the input: not a submission
+    layout, items, warnings = discover(root, exclude=[root / "grades"])
+    assert layout == "flat"
+    assert [i.student for i in items] == ["alice.ipynb", "alice.py", "bob", "carol", "dave", "ghost", "sol", "syntax"]
+    assert items[3].path == root / "carol"
+    assert any("notes.txt" in w for w in warnings) and any("share a name" in w for w in warnings)
+
+
+def test_nbgrader_discovery(tmp_path):
+    sub = tmp_path / "course" / "submitted"
+    for student, assignment in [("s1", "seq"), ("s2", "seq"), ("s2", "cnn"), ("s3", "cnn")]:
+        (sub / student / assignment).mkdir(parents=True)
+        (sub / student / assignment / "a.ipynb").write_text("{}")
+    with pytest.raises(GraderError, match="several assignments.*--assignment"):
+        discover(tmp_path / "course")
+    for path in (tmp_path / "course", sub):  # the course root or the submitted folder
+        layout, items, warnings = discover(path, assignment="seq")
+        assert layout == "nbgrader"
+        assert [(i.student, i.path) for i in items] == [("s1", sub / "s1" / "seq"), ("s2", sub / "s2" / "seq")]
+        assert "s3" in warnings[0]
+    with pytest.raises(SubmissionNotFound, match="no student submitted 'rnn'"):
+        discover(sub, assignment="rnn")
+    _, items, _ = discover(sub, layout="flat")  # the override: each student folder is a submission
+    assert [i.student for i in items] == ["s1", "s2", "s3"]
+
+
+def test_fingerprint_follows_bytes_course_and_options(tmp_path):
+    course = load_course()
+    sub = tmp_path / "s"
+    shutil.copytree(EX / "carol", sub)
+    s1 = settings_digest(ROOT / "course.yml", course, EXERCISES)
+    fp = fingerprint(sub, s1)
+    assert fingerprint(sub, s1) == fp
+    (sub / "__pycache__").mkdir()
+    (sub / "__pycache__" / "x.pyc").write_bytes(b"junk")  # caches do not count
+    assert fingerprint(sub, s1) == fp
+    (sub / "masks.py").write_text((sub / "masks.py").read_text() + "\n# resubmitted\n")
+    assert fingerprint(sub, s1) != fp
+    assert settings_digest(ROOT / "course.yml", course, ["masks"]) != s1
+    assert settings_digest(ROOT / "course.yml", load_course(language="en"), EXERCISES) != s1
+
+
+def test_status_is_never_a_silent_zero():
+    course = load_course()
+    report = error_report(Namespace(path=Path("x.py")), course, EXERCISES, "boom")
+    assert classify(report)[0].startswith("error: not graded: boom")
+    assert [e["id"] for e in report["exercises"]] == EXERCISES and report["max_score"] == 100
+    # the process died while loading: every test says so, no load error recorded
+    died = {"score": 0, "max_score": 100, "errors": [], "exercises": [{"id": "masks", "tests": [
+        {"status": "error", "passed": False, "message_en": "The process ended while loading your submission"}]}]}
+    assert classify(died) == ("error: The process ended while loading your submission", "")
+    stubs = {"score": 0, "max_score": 100, "errors": [], "exercises": [{"id": "masks", "tests": [
+        {"status": "missing", "passed": False}]}]}
+    assert classify(stubs)[0] == "graded" and "no exercise function" in classify(stubs)[1]
+    row = csv_row("x", {**report, "batch": {"status": "error: boom", "note": ""}}, EXERCISES)
+    assert row["status"] == "error: boom" and row["total"] == "" and all(row[e] == "" for e in EXERCISES)
+    gs = gradescope_results({**report, "batch": {"status": "error: boom"}})
+    assert gs["tests"] == [] and "boom" in gs["output"]
+
+
+FAKE_WORKER = textwrap.dedent("""
+    import json, os, sys, time
+    proto = os.fdopen(os.dup(1), "w")
+    for line in sys.stdin:
+        job = json.loads(line)
+        name = os.path.basename(job["path"])
+        if name.startswith("crash"):
+            os._exit(3)
+        if name.startswith("hang"):
+            time.sleep(600)
+        if name.startswith("noise"):
+            proto.write("garbage\\n" + json.dumps({"id": job["id"] + 1000, "report": {}}) + "\\n")
+        proto.write(json.dumps({"id": job["id"], "report": {"name": name}}) + "\\n")
+        proto.flush()
+""")
+
+
+def test_a_dying_or_hanging_grader_costs_one_row(tmp_path):
+    """The local pool with a stand-in grading process: a crash (twice: a process may also die
+    starting up) and a hang are that submission's error; the other submissions are graded."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    items = [Namespace(student=n, path=tmp_path / n) for n in ("a.py", "crash.py", "b.py", "hang.py", "noise.py", "c.py")]
+    pool = LocalPool(2, 1, ROOT / "course.yml", {}, budget=3, log_path=tmp_path / "workers.log")
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    start = time.monotonic()
+    results = {item.student: res for item, res in pool.run(items)}
+    assert time.monotonic() - start < 30
+    assert sorted(results) == sorted(i.student for i in items)
+    assert results["crash.py"] == {"error": "the grading process died (exit status 3)", "retry": True}
+    assert "did not finish within 3 s" in results["hang.py"]["error"]
+    for ok in ("a.py", "b.py", "c.py", "noise.py"):
+        assert results[ok]["report"] == {"name": ok}
+
+
+def test_a_grader_exception_is_an_error_row_not_a_crash(tmp_path):
+    from autograder.batch import _grade_in_process
+
+    class Broken:
+        def run_many(self, *a, **k):
+            raise RuntimeError("boom")
+
+    course = load_course()
+    res = _grade_in_process(str(ROOT / "solutions"), course, Broken(), ["masks"])
+    assert res["error"] == "grader failed: RuntimeError: boom" and res["retry"] is True
+    args = Namespace(course=None, language=None, max_examples=None, exercise=["masks"], out=tmp_path)
+    batch = Batch(args)
+    item = Namespace(student="x", path=ROOT / "solutions")
+
+    class Log:
+        def write(self, s):
+            pass
+
+        def flush(self):
+            pass
+
+    status, report = batch.record(item, "fp", res, Log())
+    assert status == "error: grader failed: RuntimeError: boom"
+    assert batch.rows["x"]["status"] == status and batch.rows["x"]["total"] == ""
+    assert report["batch"]["retry"] is True  # a grader failure is tried again by the next run
+    assert batch.kept_report(item, "fp") is None
+    assert json.loads((tmp_path / "gradescope" / "x" / "results.json").read_text())["tests"] == []
+
+
+# ---------------------------------------------------------------- slow: whole batches
+
+@pytest.mark.slow
+def test_csv_has_one_row_per_student_and_explains_errors(flat_batch):
+    root, out, proc = flat_batch
+    rows = read_csv(out / "grades.csv")
+    assert list(rows[0]) == ["student", *EXERCISES, "total", "max_score", "status", "note"]
+    assert [r["student"] for r in rows] == STUDENTS
+    by = {r["student"]: r for r in rows}
+    assert by["alice"]["total"] == by["sol"]["total"] == "100" and by["alice"]["status"] == "graded"
+    assert by["alice"]["masks"] == "20" and by["alice"]["attention"] == "30"
+    assert by["bob"]["status"] == "graded" and 0 < float(by["bob"]["total"]) < 100
+    assert sum(float(by["bob"][e]) for e in EXERCISES) == float(by["bob"]["total"])
+    assert by["carol"]["status"] == "graded" and "SyntaxError" in by["carol"]["note"]  # graded, with a note
+    assert by["dave"]["status"].startswith("error: dave.ipynb: the notebook is not valid JSON")
+    assert by["syntax"]["status"].startswith("error: syntax.py: SyntaxError")
+    assert by["ghost"]["status"] == f"error: no .py or .ipynb file in {root / 'ghost'}"
+    for bad in ("dave", "ghost", "syntax"):  # never a silent 0
+        assert by[bad]["total"] == "" and all(by[bad][e] == "" for e in EXERCISES)
+    assert "notes.txt" in proc.stderr and "graded alice" in proc.stderr and "error  dave" in proc.stderr
+    assert "7 submission(s): 4 graded, 3 error(s)" in proc.stdout and "per submission" in proc.stdout
+    totals = [float(r["total"]) for r in rows if r["status"] == "graded"]
+    assert f"mean score {sum(totals) / len(totals):.2f} / 100 over 4 graded" in proc.stdout
+    assert not list(out.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_reports_equal_the_json_of_grade(flat_batch, course, tmp_path):
+    root, out, _ = flat_batch
+    procs = {s: subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(root / name), "--json",
+                                  str(tmp_path / f"{s}.json"), "-q", "--course", str(course)], cwd=ROOT)
+             for s, name in [("bob", "bob.ipynb"), ("carol", "carol"), ("dave", "dave.ipynb")]}
+    for s, p in procs.items():
+        assert p.wait(timeout=600) == 0
+        alone = json.loads((tmp_path / f"{s}.json").read_text(encoding="utf-8"))
+        batch = load_report(out, s)
+        assert strip(batch) == strip(alone), s
+        assert batch["batch"]["student"] == s and len(batch["batch"]["fingerprint"]) == 64
+
+
+@pytest.mark.slow
+def test_gradescope_files_are_valid(flat_batch):
+    _, out, _ = flat_batch
+    for s in STUDENTS:
+        gs = json.loads((out / "gradescope" / s / "results.json").read_text(encoding="utf-8"))
+        report = load_report(out, s)
+        assert {"score", "tests", "output", "visibility"} <= set(gs) and gs["visibility"] == "visible"
+        assert isinstance(gs["score"], float) and isinstance(gs["output"], str)
+        if report["batch"]["status"] == "graded":
+            assert gs["score"] == report["score"]
+            assert len(gs["tests"]) == sum(len(e["tests"]) for e in report["exercises"])
+            assert abs(sum(t["score"] for t in gs["tests"]) - gs["score"]) < 1e-9
+            for t in gs["tests"]:
+                assert set(t) >= {"name", "score", "max_score", "output", "status"}
+                assert t["status"] in ("passed", "failed") and (t["status"] == "passed") == (t["score"] == t["max_score"])
+        else:
+            assert gs["tests"] == [] and report["batch"]["status"][len("error: "):] in gs["output"]
+
+
+@pytest.mark.slow
+def test_resume_regrades_only_what_is_missing_or_broken(flat_batch, course, tmp_path):
+    root, first, _ = flat_batch
+    out = tmp_path / "grades"
+    shutil.copytree(first, out)
+    before = {s: (out / "reports" / f"{s}.json").stat().st_mtime_ns for s in STUDENTS}
+    csv_before = (out / "grades.csv").read_text()
+    (out / "reports" / "alice.json").unlink()
+    text = (out / "reports" / "bob.json").read_text()
+    (out / "reports" / "bob.json").write_text(text[: len(text) // 2])  # as if written without os.replace
+    (out / "reports" / ".carol.json.k3j2.tmp").write_text(text[:100])  # a killed batch's temp file
+    proc = cli("grade-batch", root, "--out", out, "--course", course)
+    assert proc.returncode == 0, proc.stderr
+    assert run_log(out) == {s: "graded" if s in ("alice", "bob") else "kept" for s in STUDENTS}
+    assert "graded alice" in proc.stderr and "graded bob" in proc.stderr and "carol" not in proc.stderr
+    assert "5 up to date, 2 to grade" in proc.stderr
+    for s in STUDENTS:
+        if s not in ("alice", "bob"):
+            assert (out / "reports" / f"{s}.json").stat().st_mtime_ns == before[s]
+    assert (out / "grades.csv").read_text() == csv_before  # totals unchanged: the grader is deterministic
+    assert not list(out.rglob("*.tmp"))
+    assert "7 submission(s): 4 graded, 3 error(s) (2 graded in this run, 5 kept up to date)" in proc.stdout
+
+
+def _processes_mentioning(text):
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd and "autograder.batch" in cmd:
+                found.append(int(p.name))
+    return found
+
+
+@pytest.mark.slow
+def test_killed_batch_resumes_and_grades_everyone_exactly_once(tmp_path, course):
+    root = make_flat(tmp_path / "class")
+    out = tmp_path / "grades"
+    own_course = tmp_path / "kill-course.yml"  # its path marks this test's grading processes
+    shutil.copy(course, own_course)
+    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(root), "--out", str(out), "--course",
+           str(own_course), "--exercise", "masks", "--exercise", "masked_loss", "--workers", "1"]
+    batch = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((out / "reports").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    batch.send_signal(signal.SIGKILL)
+    batch.wait()
+    finished = {p.stem for p in (out / "reports").glob("*.json")}
+    assert 1 <= len(finished) < len(STUDENTS)
+    assert not (out / "grades.csv").exists()
+    for _ in range(100):  # the grading processes die with the batch
+        if not _processes_mentioning(str(own_course)):
+            break
+        time.sleep(0.05)
+    assert not _processes_mentioning(str(own_course))
+
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    log = run_log(out)
+    assert sorted(log) == STUDENTS
+    assert {s for s, what in log.items() if what == "kept"} == finished
+    rows = read_csv(out / "grades.csv")
+    assert [r["student"] for r in rows] == STUDENTS  # one row each, no duplicates
+    assert list(rows[0]) == ["student", "masks", "masked_loss", "total", "max_score", "status", "note"]
+    assert sorted(p.stem for p in (out / "reports").glob("*.json")) == STUDENTS
+    assert not list(out.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_nbgrader_layout_and_force(tmp_path, course):
+    sub = tmp_path / "course" / "submitted"
+    for student, assignment, src in [("alice", "seq", EX / "alice.py"), ("bob", "seq", EX / "bob.ipynb"),
+                                     ("dave", "seq", EX / "dave.ipynb"), ("erin", "cnn", EX / "alice.py")]:
+        (sub / student / assignment).mkdir(parents=True)
+        shutil.copy(src, sub / student / assignment / ("seq" + src.suffix))
+        (sub / student / assignment / "timestamp.txt").write_text("2024-01-01 10:00:00")
+    out = tmp_path / "grades"
+    proc = cli("grade-batch", tmp_path / "course", "--out", out, "--course", course, "--exercise", "masks")
+    assert proc.returncode == 2 and "--assignment" in proc.stderr
+    proc = cli("grade-batch", tmp_path / "course", "--assignment", "seq", "--out", out, "--course", course,
+               "--exercise", "masks")
+    assert proc.returncode == 0, proc.stderr
+    assert "erin" in proc.stderr  # no seq folder: said, no row
+    rows = read_csv(out / "grades.csv")
+    assert [r["student"] for r in rows] == ["alice", "bob", "dave"]
+    assert list(rows[0]) == ["student", "masks", "total", "max_score", "status", "note"]
+    assert rows[0]["masks"] == "20" and rows[0]["status"] == "graded"
+    assert float(rows[1]["masks"]) < 20 and rows[2]["status"].startswith("error: seq.ipynb: the notebook is not valid JSON")
+    assert load_report(out, "alice")["submission"] == str(sub / "alice" / "seq")
+    first = (out / "grades.csv").read_text()
+
+    # the submitted folder itself, --force: everyone regraded, same grades
+    proc = cli("grade-batch", sub, "--assignment", "seq", "--out", out, "--course", course, "--exercise", "masks",
+               "--force", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert run_log(out) == {"alice": "graded", "bob": "graded", "dave": "graded"}
+    assert (out / "grades.csv").read_text() == first
+    assert proc.stderr == "" or "graded" not in proc.stderr  # -q: no progress, no lines
+    assert "3 submission(s): 2 graded, 1 error(s)" in proc.stdout
+
+
+@pytest.mark.slow
+def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    root, local, _ = flat_batch
+    small = tmp_path / "class"
+    small.mkdir()
+    for name in ("alice.py", "bob.ipynb", "dave.ipynb"):
+        shutil.copy(root / name, small)
+    shutil.copytree(root / "sol", small / "sol")  # a folder travels to the worker too
+    shutil.copytree(root / "ghost", small / "ghost")
+    out = tmp_path / "grades"
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        proc = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
+                   cluster.scheduler_address)
+        assert proc.returncode == 0, proc.stderr
+        assert "Dask cluster" in proc.stderr
+        for s in ("alice", "bob", "dave", "sol"):
+            remote, here = load_report(out, s), load_report(local, s)
+            assert remote["submission"] == str(small / Path(here["submission"]).name)
+            remote["submission"] = here["submission"]
+            assert strip(remote) == strip(here), s
+            assert remote["batch"]["status"] == here["batch"]["status"]
+            assert remote["batch"]["fingerprint"] == here["batch"]["fingerprint"]  # bytes, not paths
+        rows = read_csv(out / "grades.csv")
+        assert [r["student"] for r in rows] == ["alice", "bob", "dave", "ghost", "sol"]
+        assert rows[2]["status"].startswith("error: dave.ipynb")
+        assert rows[3]["status"] == f"error: no .py or .ipynb file in {small / 'ghost'}"
+        # resume works the same: nothing to do
+        again = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
+                    cluster.scheduler_address)
+        assert again.returncode == 0 and run_log(out) == dict.fromkeys(["alice", "bob", "dave", "ghost", "sol"], "kept")
+    local_rows = {r["student"]: r for r in read_csv(local / "grades.csv")}
+    for r in rows:
+        if r["student"] != "ghost":  # its status names its own folder
+            assert r == local_rows[r["student"]]
