@@ -16,6 +16,7 @@ def _write_atomic(path, text):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is for the instructor and the student
     os.replace(tmp, path)
 
 

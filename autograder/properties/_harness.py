@@ -17,6 +17,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
+from ..sandbox.protocol import same_values
 
 # ---------------------------------------------------------------- registry
 
@@ -120,15 +121,6 @@ def fail(zh, en, *, show=None, hint_zh="", hint_en="", student=None, kind="faile
     raise PropertyFailure(zh, en, details, hint_zh, hint_en, kind)
 
 
-def _same(a, b):
-    """Equal values, NaN equal to NaN (for checking that an input was not modified)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return torch.equal(a, b)
-
-
 class Student:
     """The student's functions, called safely: crashes become PropertyFailures."""
 
@@ -175,7 +167,7 @@ class Student:
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             raise self._crash(label, e) from None
         for t, b in zip(tensors, before):
-            if not _same(t.detach(), b):
+            if not same_values(t.detach(), b):
                 raise PropertyFailure(
                     f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
                     f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "

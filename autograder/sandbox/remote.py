@@ -172,15 +172,6 @@ class _Attach(torch.autograd.Function):
         return (None, None, None, None, *got, *([None] * len(grads)))
 
 
-def _flat(value, out):
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            _flat(v, out)
-    return out
-
-
 def _replace(value, it):
     if isinstance(value, torch.Tensor):
         return next(it)
@@ -362,7 +353,7 @@ class RemoteStudent:
         if "raised" in answer:
             raise self._crash(label, answer["raised"] if isinstance(answer["raised"], dict) else {})
         try:
-            inputs = _flat(list(args) + list(kwargs.values()), [])
+            inputs = P.flat_tensors(list(args) + list(kwargs.values()))
             for i, after in zip(answer.get("modified", []), answer.get("after", [])):
                 after = P.decode(after, out_arrays)
                 raise PropertyFailure(
@@ -381,7 +372,7 @@ class RemoteStudent:
                                [("原因 reason", str(e)[:200])], kind="error") from None
         leaves = [t for t in inputs if t.requires_grad]
         call_id = answer.get("call")
-        outs = _flat(out, [])
+        outs = P.flat_tensors(out)
         if leaves and isinstance(call_id, int) and outs and torch.is_grad_enabled():
             flags = _rg_flags(ok, [])
             differentiable = [bool(f) and o.is_floating_point() for f, o in zip(flags, outs)]

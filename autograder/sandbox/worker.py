@@ -21,17 +21,6 @@ from . import protocol as P
 KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
 
 
-def _flat_tensors(value, out):
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            _flat_tensors(v, out)
-    return out
-
-
 def _describe_module(obj):
     """The sub-modules of an nn.Module that the judge may read or write: nn.Linear children."""
     import torch
@@ -96,13 +85,13 @@ class Worker:
             return {"raised": {"type": "ProtocolError", "mro": [], "message": f"unknown op {op}", "where": ""}}
         if not callable(fn):
             return {"not_callable": type(fn).__name__[:100]}
-        inputs = _flat_tensors(list(args) + list(kwargs.values()), [])
+        inputs = P.flat_tensors(list(args) + list(kwargs.values()))
         before = [t.detach().clone() for t in inputs]
         try:
             out = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             return {"raised": self.exception(e)}
-        modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not _same(t.detach(), b)]
+        modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not P.same_values(t.detach(), b)]
         answer = {"modified": modified, "after": [P.encode(inputs[i], out_arrays) for i in modified]}
         if op == "new":
             hid = len(self.handles) + 1
@@ -117,7 +106,7 @@ class Worker:
         leaves = [t for t in inputs if t.requires_grad]
         if isinstance(fn, torch.nn.Module):
             leaves += [p for p in fn.parameters() if p.requires_grad]
-        outs = [t for t in _flat_tensors(out, []) if isinstance(t, torch.Tensor)]
+        outs = [t for t in P.flat_tensors(out) if isinstance(t, torch.Tensor)]
         if leaves and any(t.requires_grad for t in outs):
             self.next_id += 1
             self.calls[self.next_id] = (outs, leaves)
@@ -184,16 +173,6 @@ def _shift(desc, base):
             return [fix(x) for x in v]
         return v
     return fix(desc)
-
-
-def _same(a, b):
-    import torch
-
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return bool(torch.equal(a, b))
 
 
 def worker_main(sock, sources, errors, root, roots, workdir, limit_options):
