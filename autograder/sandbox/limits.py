@@ -768,7 +768,7 @@ def _kill_cgroup(kind, path, deadline):
         if time.monotonic() > deadline:
             return procs
         time.sleep(0.005)
-    for _ in range(100):  # rmdir fails while zombies are still charged to it
+    while True:  # rmdir fails while zombies are still charged to it (until their parent reaps)
         try:
             os.rmdir(path)
             break
