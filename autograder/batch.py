@@ -612,7 +612,8 @@ class Batch:
         self.args = args
         self.course_file = Path(args.course) if args.course else DEFAULT_COURSE
         self.course = load_course(self.course_file, language=args.language, max_examples=args.max_examples)
-        self.exercises = list(args.exercise or self.course.exercises)
+        known = args.assignment if args.assignment in self.course.assignments else None
+        self.exercises = list(args.exercise or self.course.assignment(known))
         for ex in self.exercises:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")

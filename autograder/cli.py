@@ -33,7 +33,8 @@ def cmd_grade(args):
         if args.verbose:
             print(f"  {status:<8} {ex}/{test}", file=sys.stderr, flush=True)
 
-    report = grade(args.submission, course, runner, exercises=args.exercise, progress=progress)
+    exercises = args.exercise or course.assignment(args.assignment)
+    report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
     if args.json:
         _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     if not args.quiet:
@@ -52,6 +53,8 @@ def build_parser():
     g.add_argument("submission", help="a .py file, an .ipynb notebook, or a folder of them")
     g.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
     g.add_argument("--course", metavar="YML", help="course file (default: course.yml of this repo)")
+    g.add_argument("--assignment", metavar="NAME",
+                   help="grade the exercises of this course.yml assignment (default: the first)")
     g.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     g.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     g.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")

@@ -5,6 +5,9 @@ course.yml keys
 language       feedback language: ``zh``, ``en`` or ``both`` (default both)
 max_examples   hypothesis examples per property, on top of the pinned @examples (default 20)
 load_timeout   seconds allowed to load (import) a submission (default 20)
+assignments    mapping assignment name -> list of exercise ids (what one nbgrader assignment holds
+               and what `grade --assignment NAME` grades); the first is the default.  Without
+               it, one assignment "all" holds every exercise.
 exercises      mapping exercise id -> {timeout, tests}
   timeout      seconds for all tests of the exercise together (default 60)
   tests        mapping "function/property" -> {points, timeout}
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -44,11 +47,37 @@ class Course(BaseModel):
     language: Literal["zh", "en", "both"] = "both"
     max_examples: int = Field(default=20, ge=1)
     load_timeout: float = Field(default=20.0, gt=0)
+    assignments: dict[str, list[str]] = Field(default_factory=dict)
     exercises: dict[str, ExerciseConfig]
+
+    @model_validator(mode="after")
+    def _known_exercises(self):
+        for name, ids in self.assignments.items():
+            unknown = [i for i in ids if i not in self.exercises]
+            if unknown:
+                raise ValueError(f"assignment {name!r} lists unknown exercises {unknown}")
+            if not ids:
+                raise ValueError(f"assignment {name!r} lists no exercise")
+        return self
 
     @property
     def max_score(self):
         return sum(e.max_score for e in self.exercises.values())
+
+    def assignment_names(self):
+        return list(self.assignments) or ["all"]
+
+    def assignment(self, name=None):
+        """The exercise ids of assignment `name` (default: the first one)."""
+        if not self.assignments:
+            if name not in (None, "all"):
+                raise ConfigError(f"unknown assignment {name!r}; course.yml defines none (use 'all')")
+            return list(self.exercises)
+        if name is None:
+            return list(next(iter(self.assignments.values())))
+        if name not in self.assignments:
+            raise ConfigError(f"unknown assignment {name!r}; course.yml has {list(self.assignments)}")
+        return list(self.assignments[name])
 
 
 def load_course(path=None, **overrides):

@@ -20,6 +20,12 @@ class TestResult:
     hint_zh: str = ""
     hint_en: str = ""
     seconds: float = 0.0
+    # structured counterexample for renderers (pictures): {"inputs": {name: nested list},
+    # "expected": nested list, "got": nested list, "kind": "mask" | "weights" | "encoding" | ...}
+    counterexample: dict = field(default_factory=dict)
+    # catalogued mistakes this failure matches (autograder/diagnose.py): [{"id", "title_zh",
+    # "title_en", "explanation_zh", "explanation_en", "hint_zh", "hint_en"}]; empty = no match
+    diagnosis: list = field(default_factory=list)
 
 
 @dataclass
