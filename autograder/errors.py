@@ -28,8 +28,9 @@ class SubmissionNotFound(GraderError):
 class PropertyFailure(Exception):
     """A property failed; `zh`/`en` explain why, `details` holds counterexample lines."""
 
-    def __init__(self, zh, en, details=(), hint_zh="", hint_en="", kind="failed"):
+    def __init__(self, zh, en, details=(), hint_zh="", hint_en="", kind="failed", counterexample=None):
         super().__init__(en)
+        self.counterexample = dict(counterexample or {})  # structured, for pictures (report/model.py)
         self.zh, self.en = zh, en
         self.details = list(details)  # [(label, text)]
         self.hint_zh, self.hint_en = hint_zh, hint_en

@@ -60,7 +60,8 @@ def grade(path, course, runner, exercises=None, progress=None):
                 max_score=tcfg.points, passed=passed, feedback="", status=o["status"],
                 property_zh=p.zh, property_en=p.en, message_zh=o.get("zh", ""), message_en=o.get("en", ""),
                 details=[list(d) for d in o.get("details", [])], hint_zh=o.get("hint_zh", ""),
-                hint_en=o.get("hint_en", ""), seconds=o.get("seconds", 0.0))
+                hint_en=o.get("hint_en", ""), seconds=o.get("seconds", 0.0),
+                counterexample=o.get("counterexample") or {}, diagnosis=o.get("diagnosis") or [])
             res.feedback = feedback_text(res, course.language)
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,

@@ -52,7 +52,7 @@ def _run_one(prop, student, timeout, herr):
         return {"status": "passed"}
     except PropertyFailure as f:
         return {"status": f.kind, "zh": f.zh, "en": f.en, "details": f.details,
-                "hint_zh": f.hint_zh, "hint_en": f.hint_en}
+                "hint_zh": f.hint_zh, "hint_en": f.hint_en, "counterexample": f.counterexample}
     except TestTimeout:
         return _timeout(timeout)
     except (herr.Flaky, herr.FlakyFailure) if hasattr(herr, "FlakyFailure") else herr.Flaky:
