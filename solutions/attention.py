@@ -35,6 +35,7 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
     def split_heads(self, x):
+        """(B, T, d_model) -> (B, H, T, dh): head h gets columns h*dh:(h+1)*dh."""
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.dh).transpose(1, 2)  # (B, H, T, dh)
 

@@ -9,8 +9,10 @@ from autograder.grading import check_course
 
 def test_course_has_every_exercise_and_100_points():
     course = load_course()
-    assert list(course.exercises) == list(EXERCISES)
-    assert course.max_score == 100
+    assert course.assignment() == list(EXERCISES)  # the default assignment: the five core exercises
+    for name in course.assignment_names():  # each assignment is worth 100 points
+        assert sum(course.exercises[e].max_score for e in course.assignment(name)) == 100, name
+    assert set(course.exercises) == {e for n in course.assignment_names() for e in course.assignment(n)}
     for ex in course.exercises.values():
         assert ex.timeout > 0 and all(t.timeout > 0 and t.points > 0 for t in ex.tests.values())
 

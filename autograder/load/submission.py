@@ -65,16 +65,56 @@ def _short_traceback(exc, filename):
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def _run_source(source, filename, ns, errors, label):
+# CPU seconds one top-level statement (a notebook cell's statement) may take while loading: a
+# demo cell that calls an endlessly looping function is skipped, so the rest of the notebook
+# still loads (the load as a whole has its own wall-clock limit, course.yml load_timeout).
+# After one statement ran out, the next get less: a loop usually sits in a function many cells call.
+STATEMENT_CPU_SECONDS = (3.0, 1.0)
+
+
+class StatementTimeout(BaseException):
+    """A top-level statement ran out of CPU time while loading (raised by SIGPROF)."""
+
+
+def _on_sigprof(_signum, _frame):
+    raise StatementTimeout()
+
+
+def _cpu_limit(seconds):
+    """Arm (or with None disarm) the per-statement CPU timer; False where signals are unavailable."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "ITIMER_PROF"):
+        return False
+    if seconds is None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        return True
+    signal.signal(signal.SIGPROF, _on_sigprof)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    return True
+
+
+def _run_source(source, filename, ns, errors, label, budget=None):
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as e:
         errors.append(f"{label}: SyntaxError: {e.msg} (line {e.lineno})")
         return
+    budget = budget if budget is not None else {"timed_out": 0}
     for stmt in tree.body:
         code = compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
+        limit = STATEMENT_CPU_SECONDS[min(budget["timed_out"], 1)]
         try:
-            exec(code, ns)
+            armed = _cpu_limit(limit)
+            try:
+                exec(code, ns)
+            finally:
+                if armed:
+                    _cpu_limit(None)
+        except StatementTimeout:
+            budget["timed_out"] += 1
+            errors.append(f"{label}: line {stmt.lineno}: did not finish within {limit:g} s of CPU time "
+                          f"(an endless loop?); skipped / 这一行运行超过 {limit:g} 秒（死循环？），已跳过")
         except BaseException as e:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from student code too
             from ..errors import TestTimeout
             if isinstance(e, TestTimeout):
@@ -127,12 +167,13 @@ def exec_sources(sources, errors=(), root=None):
     if root and root not in sys.path:
         sys.path.insert(0, root)  # a student's file may import its sibling
     sub = Submission(load_errors=list(errors))
+    budget = {"timed_out": 0}
     for label, modname, filename, chunks in sources:
         mod = types.ModuleType(modname)
         mod.__file__ = filename
         sys.modules.setdefault(modname, mod)
         for chunk_label, chunk_file, code in chunks:
-            _run_source(code, chunk_file, mod.__dict__, sub.load_errors, chunk_label)
+            _run_source(code, chunk_file, mod.__dict__, sub.load_errors, chunk_label, budget)
         sub.modules.append((label, mod.__dict__))
     return sub
 

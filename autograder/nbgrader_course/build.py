@@ -1,0 +1,325 @@
+"""Build a ready nbgrader course from exercises/, solutions/ and course.yml.
+
+    DIR/nbgrader_config.py              course id, SandboxGrade instead of Execute, restore deleted
+                                        test cells, release/feedback settings
+    DIR/course.yml                      the course file the graders use (a copy)
+    DIR/source/<assignment>/<ex>.ipynb  per exercise: the student notebook with the reference
+                                        solution inside ### BEGIN/END SOLUTION, the visible checks
+                                        as locked 0-point test cells, and one locked hidden-tests
+                                        cell per function holding that function's points
+    DIR/source/<assignment>/test_visible_checks.py   `pytest` in the released folder runs the
+                                        visible checks of every notebook there
+
+Nothing of the hidden properties or the answers is written into a notebook: a hidden-tests cell
+holds one call, `hidden_tests("attention", "MultiHeadAttention")`.
+"""
+import ast
+import shutil
+import textwrap
+from pathlib import Path
+
+import nbformat
+
+from ..errors import ConfigError
+from . import HIDDEN_MARKER, VISIBLE_MARKER
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+# ---------------------------------------------------------------- solution regions
+
+def _body_source(lines, fn, already=()):
+    """Source lines of fn's body without its docstring and without leading statements the stub
+    already has before its `raise` (`already`: their ast.unparse); None if nothing is left."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    while body and ast.unparse(body[0]) in already:
+        body = body[1:]
+    if not body:
+        return None
+    start = body[0].lineno - 1
+    # keep comment lines right above the first statement (they belong to it)
+    while start > fn.body[0].lineno and lines[start - 1].strip().startswith("#"):
+        start -= 1
+    return textwrap.dedent("\n".join(lines[start:fn.end_lineno]))
+
+
+def _defs(tree):
+    """{qualified name: FunctionDef} for top-level functions and methods of top-level classes."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = node
+            for sub in node.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out[f"{node.name}.{sub.name}"] = sub
+    return out
+
+
+def _region(code, indent):
+    pad = " " * indent
+    inner = textwrap.indent(code, pad)
+    return f"{pad}### BEGIN SOLUTION\n{inner}\n{pad}### END SOLUTION"
+
+
+def with_solution(stub_src, solution_src, name):
+    """The stub cell `stub_src` (one function or class whose bodies raise NotImplementedError) with
+    every `raise NotImplementedError` replaced by the solution's body inside a solution region.
+    Methods the solution has and the stub lacks (helpers) are added, their bodies in regions."""
+    s_lines, r_lines = stub_src.splitlines(), solution_src.splitlines()
+    stub, ref = _defs(ast.parse(stub_src)), _defs(ast.parse(solution_src))
+    if name not in stub or name not in ref:
+        raise ConfigError(f"{name}: not defined in both the exercise's stub cell and solutions/")
+    edits = []  # (first line index, last line index exclusive, replacement lines)
+    for qual, fn in stub.items():
+        if isinstance(fn, ast.ClassDef) or not (qual == name or qual.startswith(name + ".")):
+            continue
+        raises = [st for st in fn.body if isinstance(st, ast.Raise) and "NotImplementedError" in ast.unparse(st)]
+        if not raises:
+            continue
+        if qual not in ref:
+            raise ConfigError(f"{qual}: the stub has it, solutions/ does not")
+        st = raises[0]
+        before = {ast.unparse(x) for x in fn.body[:fn.body.index(st)]}
+        body = _body_source(r_lines, ref[qual], before)
+        first = st.lineno - 1
+        while first > 0 and "your code" in s_lines[first - 1] and s_lines[first - 1].strip().startswith("#"):
+            first -= 1  # nbgrader's code stub says it (ClearSolutions.code_stub in nbgrader_config.py)
+        edits.append((first, st.end_lineno, _region(body, st.col_offset).splitlines()))
+    if isinstance(stub[name], ast.ClassDef):  # helper methods of the solution the stub does not show
+        cls = stub[name]
+        for qual, fn in ref.items():
+            if qual.startswith(name + ".") and qual not in stub:
+                indent = cls.body[-1].col_offset
+                head = r_lines[fn.lineno - 1:fn.body[0].lineno - 1] if fn.body else []
+                doc = ast.get_docstring(fn)
+                lines = [""] + [" " * indent + h.strip() if i == 0 else h for i, h in enumerate(head)]
+                if doc:
+                    lines.append(" " * (indent + 4) + '"""' + doc.replace('"""', "'''") + '"""')
+                lines += _region(_body_source(r_lines, fn), indent + 4).splitlines()
+                edits.append((cls.end_lineno, cls.end_lineno, lines))
+    if not edits:
+        raise ConfigError(f"{name}: the stub cell has no `raise NotImplementedError` to replace")
+    for start, end, new in sorted(edits, reverse=True):
+        s_lines[start:end] = new
+    out = "\n".join(s_lines)
+    ast.parse(out)  # still valid Python
+    return out
+
+
+# ---------------------------------------------------------------- notebooks
+
+def _meta(grade_id, *, grade, solution, locked, points=None):
+    m = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution}
+    if points is not None:
+        m["points"] = points
+    return {"nbgrader": m}
+
+
+def hidden_cell(exercise, function, points):
+    src = (f"{HIDDEN_MARKER} ({points:g} points) — 不要修改 / do not edit\n"
+           f"# 隐藏的性质测试在评分器里运行，这里只显示结果。/ The hidden property tests run in the grader; "
+           f"this cell shows the result.\n"
+           f"from autograder.nbgrader_course.cell import hidden_tests\n"
+           f"hidden_tests({exercise!r}, {function!r})")
+    cell = nbformat.v4.new_code_cell(src, metadata=_meta(f"hidden_{function}", grade=True, solution=False,
+                                                          locked=True, points=points))
+    cell.id = f"hidden-{function}"[:64]
+    return cell
+
+
+NOTE = """\
+### nbgrader 课程说明 / In this nbgrader course
+
+每个函数后面有两个 🔒 单元格：**自测**（0 分，帮你自查）和 **隐藏测试**（这个函数的全部分数）。隐藏测试在评分器的沙箱里
+用随机的小输入检查你的函数的性质，并把得分（分数）作为单元格的值显示出来；失败时会打印反例和提示。提交前可以运行
+`nbgrader validate`，或在这个文件夹里运行 `pytest` 只跑自测。
+
+After each function come two 🔒 cells: the **visible checks** (0 points, for you) and the **hidden tests** (all
+of the function's points). The hidden tests check properties of your function on small random inputs inside the
+grader's sandbox and show the score (in points) as the cell's value; on a failure they print the counterexample
+and a hint. Before submitting, run `nbgrader validate`, or `pytest` in this folder for the visible checks only.
+"""
+
+
+def source_notebook(exercise, course, exercises_dir, solutions_dir):
+    """The instructor's version of one exercise notebook (see the module docstring)."""
+    path = Path(exercises_dir) / f"{exercise}.ipynb"
+    sol_path = Path(solutions_dir) / f"{exercise}.py"
+    if not path.exists():
+        raise ConfigError(f"no notebook for exercise {exercise!r}: {path}")
+    if not sol_path.exists():
+        raise ConfigError(f"no reference solution for exercise {exercise!r}: {sol_path}")
+    nb = nbformat.read(str(path), as_version=4)
+    solution = sol_path.read_text(encoding="utf-8")
+    points = {}
+    for test, cfg in course.exercises[exercise].tests.items():
+        fn = test.split("/", 1)[0]
+        points[fn] = points.get(fn, 0.0) + cfg.points
+    cells, seen = [], set()
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            name = meta["grade_id"]
+            cell.source = with_solution(cell.source, solution, name)
+            cells.append(cell)
+        elif meta.get("grade") and cell.cell_type == "code":  # visible checks: locked, 0 points
+            fn = meta["grade_id"].removeprefix("test_")
+            if fn not in points:
+                raise ConfigError(f"{exercise}.ipynb: visible checks for {fn!r}, which course.yml does not grade")
+            cell.source = f"{VISIBLE_MARKER}: {fn}\n{cell.source}"
+            meta["points"] = 0
+            cells.append(cell)
+            cells.append(hidden_cell(exercise, fn, points[fn]))
+            seen.add(fn)
+        else:
+            cells.append(cell)
+            if meta.get("grade_id", "").endswith("_how_to"):
+                note = nbformat.v4.new_markdown_cell(NOTE, metadata=_meta(f"{exercise}_nbgrader_note", grade=False,
+                                                                          solution=False, locked=True))
+                note.id = f"{exercise}-nbgrader-note"
+                cells.append(note)
+    missing = set(points) - seen
+    if missing:
+        raise ConfigError(f"{exercise}.ipynb has no visible-checks cell for {sorted(missing)}; "
+                          f"their points would have no cell")
+    nb.cells = cells
+    nbformat.validate(nb)
+    return nb
+
+
+CONFIG = '''\
+# nbgrader configuration written by `python -m autograder nbgrader-course` (seqgrader).
+# Docs: https://nbgrader.readthedocs.io/en/stable/configuration/config_options.html
+import os
+
+c = get_config()  # noqa: F821
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+c.CourseDirectory.root = HERE
+c.CourseDirectory.course_id = {course_id!r}
+
+# Student code never runs in nbgrader's kernel: SandboxGrade grades each notebook with the
+# hidden properties in seqgrader's sandbox and writes the scores and feedback into the
+# hidden-tests cells, in place of nbgrader's Execute.
+c.Autograde.autograde_preprocessors = [
+    "autograder.nbgrader_course.preprocessor.SandboxGrade",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.SandboxGrade.course_file = os.path.join(HERE, "course.yml")
+
+# What a solution region becomes in the release.
+c.ClearSolutions.code_stub = {{"python": "# 你的代码 / your code\\nraise NotImplementedError()"}}
+
+# A deleted (or changed) test cell comes back from the database.
+c.OverwriteCells.add_missing_cells = True
+
+# Students' own runs (`nbgrader validate`): a hidden-tests cell grades the notebook in a
+# subprocess; give it time.
+c.Execute.timeout = 600
+c.Validator.validate_all = False
+
+# Autograde even students who are not in the gradebook yet.
+c.Autograde.create_student = True
+'''
+
+
+VISIBLE_TESTS = '''\
+"""Visible checks of the notebooks in this folder, for `pytest` (students\' self-check).
+
+Runs each notebook\'s code cells in order, outside Jupyter, then each 🔒 visible-checks cell as a
+test.  The hidden tests are not run here (run `nbgrader validate`, or the notebook itself).
+"""
+from pathlib import Path
+
+import nbformat
+import pytest
+
+HERE = Path(__file__).resolve().parent
+HIDDEN, VISIBLE = {hidden!r}, {visible!r}
+
+
+def _cells(path):
+    nb = nbformat.read(str(path), as_version=4)
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _plain(src):
+    return "\\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
+
+
+def _checks():
+    for path in sorted(HERE.glob("*.ipynb")):
+        for cell in _cells(path):
+            if cell.source.startswith(VISIBLE):
+                yield pytest.param(path, cell.source.splitlines()[0][len(VISIBLE) + 2:],
+                                   id=f"{{path.stem}}::{{cell.source.splitlines()[0][len(VISIBLE) + 2:]}}")
+
+
+_namespaces = {{}}
+
+
+def _namespace(path):
+    if path not in _namespaces:
+        import matplotlib
+        matplotlib.use("Agg")
+        ns = {{"__name__": "__notebook__"}}
+        for cell in _cells(path):
+            if cell.source.startswith((HIDDEN, VISIBLE)):
+                continue
+            try:
+                exec(compile(_plain(cell.source), f"{{path.name}}", "exec"), ns)
+            except Exception:  # noqa: BLE001 - a demo cell may need an unfinished function
+                pass
+        _namespaces[path] = ns
+    return _namespaces[path]
+
+
+@pytest.mark.parametrize("path, function", list(_checks()))
+def test_visible_checks(path, function):
+    ns = dict(_namespace(path))
+    for cell in _cells(path):
+        if cell.source.startswith(f"{{VISIBLE}}: {{function}}"):
+            exec(compile(_plain(cell.source), f"{{path.name}}: visible checks of {{function}}", "exec"), ns)
+'''
+
+
+def build_course(out, course, course_file, *, assignments=None, exercises_dir=None, solutions_dir=None,
+                 course_id="seqgrader", force=False):
+    """Write the course into `out`; returns {assignment: [notebook paths]}."""
+    out = Path(out)
+    exercises_dir = Path(exercises_dir or ROOT / "exercises")
+    solutions_dir = Path(solutions_dir or ROOT / "solutions")
+    names = assignments or course.assignment_names()
+    for name in names:
+        course.assignment(name)  # raises ConfigError for an unknown one
+    if out.exists() and any(out.iterdir()) and not force:
+        if not (out / "nbgrader_config.py").exists():
+            raise ConfigError(f"{out} exists and is not an nbgrader course; choose an empty folder")
+    built = {}
+    for name in names:
+        folder = out / "source" / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        built[name] = []
+        for ex in course.assignment(name):
+            nb = source_notebook(ex, course, exercises_dir, solutions_dir)
+            path = folder / f"{ex}.ipynb"
+            nbformat.write(nb, str(path))
+            built[name].append(path)
+        (folder / "test_visible_checks.py").write_text(
+            VISIBLE_TESTS.format(hidden=HIDDEN_MARKER, visible=VISIBLE_MARKER), encoding="utf-8")
+    shutil.copyfile(course_file, out / "course.yml")
+    (out / "nbgrader_config.py").write_text(CONFIG.format(course_id=course_id),
+                                            encoding="utf-8")
+    return built

@@ -1,0 +1,112 @@
+"""SandboxGrade: nbgrader autograde's grading step, in place of nbgrader's Execute.
+
+nbgrader's Execute runs the student's notebook in a Jupyter kernel, test cells included, so
+student code shares a process with the tests.  SandboxGrade runs nothing in a kernel: it grades
+the sanitized notebook (its test cells already restored from the gradebook by OverwriteCells)
+with seqgrader's sandboxed engine, then writes into each hidden-tests cell
+
+  - a stdout stream with the feedback for that function (the same text as `grade`'s report),
+  - an execute_result whose value is the points earned, a plain float capped at the cell's points,
+
+which nbgrader's SaveAutoGrades reads as partial credit.  Visible-check cells (0 points) and the
+student's cells get no output.  A notebook the engine cannot grade gets 0 in every hidden cell
+and the reason as its output; the grader itself failing is reported the same way, never as a
+silent 0.
+"""
+import ast
+import os
+import tempfile
+import traceback
+
+import nbformat
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool, Unicode
+
+from . import HIDDEN_MARKER
+from .cell import function_result
+
+
+def hidden_call(source):
+    """("exercise", "function") of a hidden-tests cell, or None.  The marker may follow the note
+    nbgrader puts in front of a test cell it restored (OverwriteCells.add_missing_cells)."""
+    if not any(line.startswith(HIDDEN_MARKER) for line in source.splitlines()):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hidden_tests" \
+                and len(node.args) >= 2 and all(isinstance(a, ast.Constant) for a in node.args[:2]):
+            return node.args[0].value, node.args[1].value
+    return None
+
+
+def grade_notebook(nb, exercise, course_file=None):
+    """Grade one notebook object for `exercise`; returns the report dict."""
+    from ..config import load_course
+    from ..grading import grade
+    from ..sandbox import ForkRunner
+
+    course = load_course(course_file)
+    with tempfile.TemporaryDirectory(prefix="seqgrader-nbgrader-") as tmp:
+        path = os.path.join(tmp, f"{exercise}.ipynb")
+        nbformat.write(nb, path)
+        report = grade(path, course, ForkRunner(course), exercises=[exercise]).to_dict()
+    return report
+
+
+def fill_cells(nb, report, *, error=None):
+    """Write each hidden-tests cell's output from `report` (or the `error` text, 0 points)."""
+    for cell in nb.cells:
+        graded = cell.metadata.get("nbgrader", {}).get("grade")  # restored from the gradebook, not the student's
+        call = hidden_call(cell.source) if cell.cell_type == "code" and graded else None
+        if call is None:
+            continue
+        exercise, function = call
+        points = float(cell.metadata.get("nbgrader", {}).get("points", 0.0))
+        if error is not None:
+            score, text = 0.0, error
+        else:
+            score, _total, text = function_result(report, exercise, function)
+        score = max(0.0, min(float(score), points))
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text=text + "\n"),
+            nbformat.v4.new_output("execute_result", data={"text/plain": repr(score)}, execution_count=1),
+        ]
+        cell.execution_count = 1
+    return nb
+
+
+class SandboxGrade(Preprocessor):
+    """Grade the notebook with seqgrader's sandbox; see the module docstring."""
+
+    enabled = Bool(True).tag(config=True)  # nbconvert preprocessors are off by default
+    course_file = Unicode("", help="course.yml for the hidden properties (default: seqgrader's own)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        calls = [hidden_call(c.source) for c in nb.cells if c.cell_type == "code"]
+        exercises = sorted({c[0] for c in calls if c})
+        if not exercises:
+            self.log.warning("SandboxGrade: no hidden-tests cell in this notebook; nothing graded")
+            return nb, resources
+        for c in nb.cells:  # nothing of the student's runs here: no outputs, no stale ones
+            if c.cell_type == "code":
+                c.outputs, c.execution_count = [], None
+        reports = {}
+        for exercise in exercises:
+            try:
+                reports[exercise] = grade_notebook(nb, exercise, self.course_file or None)
+                self.log.info("SandboxGrade: %s: %s / %s", exercise, reports[exercise]["score"],
+                              reports[exercise]["max_score"])
+            except Exception as e:  # noqa: BLE001 - the grader failing must show, not crash autograde
+                self.log.error("SandboxGrade: grading %s failed: %s\n%s", exercise, e, traceback.format_exc())
+                reports[exercise] = None
+        for exercise, report in reports.items():
+            sub = nbformat.v4.new_notebook(cells=[c for c in nb.cells if (hidden_call(c.source) or ("",))[0] == exercise])
+            if report is None:
+                fill_cells(sub, None, error="评分器出错（不是你的代码的问题），请联系助教。/ The grader failed "
+                                            "(not your code's fault); the teaching staff will regrade.")
+            else:
+                fill_cells(sub, report)
+        return nb, resources

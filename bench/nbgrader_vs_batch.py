@@ -1,0 +1,166 @@
+"""Benchmark: `grade-batch` against `nbgrader autograde` on the same notebooks.
+
+    .venv/bin/python bench/nbgrader_vs_batch.py [--students 6] [--assignment sequence-models] [--keep DIR]
+
+Builds the nbgrader course (`nbgrader-course`) and a second, *stock* nbgrader course from the
+same notebooks — nbgrader as a course would use it without seqgrader: the exercises' visible
+checks are the graded test cells, run in a Jupyter kernel by nbgrader's Execute. It writes the
+same N submissions into both (the reference answers, and catalogued mistakes in turn), then times
+
+  stock      `nbgrader autograde`, stock configuration (a kernel per notebook; visible checks only)
+  sandbox    `nbgrader autograde` with seqgrader's SandboxGrade (hidden properties, no kernel)
+  batch      `python -m autograder grade-batch submitted/` (hidden properties, all cores)
+
+and prints each one's wall time, per submission, and the ratios.  It checks that `grade-batch`
+and SandboxGrade's autograde give the same scores.  Every command is run exactly as an instructor
+would (subprocesses, from the course folder).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+
+
+def run(cmd, cwd, check=True):
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if check and proc.returncode != 0:
+        sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return took, proc
+
+
+def stock_course(src_dir, out, assignment):
+    """The same source notebooks without the hidden-tests cells; visible checks keep the points."""
+    from autograder.nbgrader_course import HIDDEN_MARKER, VISIBLE_MARKER
+
+    folder = out / "source" / assignment
+    folder.mkdir(parents=True)
+    for path in sorted((src_dir / "source" / assignment).glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        cells, points = [], {}
+        for cell in nb.cells:
+            if HIDDEN_MARKER in cell.source:
+                points[cell.source] = cell.metadata["nbgrader"]["points"]
+                cells[-1].metadata["nbgrader"]["points"] = cell.metadata["nbgrader"]["points"]
+                continue
+            if cell.source.startswith(VISIBLE_MARKER):
+                cell.source = cell.source.split("\n", 1)[1]
+            cells.append(cell)
+        nb.cells = cells
+        nbformat.write(nb, str(folder / path.name))
+    (out / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.course_id = 'stock'\nc.Autograde.create_student = True\n"
+        "c.Execute.timeout = 120\n", encoding="utf-8")
+
+
+def submissions(course_dir, assignment, n):
+    """N students' answers: the reference for the first, then one catalogued mistake each."""
+    from autograder.catalogue import load_catalogue
+
+    release = {p.stem: nbformat.read(str(p), as_version=4)
+               for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
+    source = {p.stem: nbformat.read(str(p), as_version=4)
+              for p in sorted((course_dir / "source" / assignment).glob("*.ipynb"))}
+    mistakes = [(ex, m) for ex, m in load_catalogue()  # self-contained ones (not subclassing the reference)
+                if ex in release and f"({m['function']})" not in m["code"]]
+    out = {}
+    for i in range(n):
+        answers = {}
+        wrong = mistakes[(i * 7) % len(mistakes)] if i else None
+        for ex, nb in release.items():
+            nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if meta.get("solution"):
+                    name = meta["grade_id"]
+                    cell.source = next(c.source for c in source[ex].cells
+                                       if c.metadata.get("nbgrader", {}).get("grade_id") == name)
+                    if wrong and wrong[0] == ex and wrong[1]["function"] == name.split(".")[0]:
+                        cell.source = wrong[1]["code"]
+            answers[ex] = nb
+        out[f"s{i:03d}"] = answers
+    return out
+
+
+def place(course_dir, assignment, subs):
+    for student, answers in subs.items():
+        folder = course_dir / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for ex, nb in answers.items():
+            nbformat.write(nb, str(folder / f"{ex}.ipynb"))
+
+
+def gradebook(course_dir, course_id, assignment):
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id) as gb:
+        return {s.student.id: {nb.name: nb.score for nb in s.notebooks} for s in gb.assignment_submissions(assignment)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--students", type=int, default=6)
+    ap.add_argument("--assignment", default="sequence-models")
+    ap.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)")
+    args = ap.parse_args()
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="seqgrader-bench-"))
+    ours, stock = tmp / "course", tmp / "stock"
+    for d in (ours, stock):
+        if d.exists():
+            shutil.rmtree(d)
+    py = sys.executable
+    run([py, "-m", "autograder", "nbgrader-course", str(ours), "--assignment", args.assignment], ROOT)
+    stock_course(ours, stock, args.assignment)
+    run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], ours)
+    run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], stock)
+    subs = submissions(ours, args.assignment, args.students)
+    place(ours, args.assignment, subs)
+    place(stock, args.assignment, subs)
+    n = len(subs)
+    print(f"{n} submissions x {len(next(iter(subs.values())))} notebooks, {os.cpu_count()} cores", flush=True)
+
+    t_stock, _ = run([str(BIN / "nbgrader"), "autograde", args.assignment], stock, check=False)
+    print(f"stock   nbgrader autograde (kernel, visible checks)   {t_stock:7.1f} s  {t_stock / n:6.2f} s/submission",
+          flush=True)
+    t_sand, _ = run([str(BIN / "nbgrader"), "autograde", args.assignment], ours, check=False)
+    print(f"sandbox nbgrader autograde + SandboxGrade (hidden)     {t_sand:7.1f} s  {t_sand / n:6.2f} s/submission",
+          flush=True)
+    grades = tmp / "grades"
+    if grades.exists():
+        shutil.rmtree(grades)
+    t_batch, _ = run([py, "-m", "autograder", "grade-batch", str(ours / "submitted"), "--assignment",
+                      args.assignment, "--out", str(grades), "-q"], ROOT)
+    print(f"batch   grade-batch (hidden, {os.cpu_count()} processes)              {t_batch:7.1f} s  "
+          f"{t_batch / n:6.2f} s/submission", flush=True)
+    print(f"ratio   stock / batch = {t_stock / t_batch:.2f}x   sandbox-autograde / batch = {t_sand / t_batch:.2f}x")
+
+    nb_scores = gradebook(ours, "seqgrader", args.assignment)
+    same = True
+    for path in sorted((grades / "reports").glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        student = report["batch"]["student"]
+        batch_scores = {e["id"]: e["score"] for e in report["exercises"]}
+        if any(abs(nb_scores.get(student, {}).get(ex, -1) - s) > 1e-6 for ex, s in batch_scores.items()):
+            same = False
+            print(f"  differs: {student}: autograde {nb_scores.get(student)} batch {batch_scores}")
+    print("scores: grade-batch == SandboxGrade autograde" if same else "scores DIFFER (see above)")
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
