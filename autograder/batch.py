@@ -10,8 +10,10 @@ Pipeline of one batch:
                     submission with a ForkRunner), fed one submission at a time through a pipe;
     or run_dask()   one Dask task per submission, each running ``python -m autograder grade`` in a
                     subprocess on the worker machine, on a copy of the submission's files
-    Batch.record()  writes reports/<student>.json (the contract's JSON plus a "batch" entry) and
-                    gradescope/<student>/results.json, atomically; grades.csv at the end
+    Batch.record()  writes reports/<student>.json (the contract's JSON plus a "batch" entry),
+                    reports/<student>.html (the student's page, report/html.py) and
+                    gradescope/<student>/results.json, atomically; grades.csv and the
+                    instructor's dashboard.html (report/dashboard.py) at the end
 
 A submission that cannot be graded at all (corrupt notebook, nothing loadable, grader failure) is
 a row whose status is "error: <reason>", never a silent 0.
@@ -634,6 +636,17 @@ class Batch:
     def report_path(self, student):
         return self.reports / f"{student}.json"
 
+    def html_path(self, student):
+        return self.reports / f"{student}.html"
+
+    def write_html(self, student, report, log):
+        """The student's own page (report/html.py) beside the JSON; a failure here costs no grade."""
+        from .report.html import render_html
+        try:
+            write_atomic(self.html_path(student), render_html(report, self.course.language))
+        except Exception as e:  # noqa: BLE001 - the JSON and the CSV are what count
+            log.write(f"{_now()} could not write the HTML report of {student}: {type(e).__name__}: {e}\n")
+
     def kept_report(self, item, fp):
         """The stored report of `item` if it is complete and still up to date, else None."""
         p = self.report_path(item.student)
@@ -655,6 +668,8 @@ class Batch:
         gs = self.gradescope / item.student / "results.json"
         if not gs.exists():
             write_atomic(gs, json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+        if not self.html_path(item.student).exists():
+            self.write_html(item.student, report, log)
         log.write(f"{_now()} kept {item.student} (report up to date)\n")
 
     def record(self, item, fp, res, log):
@@ -675,6 +690,7 @@ class Batch:
             report["batch"]["host"] = res["host"]
         write_atomic(self.gradescope / item.student / "results.json",
                      json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+        self.write_html(item.student, report, log)
         write_atomic(self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1))  # last: the commit
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
         if status == "graded":
@@ -805,8 +821,13 @@ def _run(args, batch, layout, items, console, log):
             results.close()  # stops the grading processes
     elapsed = time.monotonic() - start
 
-    # 3. the table and the summary
+    # 3. the table, the instructor's dashboard and the summary
     write_csv(batch.out / "grades.csv", batch.rows, batch.exercises)
+    try:
+        from .report.dashboard import write_dashboard
+        write_dashboard(batch.out, language=batch.course.language)
+    except Exception as e:  # noqa: BLE001 - the grades are written; a dashboard can be made again
+        log.write(f"{_now()} could not write dashboard.html: {type(e).__name__}: {e}\n")
     n_err = sum(1 for r in batch.rows.values() if r["status"] != "graded")
     summary = [f"{len(items)} submission(s): {len(items) - n_err} graded, {n_err} error(s) "
                f"({done} graded in this run, {batch.counts['kept']} kept up to date)"]
@@ -815,7 +836,7 @@ def _run(args, batch, layout, items, console, log):
                        f"over {len(batch.scores)} graded submission(s)")
     if done:
         summary.append(f"time {elapsed:.1f} s, {elapsed / done:.2f} s per submission")
-    summary.append(f"results in {batch.out}{os.sep} (grades.csv, reports/, gradescope/)")
+    summary.append(f"results in {batch.out}{os.sep} (grades.csv, dashboard.html, reports/, gradescope/)")
     log.write(f"{_now()} done: {'; '.join(summary)}\n")
     print("\n".join(summary))
     return 0
@@ -857,7 +878,11 @@ Grade every submission of a folder and write, in --out DIR:
 
   reports/<student>.json               the contract's JSON report of `grade` (plus a "batch" entry:
                                        fingerprint, status, note, grader version, time)
+  reports/<student>.html               the student's own report: one self-contained HTML page
   gradescope/<student>/results.json    the same in Gradescope's autograder format
+  dashboard.html                       the instructor's view: score distributions, pass rate per
+                                       property, frequent mistakes, errored submissions
+                                       (`python -m autograder dashboard DIR` makes it again)
   grades.csv                           one row per student: one column per exercise, total,
                                        max_score, status ("graded" or "error: <reason>"), note
   batch.log                            what each run did (graded / kept), appended

@@ -1,5 +1,6 @@
-"""Command line: ``python -m autograder grade SUBMISSION --json OUT`` and
-``python -m autograder grade-batch SUBMISSIONS --out DIR`` (see batch.py)."""
+"""Command line: ``python -m autograder grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``,
+``python -m autograder grade-batch SUBMISSIONS --out DIR`` (see batch.py) and
+``python -m autograder dashboard DIR --out dashboard.html`` (see report/dashboard.py)."""
 import argparse
 import json
 import os
@@ -37,8 +38,32 @@ def cmd_grade(args):
     report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
     if args.json:
         _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+    if args.html:
+        from .report.html import render_html
+        _write_atomic(args.html, render_html(report, course.language))
+    if args.markdown:
+        from .report.markdown import render_markdown
+        md = Path(args.markdown)
+        _write_atomic(md, render_markdown(report, course.language, images=md.parent / f"{md.stem}_files"))
     if not args.quiet:
-        sys.stdout.write(render_text(report))
+        if args.rich:
+            from .report.terminal import render_rich
+            render_rich(report, course.language)
+        else:
+            sys.stdout.write(render_text(report))
+    return 0
+
+
+def cmd_dashboard(args):
+    from .errors import GraderError
+    from .report.dashboard import write_dashboard
+
+    folder = Path(args.grades)
+    if not (folder / "reports").is_dir() and not (folder / "grades.csv").is_file():
+        raise GraderError(f"{folder} holds neither reports/ nor grades.csv: give the --out folder of grade-batch")
+    out = write_dashboard(folder, args.out, language=args.language)
+    if not args.quiet:
+        print(f"dashboard written to {out}")
     return 0
 
 
@@ -61,12 +86,30 @@ def build_parser():
     g.add_argument("--workers", type=int, help="exercises graded in parallel (default: number of cores)")
     g.add_argument("--in-process", action="store_true",
                    help="no child processes (debugging only: student code runs in the grader)")
+    g.add_argument("--html", metavar="OUT", help="write the student's report as one self-contained HTML page")
+    g.add_argument("--markdown", metavar="OUT",
+                   help="write the report as Markdown (its pictures go to the folder OUT's-stem_files/ beside it)")
+    g.add_argument("--rich", action="store_true",
+                   help="print the report with colours, tables and the counterexamples (rich) instead of plain text")
     g.add_argument("-q", "--quiet", action="store_true", help="no report on stdout")
     g.add_argument("-v", "--verbose", action="store_true", help="print each test as it finishes (stderr)")
     g.set_defaults(func=cmd_grade)
 
+    d = sub.add_parser("dashboard", help="the instructor's dashboard (HTML) of a grade-batch output folder",
+                       description="Summarise a grade-batch output folder (reports/*.json and grades.csv) in one "
+                                   "self-contained HTML page: score distribution per exercise, pass rate per "
+                                   "property, the most frequent diagnosed mistakes, the submissions that errored. "
+                                   "grade-batch writes it as dashboard.html at the end of every run.")
+    d.add_argument("grades", metavar="GRADES_DIR", help="the --out folder of grade-batch")
+    d.add_argument("--out", metavar="HTML", help="where to write it (default: GRADES_DIR/dashboard.html)")
+    d.add_argument("--language", choices=["zh", "en", "both"], default="both", help="language of the page")
+    d.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    d.set_defaults(func=cmd_dashboard)
+
     from .batch import add_parser
     add_parser(sub)
+    from .nbgrader_course.cli import add_parser as add_nbgrader_parser
+    add_nbgrader_parser(sub)
     return p
 
 

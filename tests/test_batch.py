@@ -237,7 +237,7 @@ def test_a_grader_exception_is_an_error_row_not_a_crash(tmp_path):
     course = load_course()
     res = _grade_in_process(str(ROOT / "solutions"), course, Broken(), ["masks"])
     assert res["error"] == "grader failed: RuntimeError: boom" and res["retry"] is True
-    args = Namespace(course=None, language=None, max_examples=None, exercise=["masks"], out=tmp_path)
+    args = Namespace(course=None, language=None, max_examples=None, exercise=["masks"], out=tmp_path, assignment=None)
     batch = Batch(args)
     item = Namespace(student="x", path=ROOT / "solutions")
 

@@ -7,6 +7,7 @@ the call for the counterexample) and reports a broken property by raising ``Prop
 through ``fail`` or the ``check_*`` helpers.  Hypothesis shrinks the failing input, so the
 counterexample in the report is the smallest one found.
 """
+import json
 import math
 import sys
 import traceback
@@ -102,23 +103,283 @@ def _short(a):
     return fmt(a, 60)
 
 
+class CallText(str):
+    """The text of a call, `f(<(2, 3)>, causal=True)`, which also remembers the call itself (label,
+    args, kwargs) so that a failure can put the inputs into the structured counterexample."""
+
+    label, args, kwargs = "", (), {}
+
+
 def fmt_call(label, args, kwargs):
     """`f(<(2, 3)>, causal=True)`: tensors by their shape (the values are shown separately)."""
     short = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
-    return f"{label}({', '.join(short)})"
+    text = CallText(f"{label}({', '.join(short)})")
+    text.label, text.args, text.kwargs = str(label), tuple(args), dict(kwargs)
+    return text
+
+
+# ---------------------------------------------------------------- structured counterexample
+#
+# Besides the text lines (`details`), a failure carries a small JSON-able dict that renderers draw
+# (report/plots.py, report/html.py); see TestResult.counterexample in report/model.py:
+#   {"kind": "mask" | "weights" | "encoding" | "tensor" | "scalar" | "shape" | "values",
+#    "what": "mask", "call": "causal_mask(3)",
+#    "inputs": {name: value},      # a tensor is {"shape", "dtype", "values": nested list or None}
+#    "expected", "got": nested lists (or a 2-D slice of a large tensor: see "index", "offset"),
+#    "differs": nested list of bools (True = this entry is wrong), "n_differ": int,
+#    "shape": the full shape, "labels": ["expected", "got"] or ["before", "after"], ...}
+
+CX_ENTRIES = 256  # at most this many entries of one tensor are kept whole
+CX_ROWS, CX_COLS = 24, 16  # otherwise a window of one 2-D slice, around the first wrong entry
+CX_BYTES = 40_000  # the whole counterexample, as JSON; input values are dropped first beyond it
+
+# The contract's parameter names (../shared/contract.md), to name the arguments of the last call.
+PARAMS = {
+    "padding_mask": ["lengths", "max_len"],
+    "causal_mask": ["T", "device"],
+    "attention_mask": ["lengths", "max_len", "causal"],
+    "sinusoidal_encoding": ["T", "d", "base"],
+    "add_positional_encoding": ["X"],
+    "scaled_dot_product_attention": ["Q", "K", "V", "mask"],
+    "MultiHeadAttention": ["d_model", "num_heads", "bias"],
+    "forward": ["x_q", "x_kv", "mask"],
+    "lstm_cell": ["x", "state", "W_ih", "W_hh", "b_ih", "b_hh"],
+    "gru_cell": ["x", "h", "W_ih", "W_hh", "b_ih", "b_hh"],
+    "lstm_sequence": ["X", "lengths", "W_ih", "W_hh", "b_ih", "b_hh", "state"],
+    "masked_cross_entropy": ["logits", "targets", "mask"],
+}
+PAIRS = [("期望 expected ", "实际 got ", ["expected", "got"]), ("之前 before ", "之后 after ", ["before", "after"]),
+         ("原来的 before ", "改变后的 after ", ["before", "after"])]
+
+
+def _num(v):
+    """A JSON-safe number: floats to 6 significant digits, NaN and inf as strings."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, float):
+        if math.isfinite(v):
+            return float(f"{v:.6g}")
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _nested(t):
+    """A small tensor as nested lists of JSON-safe numbers."""
+    if t.is_complex():
+        t = t.abs()
+    if t.dtype == torch.bfloat16 or t.dtype == torch.float16:
+        t = t.float()
+    lst = t.tolist()
+
+    def walk(x):
+        return [walk(v) for v in x] if isinstance(x, list) else _num(x)
+
+    return walk(lst)
+
+
+def _as_tensor(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu()
+    return None
+
+
+def _cx_value(x):
+    """An input of the counterexample: a tensor as {"shape", "dtype", "values"}, else a JSON scalar."""
+    t = _as_tensor(x)
+    if t is not None:
+        small = t.numel() <= CX_ENTRIES
+        return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                "values": _nested(t) if small else None}
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return _num(x) if not isinstance(x, str) else x[:400]
+    return fmt(x, 200)
+
+
+def _inputs(student, show, skip):
+    """The last call's arguments, named as in the contract, then what the property chose to show."""
+    out = {}
+    call = getattr(student, "last_call", None) if student is not None else None
+    if isinstance(call, CallText):
+        base = call.label.rsplit(".", 1)[-1] if call.label.endswith(".forward") else call.label
+        names = PARAMS.get(base, [])
+        for i, a in enumerate(call.args):
+            name = names[i] if i < len(names) else f"arg{i}"
+            if isinstance(a, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in a):
+                for j, v in enumerate(a):
+                    out[f"{name}[{j}]"] = _cx_value(v)
+            else:
+                out[name] = _cx_value(a)
+        for k, v in call.kwargs.items():
+            if isinstance(v, (tuple, list)) and any(isinstance(u, torch.Tensor) for u in v):
+                for j, u in enumerate(v):
+                    out[f"{k}[{j}]"] = _cx_value(u)
+            else:
+                out[k] = _cx_value(v)
+    seen = [_as_tensor(a) for a in _flat(list(call.args) + list(call.kwargs.values()))] \
+        if isinstance(call, CallText) else []
+    for label, v in (show or {}).items():
+        label = str(label)
+        if label in skip or label in out or label.startswith("不同的元素") \
+                or any(label.startswith(p) for pair in PAIRS for p in pair[:2]):
+            continue
+        items = list(enumerate(v)) if isinstance(v, (tuple, list)) and any(isinstance(u, torch.Tensor) for u in v) \
+            else [(None, v)]
+        for j, u in items:
+            t = _as_tensor(u)
+            if t is not None and any(s is not None and s.shape == t.shape and s.dtype == t.dtype
+                                     and bool((s == t).all()) for s in seen):
+                continue  # the same tensor as an argument of the call, under another name
+            out[label if j is None else f"{label}[{j}]"] = _cx_value(u)
+    return out
+
+
+def _flat(values):
+    out = []
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            out += [u for u in v if isinstance(u, torch.Tensor)]
+        elif isinstance(v, torch.Tensor):
+            out.append(v)
+    return out
+
+
+def _differs(e, g):
+    if e.dtype == torch.bool or not (e.is_floating_point() or g.is_floating_point()):
+        return e.to(torch.int64) != g.to(torch.int64)
+    e, g = e.to(torch.float64), g.to(torch.float64)
+    return ~torch.isclose(g, e, atol=1e-4, rtol=1e-4)
+
+
+def _window(tensors, bad):
+    """Tensors of one shape reduced to a readable window: whole if small, else one 2-D slice (the
+    one holding the first wrong entry) cut to CX_ROWS x CX_COLS around it.  Returns (views, meta)."""
+    ref = next(t for t in tensors if t is not None)
+    if ref.numel() <= CX_ENTRIES:
+        return tensors, {}
+    first = [int(v) for v in bad.nonzero()[0]] if bad is not None and bool(bad.any()) else [0] * ref.dim()
+    meta = {}
+    if ref.dim() > 2:
+        lead = first[:-2]
+        meta["index"] = lead
+        tensors = [t[tuple(lead)] if t is not None else None for t in tensors]
+        first = first[-2:]
+    if ref.dim() == 1:
+        n = ref.shape[0]
+        c0 = max(0, min(first[0] - CX_ENTRIES // 4, n - CX_ENTRIES))
+        meta["offset"] = [c0]
+        return [t[c0:c0 + CX_ENTRIES] if t is not None else None for t in tensors], meta
+    R, C = tensors[0].shape if tensors[0] is not None else next(t for t in tensors if t is not None).shape
+    r0 = max(0, min(first[0] - CX_ROWS // 4, R - CX_ROWS))
+    c0 = max(0, min(first[1] - CX_COLS // 4, C - CX_COLS))
+    meta["offset"] = [r0, c0]
+    return [t[r0:r0 + CX_ROWS, c0:c0 + CX_COLS] if t is not None else None for t in tensors], meta
+
+
+def _guess_kind(what, t, student):
+    w = (what or "").strip()
+    if t is None:
+        return "values"
+    if t.dtype == torch.bool:
+        return "mask"
+    if w == "weights" or w.startswith("weights[") or w.endswith(" weights"):
+        return "weights"
+    if w == "PE" or (getattr(student, "exercise", None) == "positional_encoding" and t.dim() == 2):
+        return "encoding"
+    if t.dim() == 0:
+        return "scalar"
+    return "tensor"
+
+
+def counterexample(*, what="", expected=None, got=None, differs=None, show=None, student=None,
+                   picture=None, labels=None, skip=(), extra=None):
+    """The structured counterexample of a failure (see the comment above); never raises."""
+    try:
+        cx = _counterexample(what, expected, got, differs, show, student, picture, labels, set(skip))
+        cx.update({k: _num(v) if not isinstance(v, (list, dict)) else v for k, v in (extra or {}).items()})
+        return cx
+    except Exception as e:  # noqa: BLE001 - a picture must never cost the verdict
+        return {"kind": "values", "what": what, "note": f"counterexample unavailable ({type(e).__name__})"}
+
+
+def _counterexample(what, expected, got, differs, show, student, picture, labels, skip):
+    show = dict(show or {})
+    if expected is None and got is None:  # the expected / got pair among what is shown
+        for pre_e, pre_g, names in PAIRS:
+            for label, v in show.items():
+                if label.startswith(pre_e) and isinstance(v, torch.Tensor):
+                    name = label[len(pre_e):]
+                    for label_g, vg in show.items():
+                        if label_g.startswith(pre_g) and label_g[len(pre_g):] == name and isinstance(vg, torch.Tensor):
+                            expected, got, what = v, vg, what or name
+                            labels = labels or names
+                            skip |= {label, label_g}
+                            break
+                if expected is not None:
+                    break
+            if expected is not None:
+                break
+    e, g = _as_tensor(expected), _as_tensor(got)
+    cx = {"kind": picture or _guess_kind(what, e if e is not None else g, student), "what": what}
+    call = getattr(student, "last_call", "") if student is not None else ""
+    if call:
+        cx["call"] = str(call)
+    if labels:
+        cx["labels"] = list(labels)
+    if e is not None and g is not None and tuple(e.shape) != tuple(g.shape):
+        cx["kind"] = "shape"
+        cx["expected_shape"], cx["got_shape"] = list(e.shape), list(g.shape)
+        e = None
+    if e is not None or g is not None:
+        ref = e if e is not None else g
+        cx["shape"] = list(ref.shape)
+        cx["dtype"] = str(ref.dtype).replace("torch.", "")
+        bad = _as_tensor(differs)
+        if bad is not None:
+            bad = bad.to(torch.bool).expand(ref.shape).clone()
+        elif e is not None and g is not None:
+            bad = _differs(e, g)
+        if bad is not None:
+            cx["n_differ"] = int(bad.sum())
+        (e, g, bad), meta = _window([e, g, bad], bad)
+        cx.update(meta)
+        if e is not None:
+            cx["expected"] = _nested(e)
+        if g is not None:
+            cx["got"] = _nested(g)
+        if bad is not None:
+            cx["differs"] = _nested(bad)
+    cx["inputs"] = _inputs(student, show, skip)
+    if len(json.dumps(cx, default=str)) > CX_BYTES:  # keep the report small: inputs' values go first
+        for v in cx["inputs"].values():
+            if isinstance(v, dict):
+                v["values"] = None
+    if len(json.dumps(cx, default=str)) > CX_BYTES:
+        for k in ("expected", "got", "differs"):
+            cx.pop(k, None)
+        cx["note"] = "too large to show"
+    return cx
 
 
 # ---------------------------------------------------------------- failures
 
 
-def fail(zh, en, *, show=None, hint_zh="", hint_en="", student=None, kind="failed"):
-    """Raise a PropertyFailure; `show` maps labels to values printed as the counterexample."""
+def fail(zh, en, *, show=None, hint_zh="", hint_en="", student=None, kind="failed", picture=None,
+         what="", expected=None, got=None, differs=None, labels=None, extra=None):
+    """Raise a PropertyFailure; `show` maps labels to values printed as the counterexample.
+
+    The structured counterexample (for tables and pictures) is built from the last call, `show`
+    (an "期望 expected X" / "实际 got X" pair in it is the expected / got pair) or the explicit
+    `expected`, `got` and `differs` (bool: the wrong entries); `picture` names what to draw
+    ("mask", "weights", "encoding", "tensor"), guessed from the values when not given.
+    """
     details = []
     if student is not None and student.last_call:
-        details.append(("调用 call", student.last_call))
+        details.append(("调用 call", str(student.last_call)))
     for label, value in (show or {}).items():
         details.append((label, fmt(value)))
-    raise PropertyFailure(zh, en, details, hint_zh, hint_en, kind)
+    cx = counterexample(what=what, expected=expected, got=got, differs=differs, show=show, student=student,
+                        picture=picture, labels=labels, extra=extra)
+    raise PropertyFailure(zh, en, details, hint_zh, hint_en, kind, counterexample=cx)
 
 
 class Student:
@@ -215,36 +476,38 @@ class Student:
 # ---------------------------------------------------------------- checks
 
 
-def check_tensor(x, what, *, shape=None, dtype=None, device=None, student=None, finite=False):
+def check_tensor(x, what, *, shape=None, dtype=None, device=None, student=None, finite=False, picture=None):
     """`x` must be a torch.Tensor of the given shape / dtype / device (and finite if asked)."""
     if not isinstance(x, torch.Tensor):
         fail(f"{what} 应该是 torch.Tensor，实际是 {type(x).__name__}。",
-             f"{what} should be a torch.Tensor, got {type(x).__name__}.", student=student,
+             f"{what} should be a torch.Tensor, got {type(x).__name__}.", student=student, what=what,
              hint_zh="所有函数都接收并返回 torch.Tensor（不要返回 numpy 数组、列表或 None）。",
              hint_en="Every function takes and returns torch.Tensors (not numpy arrays, lists or None).")
     if shape is not None and tuple(x.shape) != tuple(shape):
         fail(f"{what} 的形状应为 {tuple(shape)}，实际为 {tuple(x.shape)}。",
              f"{what} should have shape {tuple(shape)}, got {tuple(x.shape)}.", student=student,
+             picture="shape", what=what, got=x, extra={"expected_shape": list(shape)},
              hint_zh="逐行写出每个中间量的形状（B, T, d, H ...），找出第一处不一致。",
              hint_en="Write the shape of every intermediate quantity (B, T, d, H, ...) and find the first that differs.")
     if dtype is not None and x.dtype != dtype:
         fail(f"{what} 的 dtype 应为 {dtype}，实际为 {x.dtype}。",
-             f"{what} should have dtype {dtype}, got {x.dtype}.", student=student,
+             f"{what} should have dtype {dtype}, got {x.dtype}.", student=student, what=what, got=x,
+             picture=picture or "values",
              hint_zh="掩码用 torch.bool；浮点结果保持输入的 dtype。",
              hint_en="Masks are torch.bool; float results keep the input's dtype.")
     if device is not None and x.device != torch.device(device):
         fail(f"{what} 应在设备 {device} 上，实际在 {x.device}。",
-             f"{what} should be on device {device}, got {x.device}.", student=student,
+             f"{what} should be on device {device}, got {x.device}.", student=student, what=what,
              hint_zh="新建张量时传入 device=...（例如 torch.arange(T, device=lengths.device)）。",
              hint_en="Pass device=... when you create tensors (e.g. torch.arange(T, device=lengths.device)).")
     if finite and x.is_floating_point() and not bool(torch.isfinite(x.detach()).all()):
         fail(f"{what} 含有 NaN 或 inf。", f"{what} contains NaN or inf.", student=student,
-             show={what: x})
+             show={what: x}, what=what, got=x, differs=~torch.isfinite(x.detach()), picture=picture)
     return x
 
 
 def check_close(got, expected, what, *, atol=1e-4, rtol=1e-4, student=None, show=None,
-                hint_zh="", hint_en="", where=None):
+                hint_zh="", hint_en="", where=None, picture=None):
     """Values must agree within float32 tolerances; `where` (bool) limits what is compared."""
     check_tensor(got, what, shape=expected.shape, student=student)
     g = got.detach().to(torch.float64)
@@ -263,11 +526,12 @@ def check_close(got, expected, what, *, atol=1e-4, rtol=1e-4, student=None, show
              f"{what} differs from the reference in {int(bad.sum())} "
              + ("entry." if int(bad.sum()) == 1 else "entries."),
              show={**shown, "不同的元素 differing entries": "\n".join(lines)},
-             student=student, hint_zh=hint_zh, hint_en=hint_en)
+             student=student, hint_zh=hint_zh, hint_en=hint_en,
+             what=what, expected=expected, got=got, differs=bad, picture=picture)
     return got
 
 
-def check_equal(got, expected, what, *, student=None, show=None, hint_zh="", hint_en=""):
+def check_equal(got, expected, what, *, student=None, show=None, hint_zh="", hint_en="", picture=None):
     """Exact equality (masks)."""
     check_tensor(got, what, shape=expected.shape, student=student)
     bad = got.detach() != expected
@@ -280,7 +544,8 @@ def check_equal(got, expected, what, *, student=None, show=None, hint_zh="", hin
         shown[f"实际 got {what}"] = got
         fail(f"{what} 有 {int(bad.sum())} 个元素不对。", f"{what} is wrong in {int(bad.sum())} " + ("entry." if int(bad.sum()) == 1 else "entries."),
              show={**shown, "不同的元素 differing entries": "\n".join(lines)},
-             student=student, hint_zh=hint_zh, hint_en=hint_en)
+             student=student, hint_zh=hint_zh, hint_en=hint_en,
+             what=what, expected=expected, got=got, differs=bad, picture=picture)
     return got
 
 
@@ -294,4 +559,5 @@ def unpack(out, n, what, student=None):
 
 
 __all__ = ["prop", "fail", "Student", "check_tensor", "check_close", "check_equal", "unpack", "fmt",
+           "counterexample", "CallText",
            "REGISTRY", "Property", "grading_profile", "math", "sys"]

@@ -552,7 +552,7 @@ def sdpa_masked_weights_zero(student, case):
         fail(f"被屏蔽的键得到了非零权重：weights{i} = {w[tuple(i)].item():.6g}（mask 为 False，应恰好为 0）。",
              f"a masked key got a non-zero weight: weights{i} = {w[tuple(i)].item():.6g} (mask is False, "
              f"it must be exactly 0).",
-             show={**show, "weights": w}, student=student,
+             show={**show, "weights": w}, student=student, what="weights", got=w, differs=bad, picture="weights",
              hint_zh="在 softmax 之前用 scores.masked_fill(~mask, float('-inf'))（或 -1e9）屏蔽；"
                      "把分数乘以掩码或设为 0、-1e-9 都只是让被屏蔽的键变成普通的键。True = 可以看。",
              hint_en="Before the softmax use scores.masked_fill(~mask, float('-inf')) (or -1e9); multiplying "
@@ -581,7 +581,8 @@ def sdpa_fully_masked_finite(student, case):
         if not bool(torch.isfinite(x.detach()).all()):
             fail(f"{what} 含有 NaN 或 inf（mask 里有一个查询没有任何可看的键）。",
                  f"{what} contains NaN or inf (the mask has a query with no allowed key).",
-                 show={**show, what: x}, student=student, hint_zh=hint_zh, hint_en=hint_en)
+                 show={**show, what: x}, student=student, hint_zh=hint_zh, hint_en=hint_en,
+                 what=what, got=x, differs=~torch.isfinite(x.detach()))
     if not (out.requires_grad or w.requires_grad):
         return  # differentiability is graded by differentiable_and_inputs_untouched
     g = torch.Generator().manual_seed(0)
