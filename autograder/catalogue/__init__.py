@@ -15,6 +15,11 @@ Each entry::
 
 `code` is appended to the reference solution of the exercise (solutions/<exercise>.py), so it
 may use anything defined there (e.g. ``class MultiHeadAttention(MultiHeadAttention)``).
+
+Optional: ``group: {id, title, explanation, hint}`` for mistakes that behave exactly alike on
+every input (e.g. ``scores * mask`` and a fill value of -1e-9): the diagnosis
+(autograder/diagnose.py) cannot tell them apart, so it names the group, whose text covers every
+member.  Entries of a group share it (a YAML anchor).
 """
 import shutil
 from pathlib import Path

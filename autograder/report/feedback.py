@@ -22,6 +22,7 @@ def feedback_text(res, language="both"):
     lines = [f"{_pick(language, *STATUS[res.status])}: {_pick(language, res.property_zh, res.property_en)}"]
     if res.status == "passed":
         return lines[0]
+    lines += diagnosis_lines(res, language)
     if language in ("zh", "both") and res.message_zh:
         lines.append(res.message_zh)
     if language in ("en", "both") and res.message_en:
@@ -35,3 +36,24 @@ def feedback_text(res, language="both"):
     if hint:
         lines.append(("提示 hint" if language == "both" else "提示" if language == "zh" else "hint") + ":\n    " + hint)
     return "\n".join(lines)
+
+
+def diagnosis_lines(res, language="both"):
+    """The catalogued mistake(s) the failure matches (autograder/diagnose.py): title, explanation,
+    hint.  Nothing when no mistake matched: then the property's own message stands alone."""
+    lines = []
+    for d in getattr(res, "diagnosis", None) or []:
+        fn = d.get("function") or ""
+        where_zh = f"（在 `{fn}` 里）" if fn and fn != res.function else ""
+        where_en = f" (in `{fn}`)" if fn and fn != res.function else ""
+        head = {"zh": "诊断：这是一个常见错误", "en": "Diagnosis: a known mistake", "both": "诊断 diagnosis"}[language]
+        title = _pick(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)
+        lines.append(f"{head}: {title}")
+        expl = _pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n    ")
+        if expl:
+            lines.append("    " + expl)
+        hint = _pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n    ")
+        if hint:
+            lines.append(("    怎么改 fix: " if language == "both" else "    怎么改：" if language == "zh" else "    fix: ")
+                         + hint.replace("\n    ", "\n    " + " " * 4))
+    return lines

@@ -15,6 +15,14 @@ def render_text(report):
         if not failed:
             continue
         out += ["", f"== {ex.id} " + "=" * max(0, 60 - len(ex.id))]
+        named = {}
+        for t in failed:
+            for d in getattr(t, "diagnosis", None) or []:
+                named.setdefault(d.get("id"), d)
+        if named:
+            out.append("可能的错误 likely mistakes:")
+            out += [f"  • {d.get('title_zh', '')} / {d.get('title_en', '')} ({d.get('function', '')})"
+                    for d in named.values()]
         for t in failed:
             out.append(f"\n✗ {t.name} ({t.score:g}/{t.max_score:g})")
             out += ["  " + ln for ln in t.feedback.splitlines()]

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..errors import PropertyFailure, TestTimeout
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
+DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose.py)
 
 
 def _alarm(_signum, _frame):
@@ -110,7 +111,25 @@ class InProcessRunner:
         results = {}
         for name in tests:
             results[name] = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
+        _diagnose(student, exercise, results, DIAGNOSIS_BUDGET)
         return {"tests": results, "load_errors": sub.load_errors}
+
+
+def _diagnose(student, exercise, outcomes, budget):
+    """Name the catalogued mistakes behind the failed tests (adds outcome["diagnosis"] in place);
+    returns {test: diagnosis}.  Never raises: a diagnosis must never cost a result."""
+    try:
+        if getattr(student, "fatal", None) or budget <= 0:
+            return {}
+        from ..diagnose import diagnose_outcomes
+        from ..properties import REGISTRY
+
+        def function_of(name):
+            return REGISTRY[f"{exercise}/{name}"].function
+
+        return diagnose_outcomes(student, exercise, outcomes, function_of, budget)
+    except BaseException:  # noqa: BLE001
+        return {}
 
 
 # ---------------------------------------------------------------- fork runner
@@ -139,8 +158,9 @@ def _warm_up():
 
     warm()
 
-def _child(fd, path, exercise, tests, course):
-    """Body of a forked child: never returns."""
+def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
+    """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
+    an earlier child (after a restart), so the diagnosis sees every failure."""
     try:
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -172,6 +192,7 @@ def _child(fd, path, exercise, tests, course):
             pass  # every test will report the load failure
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
+        outcomes = {k: dict(v) for k, v in (prior or {}).items()}
         for name in tests:
             emit({"event": "start", "test": name})
             try:
@@ -181,6 +202,16 @@ def _child(fd, path, exercise, tests, course):
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
             emit({"event": "result", "test": name, "outcome": outcome})
+            outcomes[name] = outcome
+        # every result is out: the diagnosis can only add to them (the parent gives it its own deadline)
+        budget = DIAGNOSIS_BUDGET
+        if ex_deadline is not None:
+            budget = min(budget, ex_deadline - time.monotonic() - GRACE)
+        if budget > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
+            emit({"event": "diagnose", "seconds": budget})
+            found = _diagnose(student, exercise, outcomes, budget)
+            if found:
+                emit({"event": "diagnosis", "tests": found})
         emit({"event": "done"})
     except BaseException:  # noqa: BLE001 - the parent notices the missing results
         pass
@@ -264,7 +295,7 @@ class ForkRunner:
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child(w, path, job.exercise, job.left, self.course)
+            _child(w, path, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline)
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
         job.loaded = False
@@ -296,6 +327,14 @@ class ForkRunner:
                 job.current = None
                 if progress:
                     progress(job.exercise, ev["test"], ev["outcome"]["status"])
+            elif kind == "diagnose" and not job.left:
+                # after the last result: a kill now costs nothing but the diagnosis
+                seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_BUDGET)
+                job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
+            elif kind == "diagnosis" and isinstance(ev.get("tests"), dict):
+                for name, found in ev["tests"].items():
+                    if name in job.results and isinstance(found, list):
+                        job.results[name]["diagnosis"] = found
 
     def _exit_reason(self, job):
         _, status = os.waitpid(job.pid, 0)

@@ -1,0 +1,757 @@
+"""Diagnosis: name the catalogued mistake a failing function makes, or name nothing.
+
+For every contract function a fixed set of small, seeded *probes* (masks, padding, causal,
+Tq != Tk, dk != dv, float64, gradients, invalid arguments...) is run three ways, through the same
+Student interface the properties use (``call`` / ``new`` / ``invoke`` / ``raises``):
+
+* on the student's code (an in-process ``Student`` or a sandboxed ``RemoteStudent``),
+* on the reference solution (solutions/<exercise>.py),
+* on every catalogued mistake of the exercise (the reference with the entry's ``code`` appended:
+  trusted code, executed here in the judge, never in the worker).
+
+A probe's observation is data: values (float32 tolerances), shapes, dtypes, "raised", "modified
+its input in place", gradients, finiteness where the contract leaves the values free.  A mistake M
+*explains* the student's function f when
+
+    the student's f behaves like M's f on every probe of f, M's f differs from the reference's
+    on at least one of them, and the student's M.function behaves like M's on all its probes too.
+
+So a mistake in ``padding_mask`` is also named on ``attention_mask``'s failed tests when the
+student's attention_mask inherits it (same for lstm_cell -> lstm_sequence, the attention function
+-> MultiHeadAttention, sinusoidal_encoding -> add_positional_encoding).  Mistakes that behave the
+same on every probe are one mistake for the student: the catalogue gives them a shared ``group``
+(tests/test_diagnosis.py checks that no two other mistakes collide); anything that matches
+nothing, or only part of a mistake, gets no name.
+
+Mistakes are run lazily, probe by probe, stopping at the first probe where they differ from the
+student: a diagnosis costs a few tenths of a second in the judge.  It runs after every test of an
+exercise has its result (sandbox/runner.py), under its own time budget, and only adds to them.
+
+Adding an exercise: register probes for each of its functions with ``@probe(exercise, function)``
+(a probe takes a Student and returns anything encode() reads; derive facts from odd outputs only
+defensively); tests/test_diagnosis.py then checks that every catalogued mistake of it is named and
+that no two collide.  An exercise without probes never gets a diagnosis.
+"""
+import math
+import signal
+import threading
+import time
+
+import torch
+
+from .catalogue import SOLUTIONS, load_catalogue
+from .errors import MissingFunction, PropertyFailure, TestTimeout
+
+ATOL = RTOL = 1e-4
+FAILED = ("failed", "error", "timeout")
+
+PROBES = {}  # exercise -> {function: [probe(student) -> value]}
+
+
+def probe(exercise, function):
+    def register(fn):
+        PROBES.setdefault(exercise, {}).setdefault(function, []).append(fn)
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def rnd(shape, seed, scale=2.0, dtype=torch.float32):
+    """Entries in [-scale, scale], two decimals, seeded."""
+    x = torch.randint(-100, 101, tuple(shape), generator=_gen(seed)).double() * (scale / 100)
+    return x.to(dtype)
+
+
+def bools(shape, seed, p=0.6, full_rows=True):
+    m = torch.rand(tuple(shape), generator=_gen(seed)) < p
+    if full_rows:  # every query row keeps an allowed key
+        idx = torch.randint(0, shape[-1], tuple(shape[:-1]) + (1,), generator=_gen(seed + 1))
+        m = m.scatter(-1, idx, True)
+    return m
+
+
+def prefix(lengths, T):
+    return torch.arange(T)[None, :] < torch.as_tensor(lengths)[:, None]
+
+
+def _grads(out_terms, leaves):
+    """Gradients of sum(term * fixed weights) w.r.t. leaves; None -> zeros; 'nograd' if cut."""
+    loss = 0
+    for i, t in enumerate(out_terms):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return "not a tensor"
+        loss = loss + (t * rnd(t.shape, 900 + i, 1.0, torch.float64).to(t.dtype)).sum()
+    if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
+        return "nograd"
+    got = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(got, leaves)]
+
+
+def _finite(x):
+    if isinstance(x, torch.Tensor):
+        return bool(torch.isfinite(x.detach()).all()) if x.is_floating_point() else True
+    if isinstance(x, (list, tuple)):
+        return all(_finite(v) for v in x)
+    return True
+
+
+def _rows(x, keep):
+    """x[..., keep, :] restricted to the query rows `keep` (bool over Tq) when shapes allow."""
+    try:
+        return x.detach()[..., keep, :]
+    except Exception:  # noqa: BLE001 - an odd shape: compare it whole
+        return x
+
+
+# ---------------------------------------------------------------- masks
+
+M = "masks"
+
+
+@probe(M, "padding_mask")
+def _pm(s):
+    return [s.call("padding_mask", torch.tensor([3, 0, 2])),
+            s.call("padding_mask", torch.tensor([1, 4, 2]), 6),
+            s.call("padding_mask", torch.tensor([2, 2]), max_len=2),
+            s.call("padding_mask", torch.tensor([5]))]
+
+
+@probe(M, "padding_mask")
+def _pm_bad(s):
+    return [s.raises(ValueError, "padding_mask", torch.tensor([-1, 2])),
+            s.raises(ValueError, "padding_mask", torch.tensor([5, 1]), 3),
+            s.raises(ValueError, "padding_mask", torch.tensor([2, 1]), 2)]
+
+
+@probe(M, "causal_mask")
+def _cm(s):
+    return [s.call("causal_mask", 1), s.call("causal_mask", 4), s.call("causal_mask", 3, device="cpu")]
+
+
+@probe(M, "attention_mask")
+def _am(s):
+    return [s.call("attention_mask", torch.tensor([3, 1, 2])),
+            s.call("attention_mask", torch.tensor([3, 1, 2]), causal=True),
+            s.call("attention_mask", torch.tensor([2, 4]), 5, causal=True),
+            s.call("attention_mask", torch.tensor([1, 3]), 4)]
+
+
+# ---------------------------------------------------------------- positional_encoding
+
+PE = "positional_encoding"
+
+
+@probe(PE, "sinusoidal_encoding")
+def _pe(s):
+    return [s.call("sinusoidal_encoding", 5, 6), s.call("sinusoidal_encoding", 1, 2),
+            s.call("sinusoidal_encoding", 4, 8, 100.0), s.call("sinusoidal_encoding", 3, 4, base=50.0),
+            s.call("sinusoidal_encoding", 7, 10)]
+
+
+@probe(PE, "sinusoidal_encoding")
+def _pe_odd(s):
+    return [s.raises(ValueError, "sinusoidal_encoding", 3, 5), s.raises(ValueError, "sinusoidal_encoding", 2, 1)]
+
+
+def _add_pe(shape, seed, dtype=torch.float32):
+    def run(s):
+        return s.call("add_positional_encoding", rnd(shape, seed, dtype=dtype))
+    return run
+
+
+for _i, (_shape, _dt) in enumerate([((2, 4, 6), torch.float32), ((3, 3, 4), torch.float32),
+                                    ((1, 5, 2), torch.float32), ((2, 3, 4), torch.float64),
+                                    ((4, 2, 4), torch.float32)]):
+    probe(PE, "add_positional_encoding")(_add_pe(_shape, 10 + _i, _dt))
+
+
+# ---------------------------------------------------------------- attention
+
+A = "attention"
+SDPA = "scaled_dot_product_attention"
+
+
+def _sdpa(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, grad=False, empty=None):
+    """mask: None, a shape (random, every row kept), or 'causal'; empty: a query row left with no key."""
+    def run(s):
+        Q, K, V = (rnd(lead + (T, d), seed + j, dtype=dtype) for j, (T, d) in enumerate([(Tq, dk), (Tk, dk), (Tk, dv)]))
+        if mask is None:
+            m = None
+        elif mask == "causal":
+            m = torch.ones(Tq, Tk, dtype=torch.bool).tril()
+        else:
+            m = bools(mask, seed + 7)
+            if empty is not None:
+                m = m.clone()
+                m[..., empty, :] = False
+        leaves = [x.requires_grad_(True) for x in (Q, K, V)] if grad else []
+        args = (Q, K, V) if m is None else (Q, K, V, m)
+        res = s.call(SDPA, *args)
+        if not isinstance(res, (tuple, list)) or len(res) != 2:
+            return res
+        out, w = res
+        if empty is None:
+            obs = [out, w]
+            if grad:
+                obs.append(_grads([out, w], leaves))
+            return obs
+        keep = torch.ones(Tq, dtype=torch.bool)
+        keep[empty] = False
+        obs = [_rows(out, keep), _rows(w, keep), _finite(out), _finite(w)]
+        if grad:
+            g = _grads([out, w], leaves)
+            obs.append(g if isinstance(g, str) else _finite(g))
+        return obs
+    return run
+
+
+for _i, _kw in enumerate([
+        dict(lead=(), Tq=3, Tk=5, dk=4, dv=2),
+        dict(lead=(2,), Tq=4, Tk=4, dk=3, dv=5, mask="causal"),
+        dict(lead=(2, 2), Tq=3, Tk=5, dk=4, dv=3, mask=(2, 1, 1, 5)),
+        dict(lead=(2,), Tq=2, Tk=3, dk=2, dv=2, mask=(2, 2, 3), dtype=torch.float64),
+        dict(lead=(1, 3), Tq=4, Tk=2, dk=5, dv=2, mask=(4, 2)),
+        dict(lead=(2,), Tq=3, Tk=4, dk=2, dv=3, mask=(2, 3, 4), grad=True),
+        dict(lead=(2, 2), Tq=2, Tk=3, dk=3, dv=2, grad=True),
+        dict(lead=(2,), Tq=3, Tk=4, dk=2, dv=3, mask=(2, 3, 4), empty=1),
+        dict(lead=(2,), Tq=3, Tk=3, dk=2, dv=2, mask=(3, 3), empty=0, grad=True),
+]):
+    probe(A, SDPA)(_sdpa(seed=100 + 10 * _i, **_kw))
+
+
+MHA = "MultiHeadAttention"
+
+
+def _mha_params(d, bias, seed):
+    P = {}
+    for j, name in enumerate(("W_q", "W_k", "W_v", "W_o")):
+        P[name] = rnd((d, d), seed + j, 0.6)
+        if bias:
+            P[name + ".bias"] = rnd((d,), seed + 10 + j, 0.3)
+    return P
+
+
+def _mha(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False):
+    def run(s):
+        P = _mha_params(d, bias, seed)
+        mha = s.new(MHA, d, H, bias=bias)
+        layout = []
+        with torch.no_grad():
+            for name in ("W_q", "W_k", "W_v", "W_o"):
+                lin = getattr(mha, name, None)
+                w, b = getattr(lin, "weight", None), getattr(lin, "bias", None)
+                layout.append((tuple(w.shape) if isinstance(w, torch.Tensor) else None,
+                               tuple(b.shape) if isinstance(b, torch.Tensor) else None))
+                if isinstance(w, torch.Tensor) and tuple(w.shape) == (d, d):
+                    w.copy_(P[name])
+                if isinstance(b, torch.Tensor) and tuple(b.shape) == (d,):
+                    b.copy_(P[name + ".bias"] if bias else rnd((d,), seed + 50, 0.3))
+        x_q = rnd((B, Tq, d), seed + 20)
+        x_kv = x_q if self_attn else rnd((B, Tk, d), seed + 21)
+        if mask is None:
+            m = None
+        elif mask == "causal":
+            m = torch.ones(Tq, Tk, dtype=torch.bool).tril()
+        elif mask == "padding":
+            m = prefix([Tk - 1, 2][:B] + [Tk] * max(0, B - 2), Tk)[:, None, None, :]
+        else:
+            m = bools(mask, seed + 30)
+        args = (x_q, x_kv) if m is None else (x_q, x_kv, m)
+        return [layout, s.invoke(f"{MHA}.forward", mha, *args)]
+    return run
+
+
+for _i, _kw in enumerate([
+        dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=5),
+        dict(d=6, H=3, bias=False, B=2, Tq=4, Tk=4, mask="causal", self_attn=True),
+        dict(d=4, H=2, bias=True, B=2, Tq=4, Tk=4, mask="padding", self_attn=True),
+        dict(d=6, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 2, 3, 4)),
+        dict(d=8, H=4, bias=True, B=1, Tq=2, Tk=3, mask=(1, 1, 2, 3)),
+]):
+    probe(A, MHA)(_mha(seed=300 + 100 * _i, **_kw))
+
+
+@probe(A, MHA)
+def _mha_bad(s):
+    return [s.raises(ValueError, MHA, 5, 2), s.raises(ValueError, MHA, 6, 4)]
+
+
+# ---------------------------------------------------------------- recurrent
+
+R = "recurrent"
+
+
+def _weights(n_gates, d_in, d_h, seed, dtype=torch.float32):
+    return (rnd((n_gates * d_h, d_in), seed, 0.8, dtype), rnd((n_gates * d_h, d_h), seed + 1, 0.8, dtype),
+            rnd((n_gates * d_h,), seed + 2, 0.5, dtype), rnd((n_gates * d_h,), seed + 3, 0.5, dtype))
+
+
+def _lstm(B, d_in, d_h, seed, dtype=torch.float32, grad=False):
+    def run(s):
+        x = rnd((B, d_in), seed, 1.0, dtype)
+        h, c = rnd((B, d_h), seed + 1, 1.0, dtype), rnd((B, d_h), seed + 2, 1.5, dtype)
+        W = _weights(4, d_in, d_h, seed + 3, dtype)
+        leaves = [t.requires_grad_(True) for t in (x, h, c)] if grad else []
+        res = s.call("lstm_cell", x, (h, c), *W)
+        if grad and isinstance(res, (tuple, list)) and len(res) == 2:
+            return [res, _grads(list(res), leaves)]
+        return res
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, d_in=3, d_h=4), dict(B=3, d_in=2, d_h=2), dict(B=1, d_in=4, d_h=3, dtype=torch.float64),
+                          dict(B=2, d_in=2, d_h=3, grad=True)]):
+    probe(R, "lstm_cell")(_lstm(seed=500 + 10 * _i, **_kw))
+
+
+def _gru(B, d_in, d_h, seed, dtype=torch.float32):
+    def run(s):
+        x, h = rnd((B, d_in), seed, 1.0, dtype), rnd((B, d_h), seed + 1, 1.0, dtype)
+        return s.call("gru_cell", x, h, *_weights(3, d_in, d_h, seed + 3, dtype))
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, d_in=3, d_h=4), dict(B=3, d_in=2, d_h=2), dict(B=1, d_in=4, d_h=3, dtype=torch.float64)]):
+    probe(R, "gru_cell")(_gru(seed=600 + 10 * _i, **_kw))
+
+
+def _seq(lengths, T, d_in, d_h, seed, state=False, dtype=torch.float32, grad=False):
+    def run(s):
+        B = len(lengths)
+        X = rnd((B, T, d_in), seed, 1.0, dtype)
+        W = _weights(4, d_in, d_h, seed + 3, dtype)
+        kw = {}
+        if state:
+            kw["state"] = (rnd((B, d_h), seed + 1, 1.0, dtype), rnd((B, d_h), seed + 2, 1.0, dtype))
+        if grad:
+            X.requires_grad_(True)
+        res = s.call("lstm_sequence", X, torch.tensor(lengths), *W, **kw)
+        if grad:
+            try:
+                out, (h, c) = res
+            except Exception:  # noqa: BLE001
+                return res
+            return [res, _grads([out, h, c], [X])]
+        return res
+    return run
+
+
+for _i, _kw in enumerate([dict(lengths=[4, 2, 1], T=4, d_in=2, d_h=3),
+                          dict(lengths=[3, 1], T=5, d_in=3, d_h=2, state=True),
+                          dict(lengths=[2, 3], T=3, d_in=2, d_h=2, dtype=torch.float64),
+                          dict(lengths=[3, 3], T=3, d_in=2, d_h=3, state=True),
+                          dict(lengths=[3, 2], T=3, d_in=2, d_h=2, grad=True)]):
+    probe(R, "lstm_sequence")(_seq(seed=700 + 10 * _i, **_kw))
+
+
+# ---------------------------------------------------------------- masked_loss
+
+L = "masked_loss"
+CE = "masked_cross_entropy"
+
+
+def _ce(B, T, V, seed, mask, pad_targets=None, pad_logits=None, scale=3.0, grad=False):
+    def run(s):
+        logits = rnd((B, T, V), seed, scale)
+        targets = torch.randint(0, V, (B, T), generator=_gen(seed + 1))
+        m = torch.as_tensor(mask)
+        if pad_targets is not None:
+            targets = targets.masked_fill(~m, pad_targets)
+        if pad_logits is not None:
+            logits = logits.masked_fill(~m[..., None], pad_logits)
+        if grad:
+            logits.requires_grad_(True)
+        loss = s.call(CE, logits, targets, m)
+        if not grad:
+            if scale > 100 and isinstance(loss, torch.Tensor) and not _finite(loss):
+                return "not finite"  # overflow: inf or NaN, whichever the unstable formula gives
+            return loss
+        g = _grads([loss], [logits])
+        if isinstance(g, str):
+            return [loss, g]
+        g = g[0]
+        return [loss, g.masked_fill(~m[..., None], 0.0), _finite(g[~m]), bool((g[~m] == 0).all())]
+    return run
+
+
+_MASKS = [[[True, True, True, True], [True, True, False, False]],
+          [[True, False, True, False], [False, True, True, True], [True, True, True, True]],
+          [[True, True, False], [True, False, False]]]
+for _i, _kw in enumerate([
+        dict(B=2, T=4, V=5, mask=_MASKS[0]),
+        dict(B=3, T=4, V=3, mask=_MASKS[1]),
+        dict(B=2, T=3, V=4, mask=_MASKS[2], pad_targets=7),
+        dict(B=2, T=3, V=4, mask=_MASKS[2], pad_targets=-1),
+        dict(B=2, T=3, V=4, mask=_MASKS[2], pad_logits=float("nan")),
+        dict(B=2, T=4, V=5, mask=_MASKS[0], scale=1e4),
+        dict(B=3, T=4, V=3, mask=_MASKS[1], grad=True),
+        dict(B=2, T=3, V=4, mask=_MASKS[2], pad_logits=float("nan"), grad=True),
+        dict(B=2, T=3, V=4, mask=_MASKS[2], pad_logits=float("inf"), grad=True),
+]):
+    probe(L, CE)(_ce(seed=800 + 10 * _i, **_kw))
+
+
+@probe(L, CE)
+def _ce_empty(s):
+    return s.raises(ValueError, CE, rnd((2, 3, 4), 890), torch.zeros(2, 3, dtype=torch.long),
+                    torch.zeros(2, 3, dtype=torch.bool))
+
+
+# ---------------------------------------------------------------- rope
+
+RO = "rope"
+
+
+@probe(RO, "rope_angles")
+def _ro_angles(s):
+    return [s.call("rope_angles", 5, 6), s.call("rope_angles", 1, 2), s.call("rope_angles", 3, 4, offset=2),
+            s.call("rope_angles", 4, 8, offset=3, base=100.0), s.call("rope_angles", 2, 10, offset=7)]
+
+
+@probe(RO, "rope_angles")
+def _ro_odd(s):
+    return [s.raises(ValueError, "rope_angles", 3, 5), s.raises(ValueError, "rope_angles", 2, 1, offset=1)]
+
+
+def _rope(shape, seed, dtype=torch.float32, **kw):
+    def run(s):
+        return s.call("apply_rope", rnd(shape, seed, dtype=dtype), **kw)
+    return run
+
+
+for _i, (_shape, _dt, _kw) in enumerate([((5, 6), torch.float32, {}),
+                                         ((2, 3, 4), torch.float32, {"offset": 2}),
+                                         ((1, 2, 4, 8), torch.float32, {"offset": 1, "base": 100.0}),
+                                         ((3, 4), torch.float64, {}),
+                                         ((2, 6), torch.float32, {"offset": 7})]):
+    probe(RO, "apply_rope")(_rope(_shape, 1000 + _i, _dt, **_kw))
+
+
+# ---------------------------------------------------------------- timeseries
+
+TS = "timeseries"
+
+
+def _series(N, F, seed, constant=None):
+    x = rnd((N, F), seed, 2.0)
+    if constant is not None:
+        x[:, constant] = 0.75  # exact in binary: a mean of it is exact, its std exactly 0
+    return x
+
+
+def _split_view(series, n, res):
+    """A split seen as facts, so that any shuffle reads the same: shapes, prefix / suffix in
+    order, a permutation of the rows, rows in time order."""
+    train, test = res
+    rows = [tuple(r) for r in series.tolist()]
+    idx = [rows.index(tuple(r)) if tuple(r) in rows else -1 for r in torch.cat([train, test]).tolist()]
+    return [tuple(train.shape), tuple(test.shape), train.dtype == series.dtype,
+            bool(torch.equal(train, series[:n])), bool(torch.equal(test, series[n:])),
+            sorted(idx) == list(range(len(rows))), idx == sorted(idx)]
+
+
+@probe(TS, "chronological_split")
+def _ts_split(s):
+    out = []
+    for N, F, n, seed in [(8, 2, 5, 1100), (6, 1, 1, 1101), (5, 3, 4, 1102)]:
+        series = _series(N, F, seed)
+        res = s.call("chronological_split", series, n)
+        try:
+            out.append(_split_view(series, n, res))
+        except Exception:  # noqa: BLE001 - not two tensors of rows: compare as it is
+            out.append(res)
+    return out
+
+
+@probe(TS, "chronological_split")
+def _ts_split_bad(s):
+    return [s.raises(ValueError, "chronological_split", _series(5, 2, 1103), n) for n in (0, 5, 7)]
+
+
+@probe(TS, "fit_standardizer")
+def _ts_fit(s):
+    return [s.call("fit_standardizer", _series(6, 3, 1110)), s.call("fit_standardizer", _series(5, 2, 1111, constant=0)),
+            s.call("fit_standardizer", _series(4, 1, 1112)), s.call("fit_standardizer", _series(3, 4, 1113, constant=3))]
+
+
+@probe(TS, "sliding_windows")
+def _ts_windows(s):
+    return [s.call("sliding_windows", _series(N, F, 1120 + N), w, h)
+            for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (5, 2, 4, 1), (6, 3, 1, 1), (7, 2, 2, 5)]]
+
+
+@probe(TS, "sliding_windows")
+def _ts_windows_bad(s):
+    return [s.raises(ValueError, "sliding_windows", _series(N, 2, 1130), w, h)
+            for N, w, h in [(6, 2, 0), (6, 0, 1), (3, 3, 1), (4, 2, 3)]]
+
+
+@probe(TS, "make_datasets")
+def _ts_make(s):
+    return [s.call("make_datasets", _series(12, 2, 1140), 8, 3, 1),
+            s.call("make_datasets", _series(14, 1, 1141), 9, 2, 2),
+            s.call("make_datasets", _series(11, 3, 1142, constant=1), 7, 2, 1)]
+
+
+# ---------------------------------------------------------------- observations
+
+
+def encode(x):
+    """A comparable, plain description of what a probe returned."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        vals = t.to(torch.float64) if t.is_floating_point() else t.to(torch.int64)
+        return ("T", str(t.dtype), tuple(t.shape), vals)
+    if isinstance(x, (tuple, list)):
+        return ("L", "seq", tuple(encode(v) for v in x))  # a list reads as a tuple
+    if isinstance(x, dict):
+        return ("D", tuple(sorted((str(k), encode(v)) for k, v in x.items())))
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("P", type(x).__name__, x)
+    return ("O", type(x).__name__)
+
+
+def same(a, b):
+    if a[0] != b[0]:
+        return False
+    if a[0] == "T":
+        if a[1] != b[1] or a[2] != b[2]:
+            return False
+        if a[3].dtype == torch.float64:
+            return bool(torch.isclose(a[3], b[3], atol=ATOL, rtol=RTOL, equal_nan=True).all())
+        return bool((a[3] == b[3]).all())
+    if a[0] == "L":
+        return len(a[2]) == len(b[2]) and all(same(x, y) for x, y in zip(a[2], b[2]))
+    if a[0] == "D":
+        return [k for k, _ in a[1]] == [k for k, _ in b[1]] and all(same(x, y) for (_, x), (_, y) in zip(a[1], b[1]))
+    if a[0] == "P":
+        if a[1] != b[1]:
+            return False
+        if a[1] == "float":
+            x, y = a[2], b[2]
+            return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL)
+        return a[2] == b[2]
+    return a == b
+
+
+def observe(student, fn):
+    """One probe on one student: its encoded result, or what went wrong."""
+    try:
+        with torch.enable_grad():
+            return encode(fn(student))
+    except TestTimeout:
+        raise
+    except MissingFunction:
+        return ("missing",)
+    except PropertyFailure as f:
+        if f.kind == "missing":
+            return ("missing",)
+        if "in place" in (f.en or ""):
+            return ("inplace",)
+        return ("error",)
+    except Exception:  # noqa: BLE001 - the probe could not use what came back
+        return ("error",)
+
+
+def observations(student, exercise, function):
+    return [observe(student, fn) for fn in PROBES.get(exercise, {}).get(function, [])]
+
+
+def agree(xs, ys):
+    return len(xs) == len(ys) and all(same(x, y) for x, y in zip(xs, ys))
+
+
+# ---------------------------------------------------------------- trusted namespaces
+
+
+class _Namespace:
+    """What a Submission offers the harness' Student, for one trusted namespace."""
+
+    def __init__(self, ns):
+        self.ns, self.load_errors = ns, []
+
+    def get(self, name, prefer=None):
+        return self.ns.get(name)
+
+
+def _trusted_student(exercise, code=None):
+    from .properties._harness import Student
+
+    src = (SOLUTIONS / f"{exercise}.py").read_text(encoding="utf-8")
+    ns = {"__name__": f"catalogue_{exercise}"}
+    exec(compile(src + ("\n\n" + code if code else ""), f"<catalogue {exercise}>", "exec"), ns)  # noqa: S102 - trusted
+    return Student(_Namespace(ns), (), exercise)
+
+
+class _Trusted:
+    """A trusted namespace (the reference, or the reference with one mistake) whose probe
+    observations are computed when first needed and kept: most mistakes differ from a student
+    on the first probe or two, so most are never run in full."""
+
+    def __init__(self, exercise, entry=None):
+        self.exercise, self.entry = exercise, entry
+        self._student, self._obs = None, {}
+
+    def obs(self, function, i):
+        key = (function, i)
+        if key not in self._obs:
+            if self._student is None:
+                try:
+                    self._student = _trusted_student(self.exercise, self.entry["code"] if self.entry else None)
+                except Exception:  # noqa: BLE001 - a broken entry never matches (test_diagnosis flags it)
+                    self._student = False
+            if self._student is False:
+                return ("broken",)
+            with torch.random.fork_rng():
+                self._obs[key] = observe(self._student, PROBES[self.exercise][function][i])
+        return self._obs[key]
+
+    def all(self, function):
+        return [self.obs(function, i) for i in range(len(PROBES[self.exercise].get(function, [])))]
+
+    def agrees_with(self, function, theirs):
+        """Every probe of `function` gives what `theirs` holds (stops at the first difference)."""
+        n = len(PROBES[self.exercise].get(function, []))
+        return len(theirs) == n and all(same(theirs[i], self.obs(function, i)) for i in range(n))
+
+
+_CACHE = {}
+
+
+def _trusted(exercise):
+    """(reference, [mistake]) of an exercise, as _Trusted namespaces (kept for the process)."""
+    if exercise not in _CACHE:
+        _CACHE[exercise] = (_Trusted(exercise), [_Trusted(ex, e) for ex, e in load_catalogue(exercise)])
+    return _CACHE[exercise]
+
+
+def signatures(exercise):
+    """Every observation, computed in full: {"reference": {function: obs},
+    "mistakes": [(entry, {function: obs})]} (for the tests of the catalogue)."""
+    ref, mistakes = _trusted(exercise)
+    functions = list(PROBES.get(exercise, {}))
+    return {"reference": {f: ref.all(f) for f in functions},
+            "mistakes": [(m.entry, {f: m.all(f) for f in functions}) for m in mistakes]}
+
+
+def describe(entry):
+    """What the report shows: the entry's (or its group's) id, function, title, explanation, hint."""
+    src = entry.get("group") or entry
+    d = {"id": src["id"], "function": entry["function"]}
+    for key in ("title", "explanation", "hint"):
+        for lang in ("zh", "en"):
+            d[f"{key}_{lang}"] = (src.get(key) or {}).get(lang, "")
+    if entry.get("group"):
+        d["members"] = [entry["id"]]
+    return d
+
+
+# ---------------------------------------------------------------- the diagnosis
+
+
+def diagnose(student, exercise, functions, deadline=None, into=None):
+    """{function: [mistake description]} for the given (failing) functions; [] where nothing matches.
+
+    `deadline`: a time.monotonic() after which the diagnosis gives up (functions not reached get
+    nothing); `into`: a dict filled as functions are done (kept if the caller's alarm fires).
+    Never raises but TestTimeout (the caller's alarm)."""
+    if not PROBES.get(exercise):
+        return {f: [] for f in functions}  # no probes for this exercise: never guess
+    ref, mistakes = _trusted(exercise)
+    seen = {}  # function -> the student's observations (None: could not observe)
+
+    def obs(f):
+        if f not in seen:
+            if deadline is not None and time.monotonic() > deadline:
+                seen[f] = None
+            else:
+                got = observations(student, exercise, f)
+                seen[f] = None if any(o == ("missing",) for o in got) else got
+        return seen[f]
+
+    out = {} if into is None else into
+    for f in functions:
+        if f not in PROBES[exercise]:
+            out[f] = []
+            continue
+        mine = obs(f)
+        if mine is None or ref.agrees_with(f, mine):
+            out[f] = []
+            continue  # missing, out of time, or behaves like the reference on every probe
+        found = []
+        for m in mistakes:
+            # the student differs from the reference, so a mistake that agrees with the student
+            # on every probe differs from the reference too
+            if not m.agrees_with(f, mine):
+                continue
+            g = m.entry["function"]
+            if g != f:  # a mistake of another function that f uses: the student's g must have it
+                theirs = obs(g)
+                if theirs is None or ref.agrees_with(g, theirs) or not m.agrees_with(g, theirs):
+                    continue
+            found.append(m.entry)
+        out[f] = _merge(describe(e) for e in found)
+    return out
+
+
+def _merge(descriptions):
+    """One description per id: a group's members are listed together."""
+    merged = {}
+    for d in descriptions:
+        if d["id"] in merged:
+            merged[d["id"]].setdefault("members", []).extend(d.get("members", []))
+        else:
+            merged[d["id"]] = d
+    return list(merged.values())
+
+
+def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0):
+    """Attach `diagnosis` lists to the failed outcomes in place; returns {test: diagnosis} added.
+
+    outcomes: {test name: outcome dict}; functions_of: test name -> function.  Guarded by an alarm
+    of `budget` seconds; any problem gives no diagnosis."""
+    failed = [n for n, o in outcomes.items() if isinstance(o, dict) and o.get("status") in FAILED]
+    if not failed or budget <= 0:
+        return {}
+    # a function that timed out would most likely spend the whole budget on the first probe
+    slow = {functions_of(n) for n in failed if outcomes[n].get("status") == "timeout"}
+    functions = [f for f in dict.fromkeys(functions_of(n) for n in failed) if f not in slow]
+    if not functions:
+        return {}
+    armed, old, found = False, None, {}
+    try:
+        if threading.current_thread() is threading.main_thread():  # an alarm needs the main thread
+            old = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            armed = True
+        diagnose(student, exercise, functions, deadline=time.monotonic() + budget, into=found)
+    except TestTimeout:  # what was found before the alarm stands
+        abort = getattr(student, "abort", None)
+        if abort:
+            try:
+                abort()  # the worker may still be running the student's endless loop
+            except Exception:  # noqa: BLE001
+                pass
+    except Exception:  # noqa: BLE001 - a diagnosis must never cost a result
+        pass
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+    added = {}
+    for n in failed:
+        d = found.get(functions_of(n)) or []
+        if d:
+            outcomes[n]["diagnosis"] = d
+            added[n] = d
+    return added
+
+
+def _alarm(_signum, _frame):
+    raise TestTimeout()

@@ -1,0 +1,23 @@
+# exercise: masks
+# diagnosis: attention_mask_or_instead_of_and
+import torch
+
+
+def padding_mask(lengths, max_len=None):
+    T = int(lengths.max()) if max_len is None else int(max_len)
+    if (lengths < 0).any() or (lengths > T).any():
+        raise ValueError("bad lengths")
+    return torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
+
+
+def causal_mask(T, device=None):
+    return ~torch.ones(T, T, dtype=torch.bool, device=device).triu(1)
+
+
+def attention_mask(lengths, max_len=None, causal=False):
+    keys = padding_mask(lengths, max_len)
+    T = keys.size(1)
+    m = keys[:, None, None, :].expand(keys.size(0), 1, T, T)
+    if causal:
+        m = torch.logical_or(m, causal_mask(T))
+    return m

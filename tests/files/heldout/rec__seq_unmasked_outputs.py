@@ -1,0 +1,39 @@
+# exercise: recurrent
+# diagnosis: seq_padded_outputs_not_masked
+import torch
+import torch.nn.functional as F
+
+
+def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
+    h, c = state
+    z = F.linear(x, W_ih, b_ih) + F.linear(h, W_hh, b_hh)
+    i, f, g, o = torch.split(z, h.shape[-1], dim=-1)
+    c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c2), c2
+
+
+def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
+    gi = x @ W_ih.T + b_ih
+    gh = h @ W_hh.T + b_hh
+    n_h = h.shape[-1]
+    r = torch.sigmoid(gi[:, :n_h] + gh[:, :n_h])
+    z = torch.sigmoid(gi[:, n_h:2 * n_h] + gh[:, n_h:2 * n_h])
+    n = torch.tanh(gi[:, 2 * n_h:] + r * gh[:, 2 * n_h:])
+    return (1 - z) * n + z * h
+
+
+def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
+    B, T, _ = X.shape
+    n = W_hh.shape[-1]
+    if state is None:
+        state = (torch.zeros(B, n, dtype=X.dtype), torch.zeros(B, n, dtype=X.dtype))
+    h, c = state
+    valid = torch.arange(T)[None, :] < lengths[:, None]   # (B, T)
+    ys = []
+    for t in range(T):
+        h_t, c_t = lstm_cell(X[:, t, :], (h, c), W_ih, W_hh, b_ih, b_hh)
+        m = valid[:, t:t + 1]
+        h = torch.where(m, h_t, h)
+        c = torch.where(m, c_t, c)
+        ys.append(h_t)   # forgot to zero the padded steps
+    return torch.stack(ys, dim=1), (h, c)
