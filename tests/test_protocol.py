@@ -1,6 +1,9 @@
 """The judge/worker wire format: data only, checked before anything is allocated."""
-import io
+import json
 import socket
+import struct
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,9 +13,34 @@ from autograder.sandbox import protocol as P
 
 
 def roundtrip(value):
-    arrays = []
-    enc = P.encode(value, arrays)
-    return P.decode(enc, [P.npy_to_array(a) for a in arrays])
+    a, b = socket.socketpair()
+    try:
+        arrays = []
+        P.send(a, {"v": P.encode(value, arrays)}, arrays)
+        header, got = P.recv(b)
+        return P.decode(header["v"], got)
+    finally:
+        a.close()
+        b.close()
+
+
+def raw_frame(header, descs, body=b"", magic=P.MAGIC, narr=None, blen=None):
+    h = json.dumps([header, descs]).encode()
+    narr = len(descs) if narr is None else narr
+    blen = len(body) if blen is None else blen
+    return P.PREFIX.pack(magic, len(h), narr, blen) + h + body
+
+
+def recv_raw(data, close=True):
+    a, b = socket.socketpair()
+    try:
+        a.sendall(data)
+        if close:
+            a.close()
+        return P.recv(b)
+    finally:
+        a.close()
+        b.close()
 
 
 def test_values_roundtrip_as_plain_data():
@@ -23,46 +51,135 @@ def test_values_roundtrip_as_plain_data():
     assert out[4].shape == () and out[4].item() == 1.5  # 0-d stays 0-d
 
 
+def test_every_allowed_dtype_and_odd_shapes_roundtrip():
+    values = [(torch.arange(7) % 2).to(dt) for dt in (torch.bool, torch.int8, torch.int16, torch.int32,
+                                                   torch.int64, torch.uint8, torch.float16, torch.float32,
+                                                   torch.float64)]
+    values += [torch.zeros(0, 5), torch.randn(3, 4).t(), torch.randn(2, 3)[:, 1], -torch.ones(3),
+               torch.tensor([float("nan"), float("inf"), -0.0]), torch.ones(2, 1, 3).expand(2, 4, 3),
+               np.array(7, dtype=np.int64), np.zeros((2, 3), dtype=np.float32)[:, ::2]]
+    out = roundtrip(tuple(values))
+    for v, o in zip(values, out):
+        v = torch.as_tensor(v)
+        o = torch.as_tensor(o)
+        assert o.shape == v.shape and o.dtype == v.dtype
+        assert torch.equal(torch.nan_to_num(o.float()), torch.nan_to_num(v.float()))
+        assert o.numpy().flags.writeable and o.numpy().flags.aligned
+    assert roundtrip(torch.randn(2, 2).requires_grad_()).requires_grad is False  # a plain tensor comes back
+
+
 def test_objects_come_back_as_opaque_names():
     class Liar(torch.Tensor):
         def __eq__(self, other):
             return True
 
-    out = roundtrip((object(), np.zeros(2), torch.ones(2).as_subclass(Liar)))
+    out = roundtrip((object(), np.zeros(2), torch.ones(2).as_subclass(Liar), np.zeros(2, dtype=np.complex64),
+                     torch.zeros(2, dtype=torch.complex64), np.array([object()], dtype=object)))
     assert isinstance(out[0], P.Opaque) and out[0].type_name == "object"
     assert isinstance(out[1], np.ndarray)
     assert type(out[2]) is torch.Tensor  # a subclass cannot cross: only its values do
+    assert all(isinstance(o, P.Opaque) for o in out[3:])
 
 
-def _npy(a):
-    buf = io.BytesIO()
-    np.save(buf, a, allow_pickle=True)
-    return buf.getvalue()
+def test_array_descriptions_are_checked_before_allocation():
+    ok, total = P.describe_arrays([["float32", [2, 3]], ["bool", []], ["int64", [0, 9]]])
+    assert total == 24 + 8 + 0 and [s[1] for s in ok] == [(2, 3), (), (0, 9)]
+    for bad, match in [
+        ([["object", [1]]], "not allowed"),
+        ([["complex64", [1]]], "not allowed"),
+        ([["<f4", [1]]], "not allowed"),  # dtype strings are never parsed, only looked up
+        ([[["float32"], [1]]], "not allowed"),
+        ([["float32", [-1]]], "shape"),
+        ([["float32", [True, 2]]], "shape"),
+        ([["float32", [2.0]]], "shape"),
+        ([["float32", "(2, 2)"]], "shape"),
+        ([["float32", [1] * 33]], "shape"),
+        ([["float32", [99999, 99999]]], "too large"),
+        ([["float64", [P.MAX_ARRAY]]], "too large"),
+        ([["uint8", [P.MAX_ARRAY]]] * 5, "too large"),  # each fits, together more than a frame
+        ([["float32"]], "description"),
+        ("float32", "not a list"),
+    ]:
+        with pytest.raises(P.ProtocolError, match=match):
+            P.describe_arrays(bad)
 
 
-def test_npy_checks_reject_objects_and_lies():
-    with pytest.raises(P.ProtocolError, match="not allowed"):
-        P.npy_to_array(_npy(np.array([object()], dtype=object)))
-    with pytest.raises(P.ProtocolError, match="not allowed"):
-        P.npy_to_array(_npy(np.zeros(3, dtype=np.complex64)))
-    good = _npy(np.zeros((2, 2), dtype=np.float32))
-    with pytest.raises(P.ProtocolError, match="does not match"):
-        P.npy_to_array(good[:-4])  # header says 16 bytes, 12 follow
-    huge = good.replace(b"(2, 2)", b"(99999, 99999)")
-    with pytest.raises(P.ProtocolError):
-        P.npy_to_array(huge)
-    with pytest.raises(P.ProtocolError):
-        P.npy_to_array(b"\x93NUMPY garbage")
-
-
-def test_frames_are_bounded():
+def test_frames_are_bounded_and_checked():
     a, b = socket.socketpair()
-    P.send(a, {"x": 1}, [P.array_to_npy(np.ones(3))])
+    P.send(a, {"x": 1}, [np.ones(3)])
     header, arrays = P.recv(b)
     assert header == {"x": 1} and arrays[0].tolist() == [1, 1, 1]
-    a.sendall(b"\xff\xff\xff\x7f\x00\x00\x00\x00")  # a 2 GB header announced
+    a.sendall(P.PREFIX.pack(P.MAGIC, 0x7fffffff, 0, 0))  # a 2 GB header announced
     with pytest.raises(P.ProtocolError, match="too large"):
         P.recv(b)
     a.close()
     with pytest.raises(P.ChannelClosed):
         P.recv(b)
+    b.close()
+
+    body = np.arange(4, dtype=np.float32).tobytes()
+    assert recv_raw(raw_frame({}, [["float32", [4]]], body))[1][0].tolist() == [0, 1, 2, 3]
+    for data, match in [
+        (raw_frame({}, [], magic=b"JUNK"), "protocol"),
+        (b'{"event": "result", "test": "x"}\n' * 3, "protocol"),  # fake results written on the channel
+        (raw_frame({}, [["float32", [4]]], body, blen=P.MAX_FRAME + 8), "too large"),
+        (raw_frame({}, [], narr=P.MAX_ARRAYS + 1), "too large"),
+        (raw_frame({}, [["float32", [4]]], body[:12]), "need 16 bytes"),  # the header lies about the body
+        (raw_frame({}, [["float32", [4]]], body + bytes(8)), "need 16 bytes"),
+        (raw_frame({}, [["float32", [4]]], body, narr=2), "describe"),
+        (raw_frame({}, [["object", [1]]], bytes(8)), "not allowed"),
+        (raw_frame([], []), "not an object"),
+        (P.PREFIX.pack(P.MAGIC, 4, 0, 0) + b"\xff\xfe{}", "not JSON"),
+        (P.PREFIX.pack(P.MAGIC, 5, 0, 0) + b"{}{}x", "not JSON"),
+        (P.PREFIX.pack(P.MAGIC, 20000, 0, 0) + b"[" * 10000 + b"]" * 10000, "not JSON"),
+    ]:
+        with pytest.raises(P.ProtocolError, match=match):
+            recv_raw(data)
+
+
+def test_a_short_frame_is_a_closed_channel_not_a_hang():
+    frame = raw_frame({"x": 1}, [["float64", [1000]]], bytes(8000))
+    for cut in (3, P.PREFIX.size + 5, len(frame) - 1):
+        with pytest.raises(P.ChannelClosed):
+            recv_raw(frame[:cut])
+
+
+def test_deadline_and_slow_sender():
+    a, b = socket.socketpair()
+    frame = raw_frame({"x": 1}, [["int64", [2]]], struct.pack("<qq", 5, 6))
+    a.sendall(frame[:7])
+    with pytest.raises(P.ChannelTimeout):
+        P.recv(b, deadline=time.monotonic() + 0.05)
+    a.close()
+    b.close()
+    a, b = socket.socketpair()
+
+    def dribble():
+        for i in range(len(frame)):
+            a.sendall(frame[i:i + 1])
+            time.sleep(0.001)
+
+    th = threading.Thread(target=dribble)
+    th.start()
+    header, arrays = P.recv(b, deadline=time.monotonic() + 10)
+    th.join()
+    assert header == {"x": 1} and arrays[0].tolist() == [5, 6]
+    a.close()
+    b.close()
+
+
+def test_bad_values_are_protocol_errors():
+    for enc in [{"t": 5}, {"t": "0"}, {"float": "not a float"}, {"tuple": [1] * 65}, {"list": "x"},
+                {"a": 1, "b": 2, "c": 3}, [1, 2], "str"]:
+        with pytest.raises(P.ProtocolError):
+            P.decode(enc, [])
+    assert isinstance(P.decode({"device": "no such device"}, []), P.Opaque)
+    assert isinstance(P.decode({"dtype": "Tensor"}, []), P.Opaque)
+
+
+def test_same_values():
+    x = torch.tensor([1.0, float("nan"), -0.0])
+    assert P.same_values(x, x.clone()) and P.same_values(x, torch.tensor([1.0, float("nan"), 0.0]))
+    assert not P.same_values(x, torch.tensor([1.0, 2.0, 0.0]))
+    assert not P.same_values(x, x.double()) and not P.same_values(x, x[:2])
+    assert P.same_values(torch.arange(3), torch.arange(3)) and not P.same_values(torch.arange(3), torch.arange(1, 4))

@@ -44,3 +44,75 @@ def test_the_reference_still_passes_through_the_worker(tmp_path):
     report, tests = grade_masks(tmp_path, MASKS)
     assert all(t["passed"] for t in tests.values())
     assert (ROOT / "course.yml").exists()
+
+
+# ---------------------------------------------------------------- the channel itself
+
+BRIDGE = '''
+import sys
+import torch
+
+def double(x):
+    return x * 2, torch.tanh(x).sum(-1)
+
+def sympy_loaded():
+    return "sympy" in sys.modules
+
+def mutate(x):
+    x += 1
+    return x.clone()
+
+def liar():
+    import os
+    for fd in range(3, 64):  # one of them is the channel: garbage on it
+        try:
+            os.write(fd, b'{"event": "result", "outcome": {"status": "passed"}}\\n')
+        except OSError:
+            pass
+    return 1
+'''
+
+
+@pytest.fixture
+def remote(tmp_path):
+    import torch
+
+    from autograder.load import read_sources
+    from autograder.sandbox.remote import RemoteStudent, Zygote
+
+    torch.set_num_threads(1)  # as the runner does before forking
+    sub = tmp_path / "bridge.py"
+    sub.write_text(BRIDGE)
+    sources, errors, root = read_sources(sub)
+    zygote = Zygote(sources, errors, root, [str(sub)], None)  # no limits: fast, tests the channel
+    student = RemoteStudent(zygote, "bridge", 20, errors)
+    yield student
+    student.abort()
+    zygote.close()
+
+
+def test_gradients_come_back_exactly_and_cheaply(remote):
+    import torch
+
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y, s = remote.call("double", x)
+    g1, g2 = torch.randn(3, 4, dtype=torch.float64), torch.randn(3, dtype=torch.float64)
+    (y * g1).sum().backward(retain_graph=True)
+    (s * g2).sum().backward()
+    expected = 2 * g1 + (1 - torch.tanh(x.detach()) ** 2) * g2[:, None]
+    assert torch.allclose(x.grad, expected, rtol=0, atol=1e-12)
+    # the worker's vector-Jacobian products must not make torch import sympy (a second each)
+    assert remote.call("sympy_loaded") is False
+
+
+def test_in_place_changes_and_garbage_on_the_channel_are_reported(remote):
+    import torch
+
+    from autograder.errors import PropertyFailure, StudentCrash
+
+    with pytest.raises(PropertyFailure, match="in place"):
+        remote.call("mutate", torch.zeros(2))
+    with pytest.raises(StudentCrash) as e:
+        remote.call("liar")
+    assert "cannot read" in e.value.en
+    assert remote.call("double", torch.ones(2))[0].tolist() == [2, 2]  # a fresh worker took over

@@ -1,32 +1,45 @@
-"""The only things that cross between the judge and a worker: framed messages of JSON plus
-`.npy` arrays.  No pickle, no objects.
+"""The only things that cross between the judge and a worker: framed messages of JSON plus raw
+array bytes.  No pickle, no objects.
 
-Frame: ``<u32 header length> <u32 number of arrays> header-JSON {<u64 length> npy-bytes}``.
-The reader checks every length against a cap before it allocates, and every array's `.npy`
-header against a dtype allow-list and the exact byte count, so a hostile worker can send
-garbage but never make the judge allocate much, run code or build an object it did not ask for.
+Frame: ``MAGIC <u32 header length> <u32 number of arrays> <u64 body length>``, then the header
+JSON ``[message, [[dtype, shape], ...]]``, then the body: each array's raw C-order bytes, in
+order, each padded to a multiple of 8 bytes.  The reader checks the fixed prefix against the caps
+before it reads anything else, then every array's dtype against an allow-list (by name: no dtype
+string is ever parsed), its shape (a short list of small non-negative ints), its byte count
+against MAX_ARRAY and the sum of them against the announced body length, and only then allocates
+the body (one buffer: the arrays are views of it).  So a hostile worker can send garbage but never
+make the judge allocate much, run code or build an object it did not ask for.
 
 Values (``encode``/``decode``): tensors -> {"t": i, "rg": requires_grad}; numpy arrays ->
 {"np": i}; None / bool / int / float / str as themselves (strings capped); tuples and lists ->
 {"tuple": [...]}, {"list": [...]}; torch.device / dtype -> {"device": ...}, {"dtype": ...};
-anything else -> {"obj": "<type name>"} (so the judge can say what came back).
+anything else -> {"obj": "<type name>"} (so the judge can say what came back).  ``i`` indexes the
+frame's arrays: `encode` appends C-contiguous numpy arrays of an allowed dtype to its list,
+`recv` returns the checked arrays in the same order.
 """
-import io
 import json
 import os
 import select
 import struct
 import time
+from socket import MSG_WAITALL
 
 import numpy as np
 
 MAX_HEADER = 4 << 20  # bytes of JSON in one frame
 MAX_ARRAY = 64 << 20  # bytes in one array
-MAX_FRAME = 256 << 20  # bytes in one frame
+MAX_FRAME = 256 << 20  # bytes of arrays in one frame
 MAX_ARRAYS = 4096
+MAX_NDIM = 32
 MAX_STR = 2000
-ALLOWED_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8",
-                                        "float16", "float32", "float64")}
+MAGIC = b"SQG2"
+PREFIX = struct.Struct("<4sIIQ")  # magic, header bytes, number of arrays, body bytes
+DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
+                                             "float16", "float32", "float64")}
+ALLOWED_DTYPES = set(DTYPES.values())
+_NAME = {dt: name for name, dt in DTYPES.items()}  # np.dtype -> its name on the wire
+_json_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_json_decode = json.JSONDecoder().decode
 
 
 class ProtocolError(Exception):
@@ -43,39 +56,51 @@ class ChannelTimeout(ProtocolError):
 
 # ---------------------------------------------------------------- arrays
 
-def array_to_npy(a):
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(a, order="C"), allow_pickle=False)  # (ascontiguousarray makes 0-d 1-d)
-    return buf.getvalue()
+def _pad(n):
+    return (n + 7) & ~7
 
 
-def npy_to_array(data):
-    """Parse `.npy` bytes with every check done before anything is allocated."""
-    buf = io.BytesIO(data)
-    try:
-        version = np.lib.format.read_magic(buf)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf, max_header_size=10000)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf, max_header_size=10000)
+def describe_arrays(descs):
+    """Check the arrays' descriptions ``[[dtype name, shape], ...]`` of a frame before anything is
+    allocated; return ``[(np.dtype, shape tuple, count, nbytes)]`` and the body length they need."""
+    if not isinstance(descs, list):
+        raise ProtocolError("array descriptions are not a list")
+    out, total = [], 0
+    for d in descs:
+        if not isinstance(d, list) or len(d) != 2:
+            raise ProtocolError("bad array description")
+        name, shape = d
+        dtype = DTYPES.get(name) if isinstance(name, str) else None
+        if dtype is None:
+            raise ProtocolError(f"array dtype {str(name)[:40]} is not allowed")
+        if not isinstance(shape, list) or len(shape) > MAX_NDIM:
+            raise ProtocolError(f"bad array shape {str(shape)[:80]}")
+        n = 1
+        for s in shape:
+            if type(s) is not int or not 0 <= s <= MAX_ARRAY:
+                raise ProtocolError(f"bad array shape {str(shape)[:80]}")
+            n *= s
+        nbytes = n * dtype.itemsize
+        if nbytes > MAX_ARRAY:
+            raise ProtocolError(f"array of shape {str(shape)[:80]} and {name} is too large")
+        total += _pad(nbytes)
+        if total > MAX_FRAME:
+            raise ProtocolError("arrays too large")
+        out.append((dtype, tuple(shape), n, nbytes))
+    return out, total
+
+
+def arrays_from_body(specs, body):
+    """Views of the (already checked) body, one per array; each array is writable and aligned."""
+    arrays, off = [], 0
+    for dtype, shape, n, nbytes in specs:
+        if n == 0:
+            a = np.empty(shape, dtype=dtype)
         else:
-            raise ProtocolError(f"unsupported npy version {version}")
-    except ProtocolError:
-        raise
-    except Exception as e:  # noqa: BLE001 - a malformed header in any way
-        raise ProtocolError(f"bad npy header: {e}") from None
-    if dtype not in ALLOWED_DTYPES:
-        raise ProtocolError(f"array dtype {dtype} is not allowed")
-    if not all(isinstance(s, int) and 0 <= s for s in shape):
-        raise ProtocolError(f"bad array shape {shape}")
-    n = 1
-    for s in shape:
-        n *= s
-    nbytes = n * dtype.itemsize
-    if nbytes > MAX_ARRAY or nbytes != len(data) - buf.tell():
-        raise ProtocolError(f"array of shape {shape} and {dtype} does not match its {len(data) - buf.tell()} bytes")
-    a = np.frombuffer(data, dtype=dtype, count=n, offset=buf.tell())
-    return a.reshape(shape, order="F" if fortran else "C").copy()
+            a = np.frombuffer(body, dtype=dtype, count=n, offset=off).reshape(shape)
+        arrays.append(a)
+        off += _pad(nbytes)
+    return arrays
 
 
 # ---------------------------------------------------------------- values
@@ -91,12 +116,15 @@ def encode(value, arrays, depth=0):
             return {"obj": f"Tensor({t.dtype}, {t.layout})"}
         if t.dtype == torch.bfloat16:
             t = t.float()
-        arrays.append(array_to_npy(t.cpu().contiguous().numpy()))
+        a = t.cpu().resolve_conj().resolve_neg().contiguous().numpy()
+        if a.dtype not in ALLOWED_DTYPES:
+            return {"obj": f"Tensor({t.dtype})"}
+        arrays.append(a)
         return {"t": len(arrays) - 1, "rg": bool(value.requires_grad)}
     if isinstance(value, np.ndarray):
         if value.dtype not in ALLOWED_DTYPES:
             return {"obj": f"ndarray({value.dtype})"}
-        arrays.append(array_to_npy(value))
+        arrays.append(np.asarray(value, order="C"))  # (ascontiguousarray makes 0-d 1-d)
         return {"np": len(arrays) - 1}
     if value is None or isinstance(value, bool):
         return value
@@ -144,7 +172,10 @@ def decode(value, arrays, depth=0, leaf_grads=False):
     if "np" in value:
         return _array(arrays, value["np"])
     if "float" in value:
-        return float(str(value["float"])[:40])
+        try:
+            return float(str(value["float"])[:40])
+        except ValueError:
+            raise ProtocolError("bad float") from None
     if "str" in value:
         return str(value["str"])[:MAX_STR]
     if "tuple" in value:
@@ -152,7 +183,10 @@ def decode(value, arrays, depth=0, leaf_grads=False):
     if "list" in value:
         return [decode(v, arrays, depth + 1, leaf_grads) for v in _seq(value["list"])]
     if "device" in value:
-        return torch.device(str(value["device"])[:20])
+        try:
+            return torch.device(str(value["device"])[:20])
+        except (RuntimeError, ValueError):
+            return Opaque("device")
     if "dtype" in value:
         dt = getattr(torch, str(value["dtype"])[:20], None)
         return dt if isinstance(dt, torch.dtype) else Opaque("dtype")
@@ -192,56 +226,142 @@ def same_values(a, b):
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if torch.equal(a, b):  # the common case, in one kernel
+        return True
     if a.is_floating_point() or a.is_complex():
         return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return bool(torch.equal(a, b))
+    return False
 
 
 # ---------------------------------------------------------------- framing
 
 def send(sock, header, arrays=()):
-    h = json.dumps(header, ensure_ascii=False, allow_nan=False).encode()
-    parts = [struct.pack("<II", len(h), len(arrays)), h]
+    """One frame: `header` (a JSON-able dict) and `arrays` (numpy arrays of an allowed dtype, as
+    `encode` appends them), written with a single sendall."""
+    descs, body = [], []
     for a in arrays:
-        parts += [struct.pack("<Q", len(a)), a]
-    sock.sendall(b"".join(parts))
+        a = np.asarray(a, order="C")
+        name = _NAME.get(a.dtype)
+        if name is None:
+            raise ProtocolError(f"array dtype {a.dtype} is not allowed")
+        descs.append([name, list(a.shape)])
+        n = a.nbytes
+        if n:
+            body.append(a.reshape(-1).view(np.uint8).data)
+            if n & 7:
+                body.append(_ZEROS[: 8 - (n & 7)])
+    h = _json_encode([header, descs]).encode()
+    blen = sum(len(b) for b in body)
+    sock.sendall(b"".join([PREFIX.pack(MAGIC, len(h), len(descs), blen), h, *body]))
 
 
-def _recv_exact(sock, n, deadline):
-    chunks, got = [], 0
-    while got < n:
+_ZEROS = bytes(8)
+
+
+def _wait(sock, deadline):
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([sock], [], [], left)[0]:
+        raise ChannelTimeout("no answer in time")
+
+
+def _recv_into(sock, view, deadline):
+    """Fill `view` exactly from the socket (never reads past it)."""
+    while len(view):
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
-                raise ChannelTimeout("no answer in time")
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
+            _wait(sock, deadline)
+        got = sock.recv_into(view, min(len(view), 1 << 20), MSG_WAITALL if deadline is None else 0)
+        if not got:
             raise ChannelClosed("the other side closed the channel")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        view = view[got:]
 
 
-def recv(sock, deadline=None, decode_arrays=True):
-    """(header, arrays) from one frame; raises ProtocolError for anything malformed or too big."""
-    hlen, narr = struct.unpack("<II", _recv_exact(sock, 8, deadline))
-    if hlen > MAX_HEADER or narr > MAX_ARRAYS:
-        raise ProtocolError(f"frame too large ({hlen} bytes of header, {narr} arrays)")
-    try:
-        header = json.loads(_recv_exact(sock, hlen, deadline))
-    except ValueError as e:
-        raise ProtocolError(f"header is not JSON: {e}") from None
-    arrays, total = [], hlen
-    for _ in range(narr):
-        (alen,) = struct.unpack("<Q", _recv_exact(sock, 8, deadline))
-        total += alen
-        if alen > MAX_ARRAY + 1024 or total > MAX_FRAME:
-            raise ProtocolError("array too large")
-        data = _recv_exact(sock, alen, deadline)
-        arrays.append(npy_to_array(data) if decode_arrays else data)
-    if not isinstance(header, dict):
-        raise ProtocolError("header is not an object")
-    return header, arrays
+class Channel:
+    """One end of a judge/worker socket: `send` and `recv` frames.
+
+    Reads are buffered: one recv of up to CHUNK bytes usually brings a whole frame (prefix,
+    header and arrays), where reading each part exactly costs three system calls.  Bytes past the
+    frame stay in the buffer for the next `recv`, exactly as they would have stayed in the socket,
+    so a peer that writes garbage or extra frames gets the same ProtocolError as before.  A body
+    larger than what the buffer holds is read straight into its own buffer, exactly."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, sock, buffered=True):
+        self.sock = sock
+        self.pending = b""  # received, not parsed yet
+        self.chunk = self.CHUNK if buffered else 0
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def close(self):
+        self.pending = b""
+        self.sock.close()
+
+    def send(self, header, arrays=()):
+        send(self.sock, header, arrays)
+
+    def _take(self, n, deadline):
+        """Exactly `n` bytes (n is capped by the caller)."""
+        data = self.pending
+        if len(data) < n:
+            parts, got = [data], len(data)
+            while got < n:
+                if deadline is not None:
+                    _wait(self.sock, deadline)
+                want = n - got
+                if self.chunk:
+                    chunk = self.sock.recv(max(want, self.chunk))
+                else:
+                    chunk = self.sock.recv(want, MSG_WAITALL if deadline is None else 0)
+                if not chunk:
+                    raise ChannelClosed("the other side closed the channel")
+                parts.append(chunk)
+                got += len(chunk)
+            data = b"".join(parts)
+        self.pending = data[n:]
+        return data[:n]
+
+    def _take_into(self, body, deadline):
+        k = min(len(self.pending), len(body))
+        if k:
+            body[:k] = self.pending[:k]
+            self.pending = self.pending[k:]
+        if k < len(body):
+            _recv_into(self.sock, memoryview(body)[k:], deadline)
+
+    def recv(self, deadline=None):
+        """(header, arrays) from one frame; raises ProtocolError for anything malformed or too
+        big.  Nothing is allocated for the arrays before every description has been checked."""
+        magic, hlen, narr, blen = PREFIX.unpack(self._take(PREFIX.size, deadline))
+        if magic != MAGIC:
+            raise ProtocolError("not a frame of the grader's protocol")
+        if hlen > MAX_HEADER or narr > MAX_ARRAYS or blen > MAX_FRAME:
+            raise ProtocolError(f"frame too large ({hlen} bytes of header, {narr} arrays, {blen} bytes of arrays)")
+        try:
+            msg = _json_decode(self._take(hlen, deadline).decode("utf-8"))
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError too; RecursionError: [[[[...]]]]
+            raise ProtocolError(f"header is not JSON: {str(e)[:100]}") from None
+        if not isinstance(msg, list) or len(msg) != 2:
+            raise ProtocolError("header is not [message, arrays]")
+        header, descs = msg
+        if not isinstance(header, dict):
+            raise ProtocolError("header is not an object")
+        if not isinstance(descs, list) or len(descs) != narr:
+            raise ProtocolError("the header does not describe the frame's arrays")
+        specs, total = describe_arrays(descs)
+        if total != blen:
+            raise ProtocolError(f"the arrays need {total} bytes, the frame announces {blen}")
+        if not blen:
+            return header, arrays_from_body(specs, b"")
+        body = bytearray(blen)  # writable: the student's code may (wrongly) modify its inputs
+        self._take_into(body, deadline)
+        return header, arrays_from_body(specs, body)
+
+
+def recv(sock, deadline=None):
+    """One frame from a bare socket, read exactly (nothing past the frame): see Channel.recv."""
+    return Channel(sock, buffered=False).recv(deadline)
 
 
 def close_other_fds(keep):

@@ -13,6 +13,7 @@ An `nn.Module` the student's class returns is mirrored by a `RemoteObject` whose
 children are real local replicas: a property may read and overwrite their weights, and the new
 values are sent along with the next call.
 """
+import gc
 import os
 import signal
 import socket
@@ -44,6 +45,12 @@ class Zygote:
     """A clean process that forks workers for the judge and reaps them."""
 
     def __init__(self, sources, errors, root, roots, limit_options=None):
+        # Everything this process holds now (torch, hypothesis, the properties: ~300k objects)
+        # lives until it exits: leave it out of every later garbage collection, here (the judge,
+        # which runs hypothesis and collects often) and in the zygote and the workers forked
+        # from it.  A full collection over it costs ~0.15 s, and in a forked child it also writes
+        # to every page that holds an object (copy-on-write faults).
+        gc.freeze()
         judge_end, zygote_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
@@ -235,10 +242,11 @@ class RemoteStudent:
             raise StudentCrash(*self.fatal, kind="error")
         if self.sock is not None:
             return
-        self.pid, self.sock = self.zygote.spawn()
+        self.pid, sock = self.zygote.spawn()
+        self.sock = P.Channel(sock)
         import time
         try:
-            header, _ = P.recv(self.sock, deadline=time.monotonic() + self.load_timeout)
+            header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
             self.load_errors = self.read_errors + [str(e)[:600] for e in header.get("loaded", [])][:50]
             self.names = {str(n) for n in header.get("names", [])}
             self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
@@ -276,8 +284,8 @@ class RemoteStudent:
     def _request(self, header, arrays):
         self.start()
         try:
-            P.send(self.sock, header, arrays)
-            return P.recv(self.sock)
+            self.sock.send(header, arrays)
+            return self.sock.recv()
         except P.ChannelClosed:
             reason = self.abort(grace=1.0)
             raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",

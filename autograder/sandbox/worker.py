@@ -40,15 +40,31 @@ def _describe_module(obj):
 
 class Worker:
     def __init__(self, sock, submission, roots):
-        self.sock, self.sub, self.roots = sock, submission, tuple(roots)
+        self.sock, self.sub, self.roots = P.Channel(sock), submission, tuple(roots)
         self.handles = {}
         self.calls = OrderedDict()
         self.next_id = 0
+        self.order = {}  # prefer -> the namespaces in lookup order (Submission.get's order)
+
+    def lookup(self, name, prefer):
+        """Submission.get(name, prefer), with the order of the namespaces computed once."""
+        mods = self.order.get(prefer)
+        if mods is None:
+            from pathlib import Path
+
+            mods = self.sub.modules
+            if prefer:
+                mods = sorted(mods, key=lambda m: Path(m[0]).stem != prefer)
+            mods = self.order[prefer] = [ns for _, ns in mods]
+        for ns in mods:
+            if name in ns:
+                return ns[name]
+        return None
 
     def serve(self):
         while True:
             try:
-                header, arrays = P.recv(self.sock)
+                header, arrays = self.sock.recv()
             except P.ProtocolError:
                 return
             out_arrays = []
@@ -58,7 +74,7 @@ class Worker:
                 out_arrays = []
                 answer = {"raised": self.exception(e)}
             try:
-                P.send(self.sock, answer, out_arrays)
+                self.sock.send(answer, out_arrays)
             except (OSError, ValueError):
                 return
 
@@ -72,7 +88,7 @@ class Worker:
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
         kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
         if op in ("call", "new"):
-            fn = self.sub.get(h["name"], prefer=h.get("prefer"))
+            fn = self.lookup(h["name"], h.get("prefer"))
             if fn is None:
                 return {"missing": h["name"]}
         elif op == "invoke":
@@ -139,12 +155,15 @@ class Worker:
         outs, leaves = entry
         grads_in = [P.decode(g, arrays) for g in h.get("grads", [])]
         pairs = [(o, g.to(o.dtype)) for o, g in zip(outs, grads_in)
-                 if g is not None and o.requires_grad and g.shape == o.shape]
+                 if isinstance(g, torch.Tensor) and o.requires_grad and g.shape == o.shape]
         if not pairs:
             return {"ok": {"list": [None] * len(leaves)}}
         try:
-            grads = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs],
-                                        allow_unused=True, retain_graph=True)
+            # the vector-Jacobian product as the gradient of sum(o * g): the gradient reaching
+            # each o is exactly g (1 * g), and, unlike grad_outputs=, it does not make torch
+            # import sympy (about a second in every worker that computes a gradient)
+            total = sum((o * g).sum() for o, g in pairs)
+            grads = torch.autograd.grad(total, leaves, allow_unused=True, retain_graph=True)
         except BaseException as e:  # noqa: BLE001
             return {"raised": self.exception(e)}
         return {"ok": {"list": [P.encode(g, out_arrays) if g is not None else None for g in grads]}}
