@@ -134,14 +134,24 @@ def _diagnose(student, exercise, outcomes, budget):
 
 # ---------------------------------------------------------------- fork runner
 
+_WARM = False
+
+
 def _warm_up():
     """Pay once, in the parent, the first-call costs every child would pay again (lazy imports
-    of hypothesis and torch internals, autograd and kernel set-up)."""
+    of hypothesis and torch internals, autograd and kernel set-up).  Once per process: a batch
+    grading process grades many submissions."""
+    global _WARM
+    if _WARM:
+        return
+    _WARM = True
+    import gc
+
     import torch
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from ..load import submission  # noqa: F401  (nbformat)
+    from ..load import submission  # noqa: F401
     from ..properties._harness import grading_profile
     from ..properties.strategies import float_tensors
 
@@ -157,6 +167,10 @@ def _warm_up():
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
     warm()
+    from . import remote  # noqa: F401  (every judge imports it)
+    gc.collect()
+    gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
+
 
 def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
     """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
