@@ -46,6 +46,7 @@ class Submission:
 
     modules: list = field(default_factory=list)  # [(file label, dict namespace)]
     load_errors: list = field(default_factory=list)  # ["file: message"]
+    timed_out: list = field(default_factory=list)  # [[chunk label, line, seconds]] skipped for time
 
     def get(self, name, prefer=None):
         """The object called `name`; a file whose stem is `prefer` is searched first."""
@@ -98,10 +99,15 @@ def _run_source(source, filename, ns, errors, label, budget=None):
     except SyntaxError as e:
         errors.append(f"{label}: SyntaxError: {e.msg} (line {e.lineno})")
         return
-    budget = budget if budget is not None else {"timed_out": 0}
+    budget = budget if budget is not None else {"timed_out": [], "skip": {}}
     for stmt in tree.body:
+        if (label, stmt.lineno) in budget["skip"]:  # it ran out of time in an earlier worker
+            limit = budget["skip"][(label, stmt.lineno)]
+            budget["timed_out"].append([label, stmt.lineno, limit])
+            errors.append(_too_long(label, stmt.lineno, limit))
+            continue
         code = compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
-        limit = STATEMENT_CPU_SECONDS[min(budget["timed_out"], 1)]
+        limit = STATEMENT_CPU_SECONDS[min(len(budget["timed_out"]), 1)]
         try:
             armed = _cpu_limit(limit)
             try:
@@ -110,14 +116,18 @@ def _run_source(source, filename, ns, errors, label, budget=None):
                 if armed:
                     _cpu_limit(None)
         except StatementTimeout:
-            budget["timed_out"] += 1
-            errors.append(f"{label}: line {stmt.lineno}: did not finish within {limit:g} s of CPU time "
-                          f"(an endless loop?); skipped / 这一行运行超过 {limit:g} 秒（死循环？），已跳过")
+            budget["timed_out"].append([label, stmt.lineno, limit])
+            errors.append(_too_long(label, stmt.lineno, limit))
         except BaseException as e:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from student code too
             from ..errors import TestTimeout
             if isinstance(e, TestTimeout):
                 raise
             errors.append(f"{label}: {_short_traceback(e, filename)}")
+
+
+def _too_long(label, lineno, limit):
+    return (f"{label}: line {lineno}: did not finish within {limit:g} s of CPU time (an endless loop?); "
+            f"skipped / 这一行运行超过 {limit:g} 秒（死循环？），已跳过")
 
 
 def _notebook_cells(path):
@@ -179,12 +189,19 @@ def read_sources(path):
     return sources, errors, str(root)
 
 
-def exec_sources(sources, errors=(), root=None):
-    """Run the code read by `read_sources`; never raises for problems in the student's code."""
+def exec_sources(sources, errors=(), root=None, skip=()):
+    """Run the code read by `read_sources`; never raises for problems in the student's code.
+    skip: [chunk label, line, seconds] of statements that ran out of CPU time in an earlier load
+    (a restarted worker skips them at once; `Submission.timed_out` lists this load's)."""
     if root and root not in sys.path:
         sys.path.insert(0, root)  # a student's file may import its sibling
     sub = Submission(load_errors=list(errors))
-    budget = {"timed_out": 0}
+    budget = {"timed_out": [], "skip": {}}
+    for entry in skip or ():
+        try:
+            budget["skip"][(str(entry[0]), int(entry[1]))] = float(entry[2])
+        except (TypeError, ValueError, IndexError):
+            continue
     for label, modname, filename, chunks in sources:
         mod = types.ModuleType(modname)
         mod.__file__ = filename
@@ -192,6 +209,7 @@ def exec_sources(sources, errors=(), root=None):
         for chunk_label, chunk_file, code in chunks:
             _run_source(code, chunk_file, mod.__dict__, sub.load_errors, chunk_label, budget)
         sub.modules.append((label, mod.__dict__))
+    sub.timed_out = budget["timed_out"]
     return sub
 
 

@@ -14,6 +14,7 @@ children are real local replicas: a property may read and overwrite their weight
 values are sent along with the next call.
 """
 import gc
+import json
 import os
 import signal
 import socket
@@ -77,13 +78,25 @@ class Zygote:
             if not cmd:
                 break
             if cmd.startswith(b"spawn"):
+                # b"spawn" + u32 length + JSON: statements to skip (they ran out of time before)
+                n = struct.unpack("<I", cmd[5:9])[0] if len(cmd) >= 9 else 0
+                data = cmd[9:]
+                while len(data) < min(n, 1 << 20):
+                    more = sock.recv(min(n, 1 << 20) - len(data))
+                    if not more:
+                        break
+                    data += more
+                try:
+                    skip = json.loads(data) if data else []
+                except ValueError:
+                    skip = []
                 a, b = socket.socketpair()
                 workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
                 pid = os.fork()
                 if pid == 0:
                     a.close()
                     sock.close()
-                    worker_main(b, sources, errors, root, roots, workdir, limit_options)
+                    worker_main(b, sources, errors, root, roots, workdir, limit_options, skip)
                 b.close()
                 workdirs[pid] = workdir
                 socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
@@ -97,8 +110,9 @@ class Zygote:
             _kill_and_wait(pid, limit_options)
             _rmtree(workdirs.pop(pid))
 
-    def spawn(self):
-        self.sock.sendall(b"spawn")
+    def spawn(self, skip=()):
+        payload = json.dumps(list(skip)).encode()
+        self.sock.sendall(b"spawn" + struct.pack("<I", len(payload)) + payload)
         msg, fds, _, _ = socket.recv_fds(self.sock, 8, 1)
         if len(msg) != 8 or len(fds) != 1:
             raise RuntimeError("the zygote did not start a worker")
@@ -234,6 +248,7 @@ class RemoteStudent:
         self.levels = {}
         self.fatal = None  # (zh, en) when the submission cannot even be loaded
         self.last_call = ""
+        self.skip = []  # [[chunk, line, seconds]]: top-level statements that ran out of CPU time
 
     # -- worker life
     def start(self):
@@ -242,7 +257,7 @@ class RemoteStudent:
             raise StudentCrash(*self.fatal, kind="error")
         if self.sock is not None:
             return
-        self.pid, sock = self.zygote.spawn()
+        self.pid, sock = self.zygote.spawn(self.skip)
         self.sock = P.Channel(sock)
         import time
         try:
@@ -250,6 +265,9 @@ class RemoteStudent:
             self.load_errors = self.read_errors + [str(e)[:600] for e in header.get("loaded", [])][:50]
             self.names = {str(n) for n in header.get("names", [])}
             self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
+            timed_out = header.get("timed_out")
+            if isinstance(timed_out, list):  # statements a restarted worker skips at once
+                self.skip = [t for t in timed_out[:50] if isinstance(t, list) and len(t) == 3]
         except P.ChannelTimeout:
             self.abort()
             self.fatal = (f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",

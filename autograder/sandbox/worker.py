@@ -194,7 +194,7 @@ def _shift(desc, base):
     return fix(desc)
 
 
-def worker_main(sock, sources, errors, root, roots, workdir, limit_options):
+def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=()):
     """Body of a worker process: never returns."""
     try:
         os.setsid()
@@ -208,9 +208,10 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options):
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
 
-        sub = exec_sources(sources, errors, root)
+        sub = exec_sources(sources, errors, root, skip=skip)
         names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
-        P.send(sock, {"loaded": sub.load_errors[:50], "names": names, "levels": levels})
+        P.send(sock, {"loaded": sub.load_errors[:50], "names": names, "levels": levels,
+                      "timed_out": sub.timed_out[:50]})
         Worker(sock, sub, roots).serve()
     except BaseException:  # noqa: BLE001
         pass
