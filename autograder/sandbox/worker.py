@@ -208,6 +208,7 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
 
+        forget_the_grader()
         sub = exec_sources(sources, errors, root, skip=skip)
         names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
         P.send(sock, {"loaded": sub.load_errors[:50], "names": names, "levels": levels,
@@ -217,6 +218,34 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         pass
     finally:
         os._exit(0)
+
+
+# What the worker never needs and the student must not find in its process: the properties and
+# their reference helpers, the diagnosis with its catalogue of mistakes, the grading and reports.
+GRADER_ONLY = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
+               "autograder.report", "autograder.batch", "autograder.nbgrader_course", "hypothesis")
+
+
+def forget_the_grader():
+    """Drop the grader's own modules from this (forked) worker before student code runs: no
+    sys.modules entry, no package attribute, and, once unreferenced, no objects either (the
+    parent's objects are gc.freeze()d, which gc.get_objects() does not list)."""
+    import gc
+
+    import autograder
+
+    for name in list(sys.modules):
+        if any(name == g or name.startswith(g + ".") for g in GRADER_ONLY):
+            mod = sys.modules.pop(name, None)
+            parent, _, child = name.rpartition(".")
+            if parent and getattr(sys.modules.get(parent), child, None) is mod:
+                try:
+                    delattr(sys.modules[parent], child)
+                except AttributeError:
+                    pass
+    for attr in ("properties", "diagnose", "catalogue", "grading", "report", "batch", "nbgrader_course"):
+        autograder.__dict__.pop(attr, None)
+    gc.collect()
 
 
 def die_with_parent():
