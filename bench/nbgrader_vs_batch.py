@@ -67,14 +67,16 @@ def stock_course(src_dir, out, assignment):
         "c.Execute.timeout = 120\n", encoding="utf-8")
 
 
-def submissions(course_dir, assignment, n):
-    """N students' answers: the reference for the first, then one catalogued mistake each."""
+def submissions(course_dir, answers_dir, assignment, n):
+    """N students' notebooks, made from course_dir's release (its cells and checksums) with the
+    answers of answers_dir's source: the reference for the first, then one catalogued mistake each
+    (the same students for both courses)."""
     from autograder.catalogue import load_catalogue
 
     release = {p.stem: nbformat.read(str(p), as_version=4)
                for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
     source = {p.stem: nbformat.read(str(p), as_version=4)
-              for p in sorted((course_dir / "source" / assignment).glob("*.ipynb"))}
+              for p in sorted((answers_dir / "source" / assignment).glob("*.ipynb"))}
     mistakes = [(ex, m) for ex, m in load_catalogue()  # self-contained ones (not subclassing the reference)
                 if ex in release and f"({m['function']})" not in m["code"]]
     out = {}
@@ -126,13 +128,15 @@ def main():
     stock_course(ours, stock, args.assignment)
     run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], ours)
     run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], stock)
-    subs = submissions(ours, args.assignment, args.students)
+    subs = submissions(ours, ours, args.assignment, args.students)
     place(ours, args.assignment, subs)
-    place(stock, args.assignment, subs)
+    place(stock, args.assignment, submissions(stock, ours, args.assignment, args.students))
     n = len(subs)
     print(f"{n} submissions x {len(next(iter(subs.values())))} notebooks, {os.cpu_count()} cores", flush=True)
 
-    t_stock, _ = run([str(BIN / "nbgrader"), "autograde", args.assignment], stock, check=False)
+    t_stock, proc = run([str(BIN / "nbgrader"), "autograde", args.assignment], stock, check=False)
+    if "error processing assignment" in proc.stderr:
+        sys.exit("stock autograde failed:\n" + proc.stderr[-3000:])
     print(f"stock   nbgrader autograde (kernel, visible checks)   {t_stock:7.1f} s  {t_stock / n:6.2f} s/submission",
           flush=True)
     t_sand, _ = run([str(BIN / "nbgrader"), "autograde", args.assignment], ours, check=False)
