@@ -262,7 +262,9 @@ class RemoteStudent:
         import time
         try:
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
-            self.load_errors = self.read_errors + [str(e)[:600] for e in header.get("loaded", [])][:50]
+            loaded = [str(e)[:600] for e in header.get("loaded", [])][:50]
+            # the worker's list starts with the read errors it was given: keep each problem once
+            self.load_errors = list(dict.fromkeys(self.read_errors + loaded))
             self.names = {str(n) for n in header.get("names", [])}
             self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
             timed_out = header.get("timed_out")
