@@ -1,4 +1,5 @@
 """The feedback text of one test, in the course's language(s)."""
+from .model import pick as _pick  # the text in the course's language
 
 STATUS = {
     "passed": ("通过", "passed"),
@@ -7,14 +8,6 @@ STATUS = {
     "error": ("出错", "error"),
     "timeout": ("超时", "time-out"),
 }
-
-
-def _pick(language, zh, en, sep=" / "):
-    if language == "zh":
-        return zh or en
-    if language == "en":
-        return en or zh
-    return sep.join(s for s in (zh, en) if s)
 
 
 def feedback_text(res, language="both"):

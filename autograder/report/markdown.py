@@ -10,7 +10,7 @@ Markdown file is expected to live); without it there are no pictures.
 """
 from pathlib import Path
 
-from .model import as_dict, cx_slices, pick
+from .model import as_dict, cell_text as _v, cx_slices, pick
 
 STATUS = {"passed": ("通过", "passed"), "failed": ("未通过", "failed"), "missing": ("缺失", "missing"),
           "error": ("出错", "error"), "timeout": ("超时", "time-out")}
@@ -21,12 +21,6 @@ def _md(x):
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
-def _v(v):
-    if isinstance(v, bool):
-        return "T" if v else "F"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
 
 
 def md_table(rows, differs=None):

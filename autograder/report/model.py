@@ -69,6 +69,15 @@ def as_dict(report):
     return report.to_dict() if isinstance(report, Report) else report
 
 
+def cell_text(v):
+    """One entry of a counterexample table, short: T/F for bools, 4 significant digits."""
+    if isinstance(v, bool):
+        return "T" if v else "F"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
 def pick(language, zh, en, sep=" / "):
     """The text in the course's language: zh, en, or both (Chinese first)."""
     if language == "zh":

@@ -6,19 +6,13 @@ the counterexample as small tables (wrong entries in red, marked ✗) and the hi
 """
 import io
 
-from .model import as_dict, cx_slices, pick
+from .model import as_dict, cell_text as _v, cx_slices, pick
 
 STATUS = {"passed": ("通过", "passed", "green"), "failed": ("未通过", "failed", "red"),
           "missing": ("缺失", "missing", "red"), "error": ("出错", "error", "red"),
           "timeout": ("超时", "time-out", "red")}
 
 
-def _v(v):
-    if isinstance(v, bool):
-        return "T" if v else "F"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
 
 
 def _array(rows, differs, title):
