@@ -147,6 +147,10 @@ PARAMS = {
     "gru_cell": ["x", "h", "W_ih", "W_hh", "b_ih", "b_hh"],
     "lstm_sequence": ["X", "lengths", "W_ih", "W_hh", "b_ih", "b_hh", "state"],
     "masked_cross_entropy": ["logits", "targets", "mask"],
+    "init_tiny_lm": ["vocab_size", "d_model", "seed"],
+    "tiny_lm_logits": ["tokens", "lengths", "params"],
+    "tiny_lm_loss": ["tokens", "lengths", "params"],
+    "train_tiny_lm": ["seed", "steps"],
 }
 PAIRS = [("期望 expected ", "实际 got ", ["expected", "got"]), ("之前 before ", "之后 after ", ["before", "after"]),
          ("原来的 before ", "改变后的 after ", ["before", "after"])]
