@@ -679,6 +679,7 @@ SEQ_HINT_EN = ("Start from the initial state (zeros when state is None) and call
 @given(case=padded_sequences(dtypes=(torch.float32, torch.float64)))
 @example(case=seq_case(1, 1, 1, 1, [1], seed=0))
 @example(case=seq_case(3, 4, 2, 3, [2, 4, 1], seed=1, with_state=True, dtype=torch.float64))
+@example(case=seq_case(2, 3, 2, 3, [3, 1], seed=2, dtype=torch.float64))  # float64, default zero state
 def lstm_sequence_shapes(student, case):
     X = _leaf(case.X, True)
     W = tuple(_leaf(w, True) for w in case.W)

@@ -167,6 +167,11 @@ def _warm_up():
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
     warm()
+    # the exercise notebooks draw pictures: importing matplotlib costs ~0.6 s in every worker
+    # that loads a notebook; pay it here once, non-interactive (nothing to show in a worker)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
     from . import remote  # noqa: F401  (every judge imports it)
     gc.collect()
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
