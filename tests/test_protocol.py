@@ -51,6 +51,23 @@ def test_values_roundtrip_as_plain_data():
     assert out[4].shape == () and out[4].item() == 1.5  # 0-d stays 0-d
 
 
+def test_dicts_with_str_keys_roundtrip_others_are_opaque():
+    t = torch.ones(2, 3)
+    cfg = {"use_pe": True, "lr": 0.01, "name": "x", "nested": {"w": t, "seeds": [0, 1]}}
+    out = roundtrip(cfg)
+    assert out.keys() == cfg.keys() and list(out) == list(cfg)  # order kept
+    assert out["use_pe"] is True and out["lr"] == 0.01 and out["nested"]["seeds"] == [0, 1]
+    assert torch.equal(out["nested"]["w"], t)
+    assert [x.shape for x in P.flat_tensors(cfg)] == [(2, 3)]
+    odd = roundtrip(({1: 2}, {"a": 1, 2: 3}))
+    assert all(isinstance(o, P.Opaque) and "dict" in o.type_name for o in odd)
+
+    class D(dict):  # a dict subclass (could lie in __getitem__) is not data
+        pass
+
+    assert isinstance(roundtrip(D(a=1)), P.Opaque)
+
+
 def test_every_allowed_dtype_and_odd_shapes_roundtrip():
     values = [(torch.arange(7) % 2).to(dt) for dt in (torch.bool, torch.int8, torch.int16, torch.int32,
                                                    torch.int64, torch.uint8, torch.float16, torch.float32,
@@ -170,6 +187,7 @@ def test_deadline_and_slow_sender():
 
 def test_bad_values_are_protocol_errors():
     for enc in [{"t": 5}, {"t": "0"}, {"float": "not a float"}, {"tuple": [1] * 65}, {"list": "x"},
+                {"dict": [[1, 2]]}, {"dict": [["a"]]}, {"dict": "x"},
                 {"a": 1, "b": 2, "c": 3}, [1, 2], "str"]:
         with pytest.raises(P.ProtocolError):
             P.decode(enc, [])

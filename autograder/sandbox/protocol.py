@@ -12,7 +12,8 @@ make the judge allocate much, run code or build an object it did not ask for.
 
 Values (``encode``/``decode``): tensors -> {"t": i, "rg": requires_grad}; numpy arrays ->
 {"np": i}; None / bool / int / float / str as themselves (strings capped); tuples and lists ->
-{"tuple": [...]}, {"list": [...]}; torch.device / dtype -> {"device": ...}, {"dtype": ...};
+{"tuple": [...]}, {"list": [...]}; dicts with str keys -> {"dict": [[key, value], ...]} (other
+dicts are "obj"); torch.device / dtype -> {"device": ...}, {"dtype": ...};
 anything else -> {"obj": "<type name>"} (so the judge can say what came back).  ``i`` indexes the
 frame's arrays: `encode` appends C-contiguous numpy arrays of an allowed dtype to its list,
 `recv` returns the checked arrays in the same order.
@@ -138,6 +139,10 @@ def encode(value, arrays, depth=0):
         return {"tuple": [encode(v, arrays, depth + 1) for v in value[:64]]}
     if isinstance(value, list):
         return {"list": [encode(v, arrays, depth + 1) for v in value[:64]]}
+    if type(value) is dict:  # plain dicts with str keys (a configuration, a results record)
+        if not all(type(k) is str for k in value):
+            return {"obj": "dict (keys not all str)"}
+        return {"dict": [[k[:MAX_STR], encode(v, arrays, depth + 1)] for k, v in list(value.items())[:64]]}
     if isinstance(value, torch.device):
         return {"device": str(value)}
     if isinstance(value, torch.dtype):
@@ -182,6 +187,13 @@ def decode(value, arrays, depth=0, leaf_grads=False):
         return tuple(decode(v, arrays, depth + 1, leaf_grads) for v in _seq(value["tuple"]))
     if "list" in value:
         return [decode(v, arrays, depth + 1, leaf_grads) for v in _seq(value["list"])]
+    if "dict" in value:
+        out = {}
+        for item in _seq(value["dict"]):
+            if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+                raise ProtocolError("bad dict item")
+            out[item[0][:MAX_STR]] = decode(item[1], arrays, depth + 1, leaf_grads)
+        return out
     if "device" in value:
         try:
             return torch.device(str(value["device"])[:20])
@@ -208,7 +220,7 @@ def _array(arrays, i):
 
 
 def flat_tensors(value, out=None):
-    """The tensors in a value (nested tuples and lists), in order: both sides agree on it."""
+    """The tensors in a value (nested tuples, lists and dict values), in order: both sides agree on it."""
     import torch
 
     out = [] if out is None else out
@@ -216,6 +228,9 @@ def flat_tensors(value, out=None):
         out.append(value)
     elif isinstance(value, (tuple, list)):
         for v in value:
+            flat_tensors(v, out)
+    elif type(value) is dict:
+        for v in value.values():
             flat_tensors(v, out)
     return out
 
