@@ -63,7 +63,9 @@ class CpuMeter:
         before = self._usage()
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, preexec_fn=enter, **kw)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, preexec_fn=enter, **kw)
+        if proc.returncode:
+            sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr.decode(errors='replace')[-2000:]}")
         wall = time.perf_counter() - t
         if self.path:
             time.sleep(0.3)  # leftovers (watchdogs) finish after the command returns
@@ -137,6 +139,7 @@ def phases(args, profile=None):
     course = load_course(None)
     path = args.submission
     t = time.perf_counter()
+    grading_profile(course.max_examples)  # before the properties are imported: @given keeps it
     load_all()
     torch.set_num_threads(1)
     R._warm_up()

@@ -112,11 +112,25 @@ def gradebook(course_dir, course_id, assignment):
         return {s.student.id: {nb.name: nb.score for nb in s.notebooks} for s in gb.assignment_submissions(assignment)}
 
 
+def timed_batch(py, course_dir, assignment, grades):
+    """(wall, CPU of every process) of grade-batch over course_dir/submitted."""
+    import resource
+    if grades.exists():
+        shutil.rmtree(grades)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    took, _ = run([py, "-m", "autograder", "grade-batch", str(course_dir / "submitted"), "--assignment",
+                   assignment, "--out", str(grades), "-q"], ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--students", type=int, default=6)
     ap.add_argument("--assignment", default="sequence-models")
     ap.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)")
+    ap.add_argument("--batch-only", action="store_true",
+                    help="time grade-batch alone (no nbgrader autograde, no score comparison)")
     args = ap.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="seqgrader-bench-"))
     ours, stock = tmp / "course", tmp / "stock"
@@ -134,6 +148,13 @@ def main():
     n = len(subs)
     print(f"{n} submissions x {len(next(iter(subs.values())))} notebooks, {os.cpu_count()} cores", flush=True)
 
+    if args.batch_only:
+        t_batch, cpu = timed_batch(py, ours, args.assignment, tmp / "grades")
+        print(f"batch   grade-batch (hidden, {os.cpu_count()} processes)              {t_batch:7.1f} s  "
+              f"{t_batch / n:6.2f} s/submission  (CPU {cpu / n:.2f} s/submission)")
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     t_stock, proc = run([str(BIN / "nbgrader"), "autograde", args.assignment], stock, check=False)
     if "error processing assignment" in proc.stderr:
         sys.exit("stock autograde failed:\n" + proc.stderr[-3000:])

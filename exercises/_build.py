@@ -297,7 +297,7 @@ except NotImplementedError:
 try:
     lengths = torch.tensor([5, 3, 1, 4])
     m = padding_mask(lengths, max_len=6)  # (B, T) = (4, 6)
-    fig, ax = plt.subplots(figsize=(4, 2.8))
+    fig, ax = plt.subplots(figsize=(4, 2.8), layout="constrained")
     ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
     ax.set(xlabel="position t", ylabel="sequence b", title=f"padding_mask, lengths={{lengths.tolist()}}")
     ax.set_xticks(range(6))
@@ -378,7 +378,7 @@ except NotImplementedError:
 # 图 / picture: 行 = 查询 i，列 = 键 j；亮 = 可以关注 / rows = queries i, columns = keys j; bright = may attend
 try:
     m = causal_mask(6)  # (T, T) = (6, 6)
-    fig, ax = plt.subplots(figsize=(3, 3))
+    fig, ax = plt.subplots(figsize=(3, 3), layout="constrained")
     ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
     ax.set(xlabel="key j", ylabel="query i", title="causal_mask(6)")
     plt.show()
@@ -465,14 +465,13 @@ except NotImplementedError:
 # 图 / picture: 每个序列一张 T×T 的表 / one T×T table per sequence
 try:
     lengths = torch.tensor([6, 3])
-    fig, axes = plt.subplots(2, 2, figsize=(6, 6))
+    fig, axes = plt.subplots(2, 2, figsize=(6, 6), layout="constrained")
     for row, causal in enumerate([False, True]):
         m = attention_mask(lengths, causal=causal)  # (B, 1, T, T) = (2, 1, 6, 6)
         for b in range(2):
             axes[row, b].imshow(m[b, 0], cmap="Blues", vmin=0, vmax=1)
             axes[row, b].set(title=f"b={{b}}, length={{lengths[b].item()}}, causal={{causal}}",
                              xlabel="key j", ylabel="query i")
-    fig.tight_layout()
     plt.show()
 except NotImplementedError:
     {not_yet("attention_mask")}
@@ -610,14 +609,13 @@ the diagonals of the right-hand picture below).
 # 图 / picture: 左 = 编码表（行 = 位置 t，列 = 维度），右 = 点积 p_t·p_s / left = the table, right = dot products p_t·p_s
 try:
     pe = sinusoidal_encoding(64, 32)  # (T, d) = (64, 32)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
     im = axes[0].imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     axes[0].set(xlabel="dimension", ylabel="position t", title="sinusoidal_encoding(64, 32)")
     fig.colorbar(im, ax=axes[0])
     im = axes[1].imshow(pe @ pe.T, cmap="viridis")  # (T, T)
     axes[1].set(xlabel="position s", ylabel="position t", title="p_t · p_s")
     fig.colorbar(im, ax=axes[1])
-    fig.tight_layout()
     plt.show()
 except NotImplementedError:
     {not_yet("sinusoidal_encoding")}
@@ -824,13 +822,12 @@ try:
     Q, K, V = torch.randn(T, dk), torch.randn(T, dk), torch.randn(T, dk)
     allowed = torch.ones(T, T, dtype=torch.bool).tril() & (torch.arange(T) < length)  # (Tq, Tk)
     out, weights = scaled_dot_product_attention(Q, K, V, allowed)  # (T, dk), (T, T)
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3.3))
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.3), layout="constrained")
     axes[0].imshow(allowed, cmap="Blues", vmin=0, vmax=1)
     axes[0].set(title="mask (True = may attend)", xlabel="key j", ylabel="query i")
     im = axes[1].imshow(weights, cmap="viridis", vmin=0, vmax=1)
     axes[1].set(title="weights", xlabel="key j", ylabel="query i")
     fig.colorbar(im, ax=axes[1])
-    fig.tight_layout()
     plt.show()
 except NotImplementedError:
     {not_yet("scaled_dot_product_attention")}
@@ -962,11 +959,10 @@ try:
     causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T), broadcasts to (B, H, T, T)
     with torch.no_grad():
         out, weights = mha(x, x, causal)  # (B, T, d_model), (B, H, T, T)
-    fig, axes = plt.subplots(1, H, figsize=(3.2 * H, 3))
+    fig, axes = plt.subplots(1, H, figsize=(3.2 * H, 3), layout="constrained")
     for h in range(H):
         axes[h].imshow(weights[0, h], cmap="viridis", vmin=0, vmax=1)
         axes[h].set(title=f"head {{h}}", xlabel="key j", ylabel="query i")
-    fig.tight_layout()
     plt.show()
 except NotImplementedError:
     {not_yet("MultiHeadAttention")}
@@ -1266,7 +1262,7 @@ try:
     lengths = torch.tensor([8, 5, 2, 6])
     with torch.no_grad():
         outputs, _ = lstm_sequence(X, lengths, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)  # (B, T, d_h)
-    fig, ax = plt.subplots(figsize=(5, 2.8))
+    fig, ax = plt.subplots(figsize=(5, 2.8), layout="constrained")
     im = ax.imshow(outputs[..., 0], cmap="RdBu", vmin=-0.5, vmax=0.5)
     for b, l in enumerate(lengths.tolist()):
         ax.plot([l - 0.5, l - 0.5], [b - 0.5, b + 0.5], color="red", linewidth=2)
@@ -1477,11 +1473,12 @@ BUILDERS = {
 }
 
 
-def _load_extra():
-    """The rest of the chapter (issue 6): its builders live in _build_extra.py and use the helpers above."""
+def _load_extra(filename="_build_extra.py"):
+    """The rest of the chapter (issue 6): its builders live in _build_extra.py (and the ablation's in
+    _build_ablation.py) and use the helpers above."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("exercises_build_extra", HERE / "_build_extra.py")
+    spec = importlib.util.spec_from_file_location(f"exercises{filename[:-3]}", HERE / filename)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.bind(globals())
@@ -1489,8 +1486,10 @@ def _load_extra():
 
 
 _EXTRA = _load_extra()
-EXERCISES.update(_EXTRA.EXERCISES)
-BUILDERS.update(_EXTRA.BUILDERS)
+_ABLATION = _load_extra("_build_ablation.py")
+for _mod in (_EXTRA, _ABLATION):
+    EXERCISES.update(_mod.EXERCISES)
+    BUILDERS.update(_mod.BUILDERS)
 
 
 def build(exercise):

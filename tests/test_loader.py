@@ -50,3 +50,98 @@ def test_not_a_submission(tmp_path):
         find_files(tmp_path / "notes.txt")
     with pytest.raises(SubmissionNotFound):
         find_files(tmp_path)
+
+
+def _sources(tmp_path):
+    from autograder.load import read_sources
+    return read_sources(tmp_path)
+
+
+def test_a_focus_file_that_defines_what_is_needed_runs_alone(tmp_path):
+    from autograder.load.submission import exec_sources
+
+    (tmp_path / "attention.py").write_text("raise RuntimeError('attention ran')\n")
+    (tmp_path / "masks.py").write_text("def causal_mask(T):\n    return T\nstate = 'masks'\n")
+    (tmp_path / "z_other.py").write_text("def helper():\n    return 'other'\n")
+    sources, errors, root = _sources(tmp_path)
+    sub = exec_sources(sources, errors, root, focus="masks", needed=["causal_mask"])
+    assert [m[0] for m in sub.modules] == ["masks.py"] and sub.partial
+    assert sub.load_errors == []  # attention.py did not run
+    assert sub.get("helper") is None
+    sub.load_rest()  # what a worker does when the judge looks up a name the focus file lacks
+    assert not sub.partial and [m[0] for m in sub.modules] == ["attention.py", "masks.py", "z_other.py"]
+    assert sub.get("helper")() == "other" and sub.get("causal_mask", prefer="masks")(3) == 3
+    assert len(sub.load_errors) == 1 and "attention ran" in sub.load_errors[0]
+
+
+def test_a_focus_file_missing_a_needed_name_loads_everything(tmp_path):
+    from autograder.load.submission import exec_sources
+
+    (tmp_path / "masks.py").write_text("def causal_mask(T):\n    return T\n")
+    (tmp_path / "scratch.py").write_text("def padding_mask(lengths):\n    return 'scratch'\n")
+    sources, errors, root = _sources(tmp_path)
+    sub = exec_sources(sources, errors, root, focus="masks", needed=["causal_mask", "padding_mask"])
+    assert not sub.partial and sub.get("padding_mask", prefer="masks")(1) == "scratch"
+    # no file named after the exercise (one .py for everything): everything, as without a focus
+    sub = exec_sources(sources, errors, root, focus="attention", needed=["scaled_dot_product_attention"])
+    assert not sub.partial and len(sub.modules) == 2
+
+
+MASKS_NB = ("import torch\n"
+            "def padding_mask(lengths, max_len=None):\n"
+            "    T = int(lengths.max()) if max_len is None else max_len\n"
+            "    return torch.arange(T)[None, :] < lengths[:, None]\n"
+            "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool).tril()\n"
+            "def attention_mask(lengths, causal=False):\n    return None\n")
+
+
+def _worker(folder, exercise):
+    import torch
+
+    from autograder.load import read_sources
+    from autograder.properties import load_all
+    from autograder.sandbox.remote import RemoteStudent, Zygote
+
+    torch.set_num_threads(1)
+    load_all()  # the judge knows which functions each exercise needs
+    sources, errors, root = read_sources(folder)
+    zygote = Zygote(sources, errors, root, [str(folder)], None)
+    return zygote, RemoteStudent(zygote, exercise, 20, errors)
+
+
+def test_each_exercise_worker_pays_only_for_its_own_notebook(tmp_path):
+    """A worker grading `masks` does not run attention.ipynb (an endless loop at top level, then
+    an exit); it runs the other files only when asked for a name its own file lacks."""
+    import time
+
+    from autograder.errors import StudentCrash
+
+    _nb(tmp_path / "attention.ipynb", [nbformat.v4.new_code_cell("while True:\n    pass"),
+                                        nbformat.v4.new_code_cell("import os\nos._exit(3)")])
+    _nb(tmp_path / "masks.ipynb", [nbformat.v4.new_code_cell(MASKS_NB)])
+    zygote, student = _worker(tmp_path, "masks")
+    try:
+        t = time.monotonic()
+        student.start()
+        assert time.monotonic() - t < 2.5  # the endless loop would take 3 s of CPU, then os._exit
+        assert student.partial and student.load_errors == []
+        assert student.call("causal_mask", 2).tolist() == [[True, False], [True, True]]
+        with pytest.raises(StudentCrash, match="exit status 3"):  # only now do the other files run
+            student.lookup("no_such_function")
+    finally:
+        student.abort()
+        zygote.close()
+
+    other = tmp_path / "other"
+    other.mkdir()
+    _nb(other / "masks.ipynb", [nbformat.v4.new_code_cell(MASKS_NB)])
+    (other / "util.py").write_text("def extra():\n    return 41 + 1\n1 / 0\n")
+    zygote, student = _worker(other, "masks")
+    try:
+        student.start()
+        assert student.partial and student.load_errors == []
+        assert student.call("extra") == 42  # only util.py has it: the worker ran the other files
+        assert not student.partial and any("ZeroDivisionError" in e for e in student.load_errors)
+    finally:
+        student.abort()
+        zygote.close()

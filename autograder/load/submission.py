@@ -47,6 +47,32 @@ class Submission:
     modules: list = field(default_factory=list)  # [(file label, dict namespace)]
     load_errors: list = field(default_factory=list)  # ["file: message"]
     timed_out: list = field(default_factory=list)  # [[chunk label, line, seconds]] skipped for time
+    _pending: list = field(default_factory=list)  # [(index, source)] not run yet (see exec_sources)
+    _budget: dict = field(default_factory=lambda: {"timed_out": [], "skip": {}})
+    _order: dict = field(default_factory=dict)  # file label -> its index among the sources
+
+    @property
+    def partial(self):
+        """Some files have not been run (exec_sources with a focus)."""
+        return bool(self._pending)
+
+    def load_rest(self):
+        """Run the files not run yet; the modules stay in the files' order."""
+        self._run([i for i, _ in self._pending])
+
+    def _run(self, indices):
+        todo = [(i, src) for i, src in self._pending if i in indices]
+        self._pending = [(i, src) for i, src in self._pending if i not in indices]
+        for i, (label, modname, filename, chunks) in todo:
+            mod = types.ModuleType(modname)
+            mod.__file__ = filename
+            sys.modules.setdefault(modname, mod)
+            for chunk_label, chunk_file, code in chunks:
+                _run_source(code, chunk_file, mod.__dict__, self.load_errors, chunk_label, self._budget)
+            self._order[label] = i
+            self.modules.append((label, mod.__dict__))
+        self.modules.sort(key=lambda m: self._order.get(m[0], -1))
+        self.timed_out = self._budget["timed_out"]
 
     def get(self, name, prefer=None):
         """The object called `name`; a file whose stem is `prefer` is searched first."""
@@ -189,10 +215,15 @@ def read_sources(path):
     return sources, errors, str(root)
 
 
-def exec_sources(sources, errors=(), root=None, skip=()):
+def exec_sources(sources, errors=(), root=None, skip=(), focus=None, needed=()):
     """Run the code read by `read_sources`; never raises for problems in the student's code.
     skip: [chunk label, line, seconds] of statements that ran out of CPU time in an earlier load
-    (a restarted worker skips them at once; `Submission.timed_out` lists this load's)."""
+    (a restarted worker skips them at once; `Submission.timed_out` lists this load's).
+
+    focus, needed: an exercise's worker needs only the file named after the exercise
+    (`attention.ipynb` for `attention`) when that file defines every name in `needed`; the other
+    files are then left for `Submission.load_rest` (called when something else is looked up).
+    Each file is its own namespace, so what the focus file defines does not depend on them."""
     if root and root not in sys.path:
         sys.path.insert(0, root)  # a student's file may import its sibling
     sub = Submission(load_errors=list(errors))
@@ -202,14 +233,15 @@ def exec_sources(sources, errors=(), root=None, skip=()):
             budget["skip"][(str(entry[0]), int(entry[1]))] = float(entry[2])
         except (TypeError, ValueError, IndexError):
             continue
-    for label, modname, filename, chunks in sources:
-        mod = types.ModuleType(modname)
-        mod.__file__ = filename
-        sys.modules.setdefault(modname, mod)
-        for chunk_label, chunk_file, code in chunks:
-            _run_source(code, chunk_file, mod.__dict__, sub.load_errors, chunk_label, budget)
-        sub.modules.append((label, mod.__dict__))
-    sub.timed_out = budget["timed_out"]
+    sub._budget = budget
+    sub._pending = list(enumerate(sources))
+    own = [i for i, (_, _, filename, _) in sub._pending if focus and Path(filename).stem == focus]
+    if len(own) == 1:
+        sub._run(own)
+        ns = sub.modules[0][1]
+        if all(n in ns for n in needed):
+            return sub
+    sub.load_rest()
     return sub
 
 

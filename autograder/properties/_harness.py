@@ -72,6 +72,57 @@ def grading_profile(max_examples=20):
 
 grading_profile()
 
+
+def prepare(props):
+    """Pay once per process what hypothesis pays on every run of a property: with `derandomize`
+    it seeds each run from a digest of the test's source (inspect.getsource + tokenize, ~3 ms a
+    property, twice per run).  The same seed, set once: the same examples, in a process that
+    grades many submissions (and in the children it forks) for free.  Idempotent."""
+    from hypothesis import seed
+    from hypothesis.internal.compat import int_from_bytes
+    from hypothesis.internal.reflection import function_digest
+
+    for p in props:
+        run = p.run
+        if getattr(run, "_seqgrader_prepared", False) or not hasattr(run, "hypothesis"):
+            continue
+        digest = function_digest(run.hypothesis.inner_test)
+        seed(int_from_bytes(digest))(run)  # what `derandomize` would draw, without the digest
+        run._hypothesis_internal_database_key = digest
+        run._seqgrader_prepared = True
+    use_current_profile(props)
+
+
+def use_current_profile(props):
+    """@given keeps the settings that were current when the property module was imported; a
+    property must run with the profile current now (grading_profile(course.max_examples)), in
+    whatever order the caller imported things."""
+    from hypothesis import settings
+
+    current = settings.default
+    for p in props:
+        run = p.run
+        if hasattr(run, "hypothesis") and getattr(run, "_seqgrader_profile", None) is not current:
+            run._hypothesis_internal_use_settings = settings(current, database=None)
+            run._seqgrader_profile = current
+
+
+def _tensor_pretty(obj, printer, cycle):
+    """How hypothesis shows a tensor: it prints every explicit example's arguments, even when
+    nobody reads them (quiet verbosity), and torch's repr is slow.  Our reports never use it."""
+    printer.text(f"tensor(shape={tuple(obj.shape)}, dtype={obj.dtype})")
+
+
+def _register_pretty():
+    try:
+        from hypothesis.vendor.pretty import for_type_by_name
+        for_type_by_name("torch", "Tensor", _tensor_pretty)
+    except ImportError:  # a hypothesis without it: only slower
+        pass
+
+
+_register_pretty()
+
 # ---------------------------------------------------------------- formatting
 
 
@@ -151,6 +202,9 @@ PARAMS = {
     "tiny_lm_logits": ["tokens", "lengths", "params"],
     "tiny_lm_loss": ["tokens", "lengths", "params"],
     "train_tiny_lm": ["seed", "steps"],
+    "make_ablation": ["base", "factor", "values"],
+    "run_experiment": ["config"],
+    "run_ablation": ["base", "factor", "values", "seeds"],
 }
 PAIRS = [("期望 expected ", "实际 got ", ["expected", "got"]), ("之前 before ", "之后 after ", ["before", "after"]),
          ("原来的 before ", "改变后的 after ", ["before", "after"])]

@@ -78,7 +78,8 @@ class Zygote:
             if not cmd:
                 break
             if cmd.startswith(b"spawn"):
-                # b"spawn" + u32 length + JSON: statements to skip (they ran out of time before)
+                # b"spawn" + u32 length + JSON {"skip": statements that ran out of time before,
+                # "focus": the exercise, "needed": the names it needs} (see load.exec_sources)
                 n = struct.unpack("<I", cmd[5:9])[0] if len(cmd) >= 9 else 0
                 data = cmd[9:]
                 while len(data) < min(n, 1 << 20):
@@ -87,16 +88,18 @@ class Zygote:
                         break
                     data += more
                 try:
-                    skip = json.loads(data) if data else []
+                    want = json.loads(data) if data else {}
                 except ValueError:
-                    skip = []
+                    want = {}
+                want = want if isinstance(want, dict) else {}
                 a, b = socket.socketpair()
                 workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
                 pid = os.fork()
                 if pid == 0:
                     a.close()
                     sock.close()
-                    worker_main(b, sources, errors, root, roots, workdir, limit_options, skip)
+                    worker_main(b, sources, errors, root, roots, workdir, limit_options, want.get("skip") or [],
+                                focus=want.get("focus"), needed=want.get("needed") or ())
                 b.close()
                 workdirs[pid] = workdir
                 socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
@@ -110,8 +113,8 @@ class Zygote:
             _kill_and_wait(pid, limit_options)
             _rmtree(workdirs.pop(pid))
 
-    def spawn(self, skip=()):
-        payload = json.dumps(list(skip)).encode()
+    def spawn(self, skip=(), focus=None, needed=()):
+        payload = json.dumps({"skip": list(skip), "focus": focus, "needed": list(needed)}).encode()
         self.sock.sendall(b"spawn" + struct.pack("<I", len(payload)) + payload)
         msg, fds, _, _ = socket.recv_fds(self.sock, 8, 1)
         if len(msg) != 8 or len(fds) != 1:
@@ -200,6 +203,8 @@ def _replace(value, it):
         return tuple(_replace(v, it) for v in value)
     if isinstance(value, list):
         return [_replace(v, it) for v in value]
+    if type(value) is dict:
+        return {k: _replace(v, it) for k, v in value.items()}
     return value
 
 
@@ -210,6 +215,9 @@ def _rg_flags(enc, out):
         for key in ("tuple", "list"):
             for v in enc.get(key, []) if isinstance(enc.get(key), list) else []:
                 _rg_flags(v, out)
+        for item in enc.get("dict", []) if isinstance(enc.get("dict"), list) else []:
+            if isinstance(item, list) and len(item) == 2:
+                _rg_flags(item[1], out)
     return out
 
 
@@ -249,6 +257,9 @@ class RemoteStudent:
         self.fatal = None  # (zh, en) when the submission cannot even be loaded
         self.last_call = ""
         self.skip = []  # [[chunk, line, seconds]]: top-level statements that ran out of CPU time
+        self.partial = False  # the worker ran only the exercise's own file (see load.exec_sources)
+        from ..properties import load_all
+        self.needed = sorted({p.function for p in load_all().values() if p.exercise == exercise})
 
     # -- worker life
     def start(self):
@@ -257,19 +268,15 @@ class RemoteStudent:
             raise StudentCrash(*self.fatal, kind="error")
         if self.sock is not None:
             return
-        self.pid, sock = self.zygote.spawn(self.skip)
+        # a known exercise's worker may run just the exercise's own file (load.exec_sources)
+        focus = self.exercise if self.needed else None
+        self.pid, sock = self.zygote.spawn(self.skip, focus=focus, needed=self.needed)
         self.sock = P.Channel(sock)
         import time
         try:
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
-            loaded = [str(e)[:600] for e in header.get("loaded", [])][:50]
-            # the worker's list starts with the read errors it was given: keep each problem once
-            self.load_errors = list(dict.fromkeys(self.read_errors + loaded))
-            self.names = {str(n) for n in header.get("names", [])}
+            self._loaded(header)
             self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
-            timed_out = header.get("timed_out")
-            if isinstance(timed_out, list):  # statements a restarted worker skips at once
-                self.skip = [t for t in timed_out[:50] if isinstance(t, list) and len(t) == 3]
         except P.ChannelTimeout:
             self.abort()
             self.fatal = (f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",
@@ -288,6 +295,37 @@ class RemoteStudent:
                           "While loading your submission, the process running it sent data the grader cannot "
                           f"read (does top-level code write to file descriptors it does not own?): {str(e)[:120]}")
             raise StudentCrash(*self.fatal, kind="error") from None
+
+    def _loaded(self, header):
+        """What the worker said about loading: its problems, the names defined, whether files wait."""
+        loaded = [str(e)[:600] for e in header.get("loaded", [])][:50] if isinstance(header.get("loaded"), list) else []
+        # the worker's list starts with the read errors it was given: keep each problem once
+        self.load_errors = list(dict.fromkeys(self.read_errors + loaded))
+        self.names = {str(n) for n in header.get("names", [])} if isinstance(header.get("names"), list) else set()
+        self.partial = header.get("partial") is True
+        timed_out = header.get("timed_out")
+        if isinstance(timed_out, list):  # statements a restarted worker skips at once
+            self.skip = [t for t in timed_out[:50] if isinstance(t, list) and len(t) == 3]
+
+    def _load_rest(self):
+        """The worker ran only the exercise's own file and `name` is not in it: run the others."""
+        import time
+        try:
+            self.sock.send({"op": "load_rest"})
+            header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
+        except P.ChannelTimeout:
+            self.abort()
+            raise StudentCrash(f"加载你的其他文件在 {self.load_timeout:g} 秒内没有完成。",
+                               f"Loading your other files did not finish within {self.load_timeout:g} s.",
+                               kind="error") from None
+        except P.ProtocolError:
+            reason = self.abort(grace=1.0)
+            raise StudentCrash(f"加载你的其他文件时进程意外结束（{reason}）。",
+                               f"The process ended while loading your other files ({reason}).", kind="error") from None
+        if not isinstance(header, dict) or "names" not in header:
+            self.abort()
+            raise StudentCrash("加载你的其他文件失败。", "Loading your other files failed.", kind="error")
+        self._loaded(header)
 
     def abort(self, grace=0.0):
         """Kill the worker (after a time-out or a crash); the next call starts a fresh one."""
@@ -322,6 +360,8 @@ class RemoteStudent:
     # -- the Student interface
     def lookup(self, name):
         self.start()
+        if name not in self.names and self.partial:
+            self._load_rest()
         if name not in self.names:
             errs = self.load_errors
             raise MissingFunction(

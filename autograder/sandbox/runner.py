@@ -46,6 +46,9 @@ def run_one(prop, student, timeout):
 
 
 def _run_one(prop, student, timeout, herr):
+    from ..properties._harness import prepare
+
+    prepare([prop])  # once per process (ForkRunner does it before forking)
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -266,10 +269,12 @@ class ForkRunner:
         import torch
 
         from ..properties import load_all
+        from ..properties._harness import prepare
 
-        load_all()
+        registry = load_all()
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()
+        prepare(registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests)
         now = time.monotonic()
         pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
         running = {}

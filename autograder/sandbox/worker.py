@@ -83,6 +83,8 @@ class Worker:
         import torch
 
         op = h.get("op")
+        if op == "load_rest":
+            return self.load_rest()
         if op == "vjp":
             return self.vjp(h, arrays, out_arrays)
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
@@ -130,6 +132,12 @@ class Worker:
                 self.calls.popitem(last=False)
             answer["call"] = self.next_id
         return answer
+
+    def load_rest(self):
+        """Run the files exec_sources left (the judge looked up a name the focus file lacks)."""
+        self.sub.load_rest()
+        self.order = {}
+        return loaded_header(self.sub)
 
     def load_state(self, module, state, arrays):
         import torch
@@ -194,7 +202,14 @@ def _shift(desc, base):
     return fix(desc)
 
 
-def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=()):
+def loaded_header(sub, **more):
+    """What the judge learns from a load: the problems met, the names defined, what is left."""
+    names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
+    return {"loaded": sub.load_errors[:50], "names": names, "timed_out": sub.timed_out[:50],
+            "partial": sub.partial, **more}
+
+
+def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=(), focus=None, needed=()):
     """Body of a worker process: never returns."""
     try:
         os.setsid()
@@ -209,10 +224,8 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         from ..load import exec_sources
 
         forget_the_grader()
-        sub = exec_sources(sources, errors, root, skip=skip)
-        names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
-        P.send(sock, {"loaded": sub.load_errors[:50], "names": names, "levels": levels,
-                      "timed_out": sub.timed_out[:50]})
+        sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
+        P.send(sock, loaded_header(sub, levels=levels))
         Worker(sock, sub, roots).serve()
     except BaseException:  # noqa: BLE001
         pass
