@@ -10,7 +10,10 @@ Student interface the properties use (``call`` / ``new`` / ``invoke`` / ``raises
   trusted code, executed here in the judge, never in the worker).
 
 A probe's observation is data: values (float32 tolerances), shapes, dtypes, "raised", "modified
-its input in place", gradients, finiteness where the contract leaves the values free.  A mistake M
+its input in place", gradients, finiteness where the contract leaves the values free.  Where the
+contract leaves the random draws free (mlm_mask, init_tiny_lm, train_tiny_lm) a probe observes only
+what it fixes: structural facts that hold for every draw, rates read through exact binomial bounds,
+reproducibility given the seed, the trend of the training losses.  A mistake M
 *explains* the student's function f when
 
     the student's f behaves like M's f on every probe of f, M's f differs from the reference's
@@ -497,6 +500,311 @@ def _ts_make(s):
     return [s.call("make_datasets", _series(12, 2, 1140), 8, 3, 1),
             s.call("make_datasets", _series(14, 1, 1141), 9, 2, 2),
             s.call("make_datasets", _series(11, 3, 1142, constant=1), 7, 2, 1)]
+
+
+# ---------------------------------------------------------------- bert_masking
+
+BM = "bert_masking"
+MLM = "mlm_mask"
+BERT_IDS = [0, 101, 102, 103]  # [PAD], [CLS], [SEP], [MASK]
+IGNORE = -100
+
+
+@probe(BM, "special_tokens_mask")
+def _bm_special(s):
+    return [s.call("special_tokens_mask", torch.tensor([[1, 7, 8, 2, 0, 0]]), [0, 1, 2, 3]),
+            s.call("special_tokens_mask", torch.tensor([[101, 2003, 103, 102, 0], [101, 100, 104, 102, 0]]), BERT_IDS),
+            s.call("special_tokens_mask", torch.tensor([[5, 0, 9, 5], [3, 9, 9, 4]]), [9, 5, 3]),
+            s.call("special_tokens_mask", torch.tensor([[0, 6, 7, 6]]), [6])]
+
+
+def _bm_rows(B, T, V, seed, min_len, with_mask_token=False):
+    """(B, T) BERT-like rows: [CLS] ordinary tokens [SEP], then [PAD]; lengths in [min_len, T];
+    with_mask_token: a [MASK] token at position 1 (so that every special id occurs often)."""
+    g = _gen(seed)
+    ordinary = torch.tensor([i for i in range(V) if i not in BERT_IDS])
+    ids = ordinary[torch.randint(0, len(ordinary), (B, T), generator=g)]
+    lengths = torch.randint(min_len, T + 1, (B,), generator=g)[:, None]
+    t = torch.arange(T)[None, :]
+    ids = torch.where(t == 0, 101, ids)
+    if with_mask_token:
+        ids = torch.where(t == 1, 103, ids)
+    ids = torch.where(t == lengths - 1, 102, ids)
+    return torch.where(t >= lengths, 0, ids)
+
+
+def _bm_out(ids, res):
+    """(inputs, labels) detached, or None when the result is not two (B, T) integer tensors."""
+    if not isinstance(res, (tuple, list)) or len(res) != 2:
+        return None
+    if not all(isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(ids.shape) and not x.is_floating_point()
+               for x in res):
+        return None
+    return res[0].detach().to(torch.int64), res[1].detach().to(torch.int64)
+
+
+def _kind(res):
+    """What came back, as types, shapes and dtypes (for results that are not two (B, T) tensors)."""
+    if isinstance(res, (tuple, list)):
+        return ("kind", tuple((type(x).__name__, tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor)
+                              else type(x).__name__ for x in res[:3]), len(res))
+    return ("kind", type(res).__name__)
+
+
+def _bm_share(count, n, grid):
+    """The rate count / n read as a value of `grid`: the nearest of those whose exact binomial
+    interval holds count (a false rejection below 1e-9, so a rate reads the same whatever the RNG
+    scheme), 'other' when none does."""
+    from .properties.bert_masking import binomial_interval
+
+    if n == 0:
+        return "n=0"
+    bounds = {p: binomial_interval(n, p) for p in grid}
+    fits = [p for p, (lo, hi) in bounds.items() if lo <= count <= hi]
+    return min(fits, key=lambda p: abs(count / n - p)) if fits else "other"
+
+
+@probe(BM, MLM)
+def _bm_structure(s):
+    """Structural facts that hold for every draw, on a batch where every special id occurs >= 96
+    times (a token selected with probability 0.15 is then selected at least once, except with
+    probability 0.85^96 < 2e-7) and 37 columns are selectable (a (T,) mask broadcast over the batch
+    selects some): dtypes, which special ids are ever touched, what labels hold, whether unlabelled
+    tokens change; and the seed: same seed (global state changed) -> same result, another seed ->
+    another result."""
+    ids = _bm_rows(96, 40, 200, 1200, min_len=3, with_mask_token=True)
+    args = (BERT_IDS, 103, 200)
+    torch.manual_seed(111)  # code drawing from the global state sees another state each time
+    res = s.call(MLM, ids, *args, 5)
+    got = _bm_out(ids, res)
+    if got is None:
+        return _kind(res)
+    inputs, labels = got
+    lab = labels != IGNORE
+    special = torch.isin(ids, torch.tensor(BERT_IDS))
+    touched = special & (lab | (inputs != ids))
+    foreign = sorted(set(labels[lab & (labels != ids)].tolist()))
+    torch.manual_seed(222)
+    again = _bm_out(ids, s.call(MLM, ids, *args, 5))
+    other = _bm_out(ids, s.call(MLM, ids, *args, 6))
+    same = again is not None and all(torch.equal(x, y) for x, y in zip(got, again))
+    same_other = other is not None and all(torch.equal(x, y) for x, y in zip(got, other))
+    return [[str(x.dtype) for x in res],
+            tuple(sorted(set(ids[touched].tolist()))),  # special ids ever selected or changed
+            bool((labels[lab] == ids[lab]).all()),  # labels hold the original tokens
+            # labels hold the replaced inputs ([MASK] where the original was another token)
+            bool((labels[lab] == inputs[lab]).all()) and bool((labels[lab & (ids != 103)] == 103).any()),
+            tuple(foreign) if len(foreign) <= 3 else "many",  # label values that are neither -100 nor the original
+            bool((~lab & (inputs != ids)).any()),  # an unlabelled token changed
+            bool(((inputs < 0) | (inputs >= 200)).any()),
+            same, same_other]
+
+
+@probe(BM, MLM)
+def _bm_rates(s):
+    """Rates on one long sequence (11998 ordinary tokens between [CLS] and [SEP]): the share of
+    tokens labelled, and among them the shares replaced by [MASK], by another token, left
+    unchanged, each read as one of the rates the contract or a catalogued mistake gives (exact
+    binomial bounds, so any RNG scheme reads the same); and whether the other tokens look uniform.
+    One sequence: one mask broadcast over a batch reads as the contract here (see _bm_rows_alike)."""
+    V, mask_id = 1000, 103
+    ids = _bm_rows(1, 12000, V, 1210, min_len=12000)
+    got = _bm_out(ids, s.call(MLM, ids, BERT_IDS, mask_id, V, 11))
+    if got is None:
+        return "unusable"
+    inputs, labels = got
+    can = ~torch.isin(ids, torch.tensor(BERT_IDS))
+    sel = (labels != IGNORE) & can
+    n, S = int(can.sum()), int(sel.sum())
+    x, orig = inputs[sel], ids[sel]
+    n_mask, n_keep = int((x == mask_id).sum()), int((x == orig).sum())
+    others = x[(x != mask_id) & (x != orig)]
+    R = len(others)
+    if R == 0:
+        uniform = "none"
+    elif R >= 2 and len(set(others.tolist())) == 1:
+        uniform = "one"
+    else:
+        from .properties.bert_masking import binomial_interval
+
+        top = int(torch.bincount(others.clamp(0, V - 1), minlength=V).max())
+        _, hi = binomial_interval(R, 1 / (V - 2 - len(BERT_IDS)), 1e-9 / V, upper_only=True)
+        uniform = "uniform" if top <= hi else "skewed"
+    rate = _bm_share(S, n, (0.12, 0.15, 0.8, 1.0))  # labelled: 0.15 (0.12 = 0.15 x 0.8: [MASK] only)
+    if rate not in (0.12, 0.15, 0.8):  # labels everywhere (or nowhere): the mix means nothing
+        return [rate]
+    return [rate,
+            _bm_share(n_mask, S, (0.15, 0.8, 1.0)),
+            _bm_share(S - n_mask - n_keep, S, (0.0, 0.02, 0.1)),  # 0.02 = 0.2 x 0.1
+            _bm_share(n_keep, S, (0.0, 0.1, 0.18, 0.75)),
+            uniform]
+
+
+@probe(BM, MLM)
+def _bm_rows_alike(s):
+    """16 identical sequences (126 selectable tokens each): does any pair get the same selection?
+    (Two independent rows do with probability < 1e-16.)"""
+    row = _bm_rows(1, 128, 200, 1220, min_len=128)
+    ids = row.expand(16, 128).contiguous()
+    got = _bm_out(ids, s.call(MLM, ids, BERT_IDS, 103, 200, 12))
+    if got is None:
+        return "unusable"
+    sel = got[1] != IGNORE
+    return any(bool((sel[i] == sel[j]).all()) for i in range(16) for j in range(i + 1, 16))
+
+
+# ---------------------------------------------------------------- tiny_lm
+
+LM = "tiny_lm"
+
+
+def _lm_params(V, d, seed):
+    """(E, W_q, W_k, W_v, W_o, W_out) float32, entries of about 1/sqrt(d) with two decimals."""
+    shapes = [(V, d), (d, d), (d, d), (d, d), (d, d), (V, d)]
+    return tuple(rnd(shape, seed + j, 1.7 / math.sqrt(d)) for j, shape in enumerate(shapes))
+
+
+def _lm_tokens(B, T, V, seed):
+    return torch.randint(0, V, (B, T), generator=_gen(seed))
+
+
+@probe(LM, "init_tiny_lm")
+def _lm_init(s):
+    """Shapes, dtypes and finiteness (the distribution is free), and the seed: the same seed with
+    another global state gives the same params, another seed other ones."""
+    out = []
+    for V, d, seed in [(5, 4, 0), (10, 16, 7)]:
+        torch.manual_seed(12345)
+        a = s.call("init_tiny_lm", V, d, seed)
+        torch.manual_seed(54321)
+        b = s.call("init_tiny_lm", V, d, seed)
+        c = s.call("init_tiny_lm", V, d, seed + 1)
+        if not all(isinstance(p, (tuple, list)) and len(p) == 6 and all(isinstance(x, torch.Tensor) for x in p)
+                   for p in (a, b, c)):
+            out.append(_kind(a))
+            continue
+        out.append([[(tuple(x.shape), str(x.dtype)) for x in a], _finite(list(a)),
+                    all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b)),
+                    all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, c))])
+    return out
+
+
+def _lm_valid(out, lengths):
+    """Logits at valid positions (t < lengths[b]); padded positions are free and read as 0."""
+    if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[0] != len(lengths):
+        return out
+    keep = prefix(lengths, out.shape[1])[..., None]
+    return out.detach().masked_fill(~keep, 0.0)
+
+
+def _lm_logits(B, T, V, d, lengths, seed):
+    def run(s):
+        lengths_t = torch.tensor(lengths)
+        return _lm_valid(s.call("tiny_lm_logits", _lm_tokens(B, T, V, seed), lengths_t, _lm_params(V, d, seed + 1)),
+                         lengths_t)
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
+                          dict(B=3, T=5, V=5, d=6, lengths=[1, 5, 3]),
+                          dict(B=1, T=3, V=4, d=2, lengths=[3]),
+                          dict(B=2, T=6, V=9, d=8, lengths=[6, 6])]):
+    probe(LM, "tiny_lm_logits")(_lm_logits(seed=1300 + 10 * _i, **_kw))
+
+
+@probe(LM, "tiny_lm_logits")
+def _lm_logits_extra_padding(s):
+    """A batch padded beyond its longest sequence (T = 6 > max(lengths) = 4): the valid logits, or
+    'unusable' when the call fails or does not give (B, T, V) (a mask or an encoding sized by
+    lengths.max() instead of T fails either way)."""
+    B, T, V, d, lengths = 2, 6, 7, 4, torch.tensor([3, 4])
+    try:
+        out = s.call("tiny_lm_logits", _lm_tokens(B, T, V, 1350), lengths, _lm_params(V, d, 1351))
+    except PropertyFailure as f:  # observe() reads these three as usual
+        if isinstance(f, MissingFunction) or f.kind == "missing" or "in place" in (f.en or ""):
+            raise
+        return "unusable"
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (B, T, V):
+        return "unusable"
+    return _lm_valid(out, lengths)
+
+
+def _lm_loss(B, T, V, d, lengths, seed):
+    def run(s):
+        return s.call("tiny_lm_loss", _lm_tokens(B, T, V, seed), torch.tensor(lengths), _lm_params(V, d, seed + 1))
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
+                          dict(B=3, T=5, V=5, d=2, lengths=[2, 5, 3]),
+                          dict(B=2, T=6, V=7, d=4, lengths=[3, 4]),
+                          dict(B=1, T=3, V=4, d=6, lengths=[3])]):
+    probe(LM, "tiny_lm_loss")(_lm_loss(seed=1400 + 10 * _i, **_kw))
+
+
+def _losses(res):
+    """train_tiny_lm's result as a list of floats (a 1-D tensor or a list of 0-dim tensors too)."""
+    if isinstance(res, torch.Tensor) and res.dim() == 1:
+        res = res.tolist()
+    if not isinstance(res, (tuple, list)):
+        return None
+    try:
+        return [float(v) for v in res]
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def _trend(losses):
+    """'up': every step up until the losses (perhaps) overflow for good; 'flat': all equal;
+    'down': the last below the first; 'not finite'; 'other'."""
+    n = next((i for i, v in enumerate(losses) if not math.isfinite(v)), len(losses))
+    head, tail = losses[:n], losses[n:]
+    if n >= 2 and all(y > x for x, y in zip(head, head[1:])) and not any(math.isfinite(v) for v in tail):
+        return "up"
+    if tail or not head:
+        return "not finite"
+    if all(v == head[0] for v in head):
+        return "flat"
+    return "down" if head[-1] < head[0] else "other"
+
+
+def _same_losses(a, b):
+    return a is not None and b is not None and len(a) == len(b) and \
+        all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+
+
+@probe(LM, "train_tiny_lm")
+def _lm_train(s):
+    """Data, hyper-parameters and the loss values are free: only facts are compared.  Eight steps
+    with seed 3 (global state 111), one again (global state 222), eight with seed 4: the number of
+    losses, same seed -> the same first loss (before any update: a schedule over `steps` may change
+    the later ones), another seed -> other losses, and the trend of both seeds' losses.  'up' (at
+    every step, until they overflow) is what stepping along the gradient gives; Adam with a step
+    far too large rises for a few steps, then falls back ('other')."""
+    steps = 8
+    torch.manual_seed(111)
+    res = s.call("train_tiny_lm", 3, steps)
+    a = _losses(res)
+    if a is None:
+        return _kind(res)
+    torch.manual_seed(222)
+    b = _losses(s.call("train_tiny_lm", 3, 1))
+    c = _losses(s.call("train_tiny_lm", 4, steps))
+    return [len(a), _same_losses(a[:1], b), _same_losses(a, c), _trend(a), _trend(c) if c is not None else None]
+
+
+@probe(LM, "train_tiny_lm")
+def _lm_train_init(s):
+    """Is init_tiny_lm deterministic (another global state)?  Tells a training run that is not
+    reproducible because of its data from one that is not because of its init."""
+    torch.manual_seed(333)
+    a = s.call("init_tiny_lm", 10, 16, 3)
+    torch.manual_seed(444)
+    b = s.call("init_tiny_lm", 10, 16, 3)
+    try:
+        return all(torch.equal(x, y) for x, y in zip(a, b))
+    except Exception:  # noqa: BLE001 - not tensors: compare as they are
+        return [a, b]
 
 
 # ---------------------------------------------------------------- observations

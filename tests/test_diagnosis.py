@@ -29,6 +29,7 @@ EXERCISES = list(D.PROBES)  # the exercises with probes (an exercise without any
 CATALOGUE = [(ex, e) for ex, e in load_catalogue() if ex in EXERCISES]
 HELDOUT = ROOT / "tests" / "files" / "heldout"
 CORRECT = sorted(p for p in (ROOT / "tests" / "files" / "correct").iterdir() if p.is_dir())
+CORRECT_EXTRA = sorted(p for p in (ROOT / "tests" / "files" / "correct_extra").iterdir() if p.is_dir())
 
 warnings.filterwarnings("ignore", message=".*x.T.*")  # sdpa_k_dot_T's K.T on 4-D tensors
 
@@ -112,6 +113,43 @@ def test_two_mistakes_at_once_never_name_a_third():
             assert not extra, f"{e1['id']} + {e2['id']}: wrongly named {extra}"
 
 
+class _Reseeded:
+    """A student whose random functions get `shift` added to their seed: other draws of the same
+    code, as another RNG scheme gives."""
+
+    SEED_ARG = {"mlm_mask": 4, "init_tiny_lm": 2, "train_tiny_lm": 0}
+
+    def __init__(self, student, shift):
+        self.student, self.shift = student, shift
+
+    def call(self, name, *args, **kwargs):
+        i = self.SEED_ARG.get(name)
+        if i is not None and len(args) > i:
+            args = args[:i] + (args[i] + self.shift,) + args[i + 1:]
+        return self.student.call(name, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.student, name)
+
+
+def test_random_functions_are_read_the_same_whatever_the_draws():
+    """mlm_mask, init_tiny_lm, train_tiny_lm: the contract fixes rates and facts, not the draws, so
+    the reference, every catalogued mistake and the correct alternatives must give the same
+    observations with other seeds (other draws of the same code)."""
+    for ex, functions in [("bert_masking", ["mlm_mask"]), ("tiny_lm", ["init_tiny_lm", "train_tiny_lm"])]:
+        students = [("reference", D._trusted_student(ex))]
+        students += [(e["id"], D._trusted_student(ex, e["code"])) for _, e in load_catalogue(ex)
+                     if e["function"] in functions or ex == "bert_masking"]
+        students += [(p.name, _student(p, ex)) for p in CORRECT_EXTRA if (p / f"{ex}.py").exists()]
+        for name, student in students:
+            for fn in functions:
+                base = D.observations(student, ex, fn)
+                for shift in (1000, 2000):
+                    with torch.random.fork_rng():
+                        again = D.observations(_Reseeded(student, shift), ex, fn)
+                    assert D.agree(again, base), f"{name}: {fn} reads differently with seeds + {shift}"
+
+
 # ---------------------------------------------------------------- held-out submissions
 
 
@@ -126,8 +164,17 @@ def test_heldout_files_cover_every_exercise():
     assert sum(want == "none" for _, _, want in cases) >= 4
 
 
+def test_heldout_cover_every_mistake_of_the_random_exercises():
+    """bert_masking and tiny_lm (whose probes read facts and statistics, not draws): every
+    catalogued mistake has a held-out submission written differently."""
+    have = {want for _, _, want in _heldout()}
+    for ex, e in CATALOGUE:
+        if ex in ("bert_masking", "tiny_lm"):
+            assert _named_id(e) in have, f"no held-out submission for {e['id']}"
+
+
 def test_heldout_mistakes_are_named_and_never_wrongly():
-    right, none = [], []
+    right, none, per = [], [], {}
     for f, ex, want in _heldout():
         if want in ("none", "correct"):
             continue
@@ -135,12 +182,17 @@ def test_heldout_mistakes_are_named_and_never_wrongly():
         got = {i for ids in found.values() for i in ids}
         assert got <= {want}, f"{f.name}: expected {want}, named {found}"
         (right if got else none).append(f.name)
+        n = per.setdefault(ex, [0, 0])
+        n[0] += bool(got)
+        n[1] += 1
     rate = len(right) / (len(right) + len(none))
     print(f"\nheld-out: {len(right)} named right, 0 wrong, {len(none)} named nothing ({rate:.0%}): {none}")
+    print("held-out per exercise (named / files): " + ", ".join(f"{ex} {a}/{b}" for ex, (a, b) in per.items()))
     assert rate >= 0.9
 
 
 def test_uncatalogued_bugs_get_no_name():
+    n = 0
     for f, ex, want in _heldout():
         if want != "none":
             continue
@@ -148,9 +200,12 @@ def test_uncatalogued_bugs_get_no_name():
         assert any(not D.agree(D.observations(student, ex, fn), D.signatures(ex)["reference"][fn])
                    for fn in D.PROBES[ex]), f"{f.name} is not wrong on any probe"
         assert not _names(D.diagnose(student, ex, list(D.PROBES[ex]))), f.name
+        n += 1
+    print(f"\nuncatalogued: {n} bugs, each wrong on a probe, 0 named")
 
 
 def test_correct_heldout_variants_get_no_diagnosis():
+    n = 0
     for f, ex, want in _heldout():
         if want != "correct":
             continue
@@ -158,9 +213,12 @@ def test_correct_heldout_variants_get_no_diagnosis():
         assert not _names(D.diagnose(student, ex, list(D.PROBES[ex]))), f.name
         for fn in D.PROBES[ex]:
             assert D.agree(D.observations(student, ex, fn), D.signatures(ex)["reference"][fn]), (f.name, fn)
+        n += 1
+    print(f"\ncorrect held-out variants: {n}, 0 named, all like the reference on every probe")
 
 
-@pytest.mark.parametrize("folder", CORRECT, ids=[p.name for p in CORRECT])
+@pytest.mark.parametrize("folder", CORRECT + CORRECT_EXTRA,
+                         ids=[f"{p.parent.name}/{p.name}" for p in CORRECT + CORRECT_EXTRA])
 def test_correct_alternatives_get_no_diagnosis(folder):
     for ex in EXERCISES:
         if not (folder / f"{ex}.py").exists():
@@ -272,3 +330,16 @@ def test_end_to_end_gradient_probe_through_the_worker(tmp_path, course):
     report = _grade(build_submission("attention", e, tmp_path / "sub"), course, "attention")
     failed = [t for ex in report.exercises for t in ex.tests if not t.passed]
     assert failed and all([d["id"] for d in t.diagnosis] == ["sdpa_detached_weights"] for t in failed)
+
+
+@pytest.mark.parametrize("name, exercise, want", [
+    ("bm__rates_confused_hf.py", "bert_masking", "bm_rates_swapped"),
+    ("tlm__train_adds_gradient.py", "tiny_lm", "tiny_lm_train_gradient_ascent"),
+])
+def test_end_to_end_random_functions_through_the_worker(course, name, exercise, want):
+    """Probes of random functions through the sandbox: mlm_mask's 12000-token rates, and
+    train_tiny_lm's loss lists (three short trainings in the worker, the reference's in the judge,
+    within the diagnosis budget)."""
+    report = _grade(HELDOUT / name, course, exercise)
+    failed = [t for ex in report.exercises for t in ex.tests if not t.passed]
+    assert failed and all([d["id"] for d in t.diagnosis] == [want] for t in failed)
