@@ -346,7 +346,7 @@ def worker_main(config_json):
     from .sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"])
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True)  # many submissions
     for line in sys.stdin:
         job = json.loads(line)
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])

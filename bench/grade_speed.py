@@ -143,6 +143,8 @@ def phases(args, profile=None):
     load_all()
     torch.set_num_threads(1)
     R._warm_up()
+    from autograder.properties._harness import prepare
+    prepare(REGISTRY[f"{ex}/{n}"] for ex in course.assignment(None) for n in course.exercises[ex].tests)
     warm = time.perf_counter() - t
     exercises = course.assignment(None)
     sources, read_errors, root = read_sources(path)
