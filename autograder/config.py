@@ -10,8 +10,12 @@ assignments    mapping assignment name -> list of exercise ids (what one nbgrade
                it, one assignment "all" holds every exercise.
 exercises      mapping exercise id -> {timeout, tests}
   timeout      seconds for all tests of the exercise together (default 60)
+  manual       mapping answer-cell id -> points graded by hand in nbgrader (default none): the
+               notebook's manually graded answer cell of that id (e.g. a written analysis) gets
+               these points in the nbgrader course; `grade` does not score it
   tests        mapping "function/property" -> {points, timeout}
-    points     points for passing the test (all tests together: 100)
+    points     points for passing the test (an assignment's tests and manual points
+               together: 100)
     timeout    seconds for this test (default 10)
 """
 from pathlib import Path
@@ -35,11 +39,24 @@ class TestConfig(BaseModel):
 class ExerciseConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     timeout: float = Field(default=60.0, gt=0)
+    manual: dict[str, float] = Field(default_factory=dict)
     tests: dict[str, TestConfig]
+
+    @model_validator(mode="after")
+    def _manual_points(self):
+        bad = {k: v for k, v in self.manual.items() if not v > 0}
+        if bad:
+            raise ValueError(f"manual points must be > 0, got {bad}")
+        return self
 
     @property
     def max_score(self):
+        """The autograded points (what `grade` reports); `manual_score` is graded by hand."""
         return sum(t.points for t in self.tests.values())
+
+    @property
+    def manual_score(self):
+        return sum(self.manual.values())
 
 
 class Course(BaseModel):

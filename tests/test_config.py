@@ -10,8 +10,9 @@ from autograder.grading import check_course
 def test_course_has_every_exercise_and_100_points():
     course = load_course()
     assert course.assignment() == list(EXERCISES)  # the default assignment: the five core exercises
-    for name in course.assignment_names():  # each assignment is worth 100 points
-        assert sum(course.exercises[e].max_score for e in course.assignment(name)) == 100, name
+    for name in course.assignment_names():  # each assignment is worth 100 points, hand-graded ones included
+        assert sum(course.exercises[e].max_score + course.exercises[e].manual_score
+                   for e in course.assignment(name)) == 100, name
     assert set(course.exercises) == {e for n in course.assignment_names() for e in course.assignment(n)}
     for ex in course.exercises.values():
         assert ex.timeout > 0 and all(t.timeout > 0 and t.points > 0 for t in ex.tests.values())
@@ -31,6 +32,9 @@ def test_broken_course_files_are_clear_errors(tmp_path):
         load_course(bad)
     bad.write_text("exercises: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
+        load_course(bad)
+    bad.write_text("exercises: {masks: {manual: {essay: 0}, tests: {x: {points: 1}}}}")
+    with pytest.raises(ConfigError, match="manual points must be > 0"):
         load_course(bad)
     with pytest.raises(ConfigError, match="not found"):
         load_course(tmp_path / "missing.yml")

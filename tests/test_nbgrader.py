@@ -273,3 +273,115 @@ def test_students_validate_and_pytest_their_release(course, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_visible_checks.py"],
                           cwd=stub, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1 and "NotImplementedError" in proc.stdout, proc.stdout[-2000:]
+
+
+# ---------------------------------------------------------------- a hand-graded answer (sequence-models-4)
+
+MANUAL = "sequence-models-4"  # the ablation: 90 points of hidden tests, a written analysis graded by hand
+ANALYSIS = "ablation_analysis"
+
+
+@pytest.fixture(scope="module")
+def manual_course(tmp_path_factory):
+    """The real course.yml built with --assignment sequence-models-4; alice submits the reference with one
+    catalogued run_ablation mistake and a written analysis; nbgrader autograde, then `grade` on the same
+    notebook.  (One student: an nbgrader autograde of the ablation costs ~15 s.)"""
+    tmp = tmp_path_factory.mktemp("nbgrader-manual")
+    cdir = tmp / "course"
+    autograder("nbgrader-course", cdir, "--assignment", MANUAL)
+    nbgrader("generate_assignment", MANUAL, cwd=cdir)
+    source = nbformat.read(str(cdir / "source" / MANUAL / "ablation.ipynb"), as_version=4)
+    release = nbformat.read(str(cdir / "release" / MANUAL / "ablation.ipynb"), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    answers["run_ablation"] = mistake("ablation_seed_offset_per_arm")  # partial credit
+    nb = nbformat.from_dict(json.loads(json.dumps(release)))
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = answers[meta["grade_id"]] if cell.cell_type == "code" else \
+                "Only the flag changed; same data, init and seeds. With PE 0.97, without 0.50 (chance)."
+    folder = cdir / "submitted" / "alice" / MANUAL
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "ablation.ipynb"))
+    (folder / "timestamp.txt").write_text("2026-11-30 08:00:00 UTC")
+    nbgrader("autograde", MANUAL, cwd=cdir)
+    out = tmp / "grade-alice.json"
+    autograder("grade", folder, "--assignment", MANUAL, "--json", out, "-q")
+    return {"dir": cdir, "source": source, "release": release, "report": json.loads(out.read_text(encoding="utf-8"))}
+
+
+def manual_gradebook(cdir, student="alice"):
+    """(notebook score, max score, {grade name: (auto, manual, max, needs manual grade)}) of the ablation."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:
+        nb = gb.find_submission_notebook("ablation", MANUAL, student)
+        return nb.score, nb.max_score, {g.name: (g.auto_score, g.manual_score, g.max_score, g.needs_manual_grade)
+                                        for g in nb.grades}
+
+
+def test_the_written_analysis_is_a_manually_graded_answer_cell(manual_course):
+    for nb, kind in ((manual_course["source"], "source"), (manual_course["release"], "release")):
+        (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANALYSIS]
+        meta = cell.metadata["nbgrader"]
+        assert cell.cell_type == "markdown" and meta["grade"] and meta["solution"] and not meta["locked"], kind
+        assert meta["points"] == 10, kind
+    source_cell, release_cell = (next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANALYSIS)
+                                 for nb in (manual_course["source"], manual_course["release"]))
+    assert "### BEGIN SOLUTION" in source_cell.source and "One seed is not enough" in source_cell.source
+    assert "BEGIN SOLUTION" not in release_cell.source and "Write your answer here" in release_cell.source
+    hidden = [c.metadata["nbgrader"]["points"] for c in manual_course["release"].cells if hidden_call(c.source)]
+    assert sum(hidden) == 90 and len(hidden) == 3
+
+
+def test_autograde_flags_the_analysis_and_scores_the_rest_like_grade(manual_course):
+    score, max_score, grades = manual_gradebook(manual_course["dir"])
+    assert grades[ANALYSIS] == (None, None, 10.0, True)  # a grader must read it
+    report = manual_course["report"]
+    assert report["max_score"] == 90 and max_score == 100
+    assert 0 < report["score"] < 90, "the catalogued mistake should cost some points, not all"
+    hidden = sum(v[0] for k, v in grades.items() if k.startswith("hidden_"))
+    assert hidden == pytest.approx(report["score"]) and score == pytest.approx(report["score"])
+
+
+def test_a_hand_grade_counts_and_nbgrader_gradebook_keeps_it(manual_course, tmp_path):
+    from nbgrader.api import Gradebook
+
+    cdir, auto = manual_course["dir"], manual_course["report"]["score"]
+    with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:  # what formgrader's grade API does
+        grade = gb.find_grade(ANALYSIS, "ablation", MANUAL, "alice")
+        grade.manual_score, grade.needs_manual_grade = 8.0, False
+        gb.db.commit()
+    assert manual_gradebook(cdir)[0] == pytest.approx(auto + 8)
+    # grade-batch's reports written into the gradebook again (`nbgrader-gradebook`): the hand grade stays
+    reports = tmp_path / "grades" / "reports"
+    reports.mkdir(parents=True)
+    report = {**manual_course["report"], "batch": {"status": "graded", "student": "alice"}}
+    (reports / "alice.json").write_text(json.dumps(report), encoding="utf-8")
+    autograder("nbgrader-gradebook", tmp_path / "grades", "--course-dir", cdir, "--assignment", MANUAL)
+    score, _, grades = manual_gradebook(cdir)
+    assert score == pytest.approx(auto + 8) and grades[ANALYSIS][1:] == (8.0, 10.0, False)
+    nbgrader("export", cwd=cdir)
+    rows = {r["student_id"]: r for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
+            if r["assignment"] == MANUAL}
+    assert float(rows["alice"]["score"]) == pytest.approx(auto + 8) and float(rows["alice"]["max_score"]) == 100.0
+
+
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own, creating a submission
+def test_gradebook_flags_an_analysis_nobody_scored(manual_course):
+    """The fast path (grade-batch + nbgrader-gradebook, no nbgrader autograde) for a new student, zoe: her
+    written answer's grade exists but nobody scored it, so it is flagged for a grader, not a silent 0."""
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader_course.gradebook import write_reports
+
+    cdir = manual_course["dir"]
+    report = {"score": 0.0, "max_score": 90.0, "errors": [], "batch": {"status": "graded"},
+              "exercises": [{"id": "ablation", "score": 0.0, "max_score": 90.0, "tests": []}]}
+    write_reports(cdir, MANUAL, {"zoe": report})
+    with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:
+        nb = gb.find_submission_notebook("ablation", MANUAL, "zoe")
+        grade = next(g for g in nb.grades if g.name == ANALYSIS)
+        assert grade.needs_manual_grade and grade.manual_score is None and grade.auto_score is None
+        assert nb.needs_manual_grade

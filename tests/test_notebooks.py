@@ -36,6 +36,8 @@ CONTRACT = {
     "bert_masking": ["special_tokens_mask", "mlm_mask"],
     # docs/contract-extra.md: the tiny language model (assignment sequence-models-3)
     "tiny_lm": ["init_tiny_lm", "tiny_lm_logits", "tiny_lm_loss", "train_tiny_lm"],
+    # docs/contract-extra.md: the one-factor ablation (assignment sequence-models-4)
+    "ablation": ["make_ablation", "run_experiment", "run_ablation"],
 }
 # the parts an exercise asks the student to paste from earlier notebooks: stubs before its own, no visible checks
 PARTS = {
@@ -61,7 +63,13 @@ def nbgrader(cell):
 
 
 def solution_cells(nb):
-    return [c for c in nb.cells if (nbgrader(c) or {}).get("solution")]
+    """The stubs: code cells the student fills in."""
+    return [c for c in nb.cells if (nbgrader(c) or {}).get("solution") and c.cell_type == "code"]
+
+
+def answer_cells(nb):
+    """Manually graded answer cells (markdown the student writes, scored by hand in nbgrader)."""
+    return [c for c in nb.cells if (nbgrader(c) or {}).get("solution") and c.cell_type == "markdown"]
 
 
 def visible_check_cells(nb):
@@ -71,6 +79,11 @@ def visible_check_cells(nb):
 
 def course_points(ex):
     return sum(t["points"] for t in COURSE["exercises"][ex]["tests"].values())
+
+
+def manual_points(ex):
+    """course.yml's hand-graded points: {answer cell id: points}."""
+    return COURSE["exercises"][ex].get("manual", {})
 
 
 # ---------------------------------------------------------------- fast checks
@@ -109,6 +122,11 @@ def test_nbgrader_metadata(ex):
     assert len(grade_ids) == len(set(grade_ids)), f"{ex}: duplicate grade_ids"
     for cell in nb.cells:
         meta = nbgrader(cell)
+        if cell.cell_type == "markdown" and (meta or {}).get("solution"):  # an answer graded by hand (course.yml)
+            assert meta == {"grade": True, "solution": True, "locked": False, "grade_id": meta["grade_id"],
+                            "points": manual_points(ex).get(meta["grade_id"]), "schema_version": 3}, \
+                f"{ex}: answer cell {cell.id} is not a manually graded answer worth course.yml's manual points"
+            continue
         if cell.cell_type == "markdown":
             assert meta == {"grade": False, "solution": False, "locked": True, "grade_id": meta["grade_id"],
                             "schema_version": 3}, f"{ex}: markdown cell {cell.id} is not a locked instruction"
@@ -123,6 +141,8 @@ def test_nbgrader_metadata(ex):
             assert set(meta) == {"grade", "solution", "locked", "points", "grade_id", "schema_version"}
     points = sum(nbgrader(c)["points"] for c in visible_check_cells(nb))
     assert points == course_points(ex), f"{ex}: visible checks give {points} points, course.yml {course_points(ex)}"
+    assert {nbgrader(c)["grade_id"] for c in answer_cells(nb)} == set(manual_points(ex)), \
+        f"{ex}: course.yml's manual points need one answer cell each, and every answer cell needs its points"
     assert [nbgrader(c)["grade_id"] for c in visible_check_cells(nb)] == [f"test_{fn}" for fn in CONTRACT[ex]]
 
 
@@ -165,7 +185,7 @@ def test_every_contract_function_has_a_stub_that_raises(ex):
 def test_each_stub_has_its_formula_above_and_a_picture_or_check_by_hand(ex):
     nb = read_notebook(ex)
     for i, cell in enumerate(nb.cells):
-        if (nbgrader(cell) or {}).get("solution"):
+        if (nbgrader(cell) or {}).get("solution") and cell.cell_type == "code":  # a stub (not an answer cell)
             above = nb.cells[i - 1]
             assert above.cell_type == "markdown" and "$" in above.source, \
                 f"{ex}: the cell above {nbgrader(cell)['grade_id']} should give its formula"

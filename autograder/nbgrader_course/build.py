@@ -12,6 +12,12 @@
 
 Nothing of the hidden properties or the answers is written into a notebook: a hidden-tests cell
 holds one call, `hidden_tests("attention", "MultiHeadAttention")`.
+
+A markdown answer cell of the exercise notebook (nbgrader grade=True, solution=True: a written
+analysis) stays a manually graded answer: its points are course.yml's `manual` points for its id,
+and the model answer, a top-level string of that name in solutions/<exercise>.py, goes into a
+solution region (nbgrader's release shows ClearSolutions.text_stub instead).  `nbgrader autograde`
+flags it *needs manual grade*; `grade` never scores it.
 """
 import ast
 import shutil
@@ -113,6 +119,15 @@ def with_solution(stub_src, solution_src, name):
 
 # ---------------------------------------------------------------- notebooks
 
+def model_answer(solution_src, name):
+    """The top-level string assigned to `name` in a reference solution (a written answer), or None."""
+    for node in ast.parse(solution_src).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return textwrap.dedent(node.value.value).strip("\n")
+    return None
+
+
 def _meta(grade_id, *, grade, solution, locked, points=None):
     m = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution}
     if points is not None:
@@ -145,6 +160,12 @@ grader's sandbox and show the score (in points) as the cell's value; on a failur
 and a hint. Before submitting, run `nbgrader validate`, or `pytest` in this folder for the visible checks only.
 """
 
+MANUAL_NOTE = """
+书面回答的单元格由助教手工评分（分数写在单元格上方的题目里），隐藏测试不评它。
+
+The written-answer cell is graded by hand (its points are in the question above it); the hidden tests do not grade it.
+"""
+
 
 def source_notebook(exercise, course, exercises_dir, solutions_dir):
     """The instructor's version of one exercise notebook (see the module docstring)."""
@@ -160,10 +181,22 @@ def source_notebook(exercise, course, exercises_dir, solutions_dir):
     for test, cfg in course.exercises[exercise].tests.items():
         fn = test.split("/", 1)[0]
         points[fn] = points.get(fn, 0.0) + cfg.points
-    cells, seen = [], set()
+    manual = course.exercises[exercise].manual
+    cells, seen, answered = [], set(), set()
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
+        if meta.get("solution") and cell.cell_type == "markdown":  # a written answer, graded by hand
+            name = meta["grade_id"]
+            if name not in manual:
+                raise ConfigError(f"{exercise}.ipynb: the answer cell {name!r} has no points in course.yml "
+                                  f"(exercises.{exercise}.manual)")
+            meta.update(grade=True, locked=False, points=manual[name])
+            model = model_answer(solution, name)
+            if model is not None:
+                cell.source = _region(model, 0)
+            cells.append(cell)
+            answered.add(name)
+        elif meta.get("solution"):
             name = meta["grade_id"]
             cell.source = with_solution(cell.source, solution, name)
             cells.append(cell)
@@ -179,14 +212,18 @@ def source_notebook(exercise, course, exercises_dir, solutions_dir):
         else:
             cells.append(cell)
             if meta.get("grade_id", "").endswith("_how_to"):
-                note = nbformat.v4.new_markdown_cell(NOTE, metadata=_meta(f"{exercise}_nbgrader_note", grade=False,
-                                                                          solution=False, locked=True))
+                note = nbformat.v4.new_markdown_cell(NOTE + (MANUAL_NOTE if manual else ""),
+                                                     metadata=_meta(f"{exercise}_nbgrader_note", grade=False,
+                                                                    solution=False, locked=True))
                 note.id = f"{exercise}-nbgrader-note"
                 cells.append(note)
     missing = set(points) - seen
     if missing:
         raise ConfigError(f"{exercise}.ipynb has no visible-checks cell for {sorted(missing)}; "
                           f"their points would have no cell")
+    if set(manual) - answered:
+        raise ConfigError(f"{exercise}.ipynb has no answer cell for course.yml's manual points "
+                          f"{sorted(set(manual) - answered)}")
     nb.cells = cells
     nbformat.validate(nb)
     return nb
@@ -217,8 +254,9 @@ c.Autograde.autograde_preprocessors = [
 ]
 c.SandboxGrade.course_file = os.path.join(HERE, "course.yml")
 
-# What a solution region becomes in the release.
+# What a solution region becomes in the release (code; a written answer).
 c.ClearSolutions.code_stub = {{"python": "# 你的代码 / your code\\nraise NotImplementedError()"}}
+c.ClearSolutions.text_stub = "在这里写你的回答（中文或英文均可）。/ Write your answer here (in Chinese or English)."
 
 # A deleted (or changed) test cell comes back from the database.
 c.OverwriteCells.add_missing_cells = True

@@ -5,6 +5,9 @@ For each student and each notebook (= exercise) of the assignment:
     auto score; the visible-checks cells (0 points) get 0;
   - the student's answer cell of each function gets our feedback for that function as its
     automatic comment, so formgrader shows why points were lost;
+  - a written answer (a markdown answer cell, course.yml `manual`) is left as it is (a hand grade, or
+    nbgrader autograde's 0 for an answer left blank); one nobody has scored yet is flagged *needs
+    manual grade*;
   - a submission that could not be graded (corrupt notebook, grader error) gets 0 everywhere,
     *needs manual grade* set on its hidden-tests cells (formgrader flags it) and the reason as a
     comment — never a silent 0.
@@ -54,6 +57,10 @@ def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
                 sub_nb = gb.find_submission_notebook(nb_name, assignment, student)
                 for grade in sub_nb.grades:
                     cell = grade.name
+                    if grade.cell.cell_type == "markdown":  # a written answer: graded by hand, never here
+                        if grade.auto_score is None and grade.manual_score is None:  # nobody has looked at it
+                            grade.needs_manual_grade = True
+                        continue
                     if cell.startswith("hidden_") and problem is None:
                         score, _, _ = function_result(report, nb_name, cell[len("hidden_"):])
                         grade.auto_score = max(0.0, min(float(score), float(grade.max_score)))
