@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
-from ..sandbox.protocol import same_values
+from ..sandbox.protocol import container_snapshot, same_values
 
 # ---------------------------------------------------------------- registry
 
@@ -440,6 +440,17 @@ def fail(zh, en, *, show=None, hint_zh="", hint_en="", student=None, kind="faile
     raise PropertyFailure(zh, en, details, hint_zh, hint_en, kind, counterexample=cx)
 
 
+def raise_container_mutated(label, call):
+    raise PropertyFailure(
+        f"`{label}` 原地修改了传给它的列表或字典（例如对参数写 `base[key] = value`）。输入必须保持不变：先复制"
+        f"（`copy.deepcopy`），再修改副本。",
+        f"`{label}` changed a list or dict it was given, in place (e.g. `base[key] = value` on the argument). "
+        f"Inputs must stay unchanged: copy first (`copy.deepcopy`), then change the copy.",
+        [("调用 call", str(call))],
+        "调用者之后还要用同一个对象（例如用同一个 base 构造下一组配置）。",
+        "The caller uses the same object afterwards (e.g. the same base for the next configuration).")
+
+
 class Student:
     """The student's functions, called safely: crashes become PropertyFailures."""
 
@@ -476,6 +487,7 @@ class Student:
             if isinstance(a, (tuple, list)):
                 tensors += [v for v in a if isinstance(v, torch.Tensor)]
         before = [t.detach().clone() for t in tensors]
+        containers = container_snapshot(list(args) + list(kwargs.values()))
         if not callable(fn):
             raise StudentCrash(f"`{label}` 不是函数（是 {type(fn).__name__}）。",
                                f"`{label}` is not callable (it is a {type(fn).__name__}).", kind="missing")
@@ -485,6 +497,8 @@ class Student:
             raise
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             raise self._crash(label, e) from None
+        if containers is not None and container_snapshot(list(args) + list(kwargs.values())) != containers:
+            raise_container_mutated(label, self.last_call)
         for t, b in zip(tensors, before):
             if not same_values(t.detach(), b):
                 raise PropertyFailure(

@@ -9,8 +9,8 @@
 Only data crosses the sandbox (plain dicts, lists, numbers), so every property reads the student's
 returned values; the configs the judge sends are its own copies.  Consequences: a configuration
 shared by reference shows as every config holding the last value (they arrive as equal copies),
-and a `make_ablation` that modifies `base` but still returns correct configs cannot be seen here
-(the notebook's visible checks test it in the student's own process).
+and a `make_ablation` that modifies `base` fails on its first call: the worker compares every list
+and dict argument before and after a call (sandbox/protocol.container_snapshot).
 
 The run_experiment properties are counterfactuals on the student's own function (the same config
 twice, another seed, another test-set size, the flag flipped), so they hold for any correct way of

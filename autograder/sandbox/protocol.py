@@ -111,6 +111,11 @@ def encode(value, arrays, depth=0):
 
     if depth > 20:
         return {"obj": "deeply nested value"}
+    if isinstance(value, np.generic) and not isinstance(value, np.ndarray):
+        if value.dtype in ALLOWED_DTYPES:  # a numpy scalar (np.mean's float64): its Python value
+            value = value.item()
+        else:
+            return {"obj": f"numpy {value.dtype}"}
     if isinstance(value, torch.Tensor):
         t = value.detach()
         if t.is_complex() or t.layout != torch.strided:
@@ -132,7 +137,7 @@ def encode(value, arrays, depth=0):
     if isinstance(value, int):
         return value if abs(value) < 2**62 else {"obj": "int (huge)"}
     if isinstance(value, float):
-        return {"float": repr(value)}
+        return {"float": repr(float(value))}
     if isinstance(value, str):
         return {"str": value[:MAX_STR]}
     if isinstance(value, tuple):
@@ -233,6 +238,38 @@ def flat_tensors(value, out=None):
         for v in value.values():
             flat_tensors(v, out)
     return out
+
+
+def container_snapshot(values):
+    """A comparable picture of the lists and dicts among `values` (an argument list), or None when
+    there are none: taken before and after a call, it tells whether the call changed a list or a
+    dict it was given (e.g. `base[key] = value` on a configuration).  Tensors count by identity
+    (their values are compared separately), everything else by type and repr."""
+    import torch
+
+    def has(v, d=0):
+        if type(v) in (list, dict):
+            return True
+        return isinstance(v, tuple) and d < 20 and any(has(x, d + 1) for x in v)
+
+    if not any(has(v) for v in values):
+        return None
+
+    def snap(v, d=0):
+        if d > 20:
+            return "..."
+        if isinstance(v, (torch.Tensor, np.ndarray)):
+            return ("array", id(v))
+        if isinstance(v, (list, tuple)):
+            return (type(v).__name__, tuple(snap(x, d + 1) for x in v))
+        if isinstance(v, dict):
+            return ("dict", tuple((repr(k), snap(x, d + 1)) for k, x in list(v.items())))
+        try:
+            return ("value", type(v).__name__, repr(v)[:200])
+        except BaseException:  # noqa: BLE001 - whatever the student put there
+            return ("value", type(v).__name__)
+
+    return tuple(snap(v) for v in values)
 
 
 def same_values(a, b):

@@ -24,7 +24,7 @@ import tempfile
 import torch
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
-from ..properties._harness import fmt, fmt_call
+from ..properties._harness import fmt, fmt_call, raise_container_mutated
 from . import protocol as P
 
 
@@ -422,6 +422,8 @@ class RemoteStudent:
             raise self._crash(label, answer["raised"] if isinstance(answer["raised"], dict) else {})
         try:
             inputs = P.flat_tensors(list(args) + list(kwargs.values()))
+            if answer.get("mutated"):
+                raise_container_mutated(label, self.last_call)
             for i, after in zip(answer.get("modified", []), answer.get("after", [])):
                 after = P.decode(after, out_arrays)
                 raise PropertyFailure(

@@ -105,12 +105,18 @@ class Worker:
             return {"not_callable": type(fn).__name__[:100]}
         inputs = P.flat_tensors(list(args) + list(kwargs.values()))
         before = [t.detach().clone() for t in inputs]
+        containers = P.container_snapshot(list(args) + list(kwargs.values()))
         try:
             out = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             return {"raised": self.exception(e)}
         modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not P.same_values(t.detach(), b)]
         answer = {"modified": modified, "after": [P.encode(inputs[i], out_arrays) for i in modified]}
+        try:
+            if containers is not None and P.container_snapshot(list(args) + list(kwargs.values())) != containers:
+                answer["mutated"] = True  # a list or dict argument changed in place
+        except BaseException:  # noqa: BLE001 - a hostile object put into an argument
+            answer["mutated"] = True
         if op == "new":
             hid = len(self.handles) + 1
             self.handles[hid] = out
