@@ -68,6 +68,25 @@ def test_dicts_with_str_keys_roundtrip_others_are_opaque():
     assert isinstance(roundtrip(D(a=1)), P.Opaque)
 
 
+def test_numpy_scalars_come_back_as_python_numbers():
+    out = roundtrip((np.float64(1.5), np.float32(0.25), np.int64(-3), np.bool_(True), np.complex64(1j)))
+    assert out[:4] == (1.5, 0.25, -3, True) and [type(o) for o in out[:4]] == [float, float, int, bool]
+    assert isinstance(out[4], P.Opaque)
+
+
+def test_container_snapshot_sees_lists_and_dicts_changed_in_place():
+    t = torch.zeros(2)
+    base = {"model": {"d": 4, "pe": True}, "seeds": [0, 1], "w": t}
+    before = P.container_snapshot([base, "factor"])
+    assert P.container_snapshot([t, 3, (t, 2.0)]) is None  # nothing mutable: nothing to compare
+    assert P.container_snapshot([base, "factor"]) == before
+    base["model"]["d"] = 8
+    assert P.container_snapshot([base, "factor"]) != before
+    base["model"]["d"] = 4
+    base["w"] = t.clone()  # another tensor in its place
+    assert P.container_snapshot([base, "factor"]) != before
+
+
 def test_every_allowed_dtype_and_odd_shapes_roundtrip():
     values = [(torch.arange(7) % 2).to(dt) for dt in (torch.bool, torch.int8, torch.int16, torch.int32,
                                                    torch.int64, torch.uint8, torch.float16, torch.float32,
