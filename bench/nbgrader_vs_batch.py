@@ -1,6 +1,6 @@
 """Benchmark: `grade-batch` against `nbgrader autograde` on the same notebooks.
 
-    .venv/bin/python bench/nbgrader_vs_batch.py [--students 9] [--assignment sequence-models] [--keep DIR]
+    .venv/bin/python bench/nbgrader_vs_batch.py [--students 12] [--assignment sequence-models] [--keep DIR]
                                                 [--batch-only]
 
 Builds the nbgrader course (`nbgrader-course`) and a second, *stock* nbgrader course from the
@@ -12,10 +12,10 @@ same N submissions into both (the reference answers, and catalogued mistakes in 
   sandbox    `nbgrader autograde` with seqgrader's SandboxGrade (hidden properties, no kernel)
   batch      `python -m autograder grade-batch submitted/` (hidden properties, all cores)
 
-in two waves (a third of the class, then the rest: nbgrader skips students it has autograded,
-grade-batch keeps reports that are up to date), so that each tool's start-up (imports, kernels,
-the grading processes) and its time per submission come apart:  T_wave = start-up + n x per
-submission.  It prints both, the ratio of the times per submission, and the whole class's.  It checks that `grade-batch`
+in two waves — a third of the class, then the rest: the same notebooks again under other student
+ids (nbgrader skips students it has autograded, grade-batch keeps reports that are up to date) —
+so that each tool's start-up (imports, kernels, the grading processes) and its time per submission
+come apart:  T_wave = start-up + n x per submission.  It prints both, the ratio of the times per submission, and the whole class's.  It checks that `grade-batch`
 and SandboxGrade's autograde give the same scores.  Every command is run exactly as an instructor
 would (subprocesses, from the course folder).
 """
@@ -140,8 +140,9 @@ def split(t1, n1, t2, n2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--students", type=int, default=9,
-                    help="class size (default 9): a first wave of a third of them, then the rest")
+    ap.add_argument("--students", type=int, default=12,
+                    help="class size (default 12): a first wave of a third of them, then the rest; with "
+                         "waves that are multiples of the number of cores each grading process gets as many")
     ap.add_argument("--assignment", default="sequence-models")
     ap.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)")
     ap.add_argument("--batch-only", action="store_true",
@@ -159,13 +160,23 @@ def main():
     stock_course(ours, stock, args.assignment)
     run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], ours)
     run([str(BIN / "nbgrader"), "generate_assignment", args.assignment], stock)
-    subs = submissions(ours, ours, args.assignment, args.students)
-    stock_subs = submissions(stock, ours, args.assignment, args.students)
-    names = list(subs)
+    # wave 1: a third of the class, distinct students (the reference, then one catalogued mistake
+    # each); wave 2: two more students with the same notebooks as each of wave 1's, so that the two
+    # waves hold the same work and their difference is the time per submission, nothing else
     n1 = args.students // 3
-    waves = [names[:n1], names[n1:]]
+    first = submissions(ours, ours, args.assignment, n1)
+    first_stock = submissions(stock, ours, args.assignment, n1)
+    subs, stock_subs = dict(first), dict(first_stock)
+    waves = [list(first), []]
+    for copy in ("b", "c")[: max(1, (args.students - n1 + n1 - 1) // n1)]:
+        for s in first:
+            if len(waves[1]) < args.students - n1:
+                subs[s + copy], stock_subs[s + copy] = first[s], first_stock[s]
+                waves[1].append(s + copy)
+    names = waves[0] + waves[1]
     print(f"{len(names)} submissions x {len(subs[names[0]])} notebooks, {os.cpu_count()} cores; "
-          f"two waves of {len(waves[0])} and {len(waves[1])}: each run pays its start-up once", flush=True)
+          f"two waves of {len(waves[0])} and {len(waves[1])} (the second: the first's notebooks again, "
+          f"under other student ids); each run pays its start-up once", flush=True)
 
     tools = [("batch", "grade-batch (hidden properties, all cores)")]
     if not args.batch_only:

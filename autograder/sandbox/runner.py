@@ -178,7 +178,8 @@ def _warm_up():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
-    from . import remote  # noqa: F401  (every judge imports it)
+    from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
+    from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
     gc.collect()
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
