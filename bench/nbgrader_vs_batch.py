@@ -1,6 +1,6 @@
 """Benchmark: `grade-batch` against `nbgrader autograde` on the same notebooks.
 
-    .venv/bin/python bench/nbgrader_vs_batch.py [--students 12] [--assignment sequence-models] [--keep DIR]
+    .venv/bin/python bench/nbgrader_vs_batch.py [--students 18] [--assignment sequence-models] [--keep DIR]
                                                 [--batch-only]
 
 Builds the nbgrader course (`nbgrader-course`) and a second, *stock* nbgrader course from the
@@ -140,8 +140,8 @@ def split(t1, n1, t2, n2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--students", type=int, default=12,
-                    help="class size (default 12): a first wave of a third of them, then the rest; with "
+    ap.add_argument("--students", type=int, default=18,
+                    help="class size (default 18): a first wave of a third of them, then the rest; with "
                          "waves that are multiples of the number of cores each grading process gets as many")
     ap.add_argument("--assignment", default="sequence-models")
     ap.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)")
