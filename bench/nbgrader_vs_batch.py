@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -33,55 +33,28 @@ def answer(grade_id, points, text):
     return cell
 
 
-GIVEN = '''
+GIVEN_FUNCTIONS = ("order_task", "init_classifier", "sinusoidal_encoding", "classifier_logits")
+
+
+def given_functions():
+    """The given code, taken from the reference solution (one copy of the task and the model)."""
+    import ast
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "solutions" / "ablation.py").read_text(encoding="utf-8")
+    tree = ast.parse(src)
+    lines = src.splitlines()
+    defs = {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno]) for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return "\n\n\n".join(defs[name] for name in GIVEN_FUNCTIONS)
+
+
+GIVEN_TEMPLATE = '''
 import copy
 
 torch.set_num_threads(1)  # tiny tensors: one thread is much faster (and the same thread count gives the same floats)
 
 # ---- 给定的代码 / given code: the toy task and the model (do not edit) ----
-
-
-def order_task(n, T, V, generator=None):
-    """n sequences of T tokens: A = 1 and B = 2 once each, fillers in 3..V-1; label 1 iff A comes first."""
-    tokens = torch.randint(3, V, (n, T), generator=generator)  # (n, T)  fillers
-    pos = torch.rand(n, T, generator=generator).argsort(dim=1)[:, :2]  # (n, 2)  two distinct positions
-    rows = torch.arange(n)
-    tokens[rows, pos[:, 0]] = 1  # A
-    tokens[rows, pos[:, 1]] = 2  # B
-    return tokens, (pos[:, 0] < pos[:, 1]).long()  # (n, T), (n,)
-
-
-def init_classifier(V, d, generator=None):
-    """[E, W_q, W_k, W_v, W_1, W_2]: E (V, d), W_q..W_1 (d, d), W_2 (2, d); float32, requires grad."""
-    E = torch.randn(V, d, generator=generator)  # (V, d)
-    W = [torch.randn(d, d, generator=generator) / math.sqrt(d) for _ in range(4)]  # (d, d) each
-    W_2 = torch.randn(2, d, generator=generator) / math.sqrt(d)  # (2, d)
-    return [p.requires_grad_() for p in [E, *W, W_2]]
-
-
-def sinusoidal_encoding(T, d, base=10000.0):
-    """(T, d) float32 table, interleaved sin (even columns) / cos (odd columns)."""
-    t = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
-    angle = t / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)  # (T, d/2)
-    pe = torch.empty(T, d, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle.cos()
-    return pe.float()  # (T, d)
-
-
-def classifier_logits(tokens, params, positional_encoding):
-    """tokens (n, T) -> logits (n, 2): embedding (+ PE), bidirectional attention, mean over positions."""
-    E, W_q, W_k, W_v, W_1, W_2 = params
-    n, T = tokens.shape
-    d = E.shape[1]
-    X = E[tokens]  # (n, T, d)
-    if positional_encoding:
-        X = X + sinusoidal_encoding(T, d)  # (n, T, d)  the only place where position enters
-    scores = (X @ W_q.T) @ (X @ W_k.T).transpose(1, 2) / math.sqrt(d)  # (n, T, T)  no mask: bidirectional
-    H = X + torch.softmax(scores, dim=-1) @ (X @ W_v.T)  # (n, T, d)  residual
-    return F.gelu(H @ W_1.T).mean(dim=1) @ W_2.T  # (n, 2)  GELU never dies; the mean forgets the order
-
-
-# the experiment's base configuration (the notebook's full run: 2 arms x 5 seeds, a few seconds on a CPU)
+{given_functions}# the experiment's base configuration (the notebook's full run: 2 arms x 5 seeds, a few seconds on a CPU)
 BASE = {
     "seed": 0,
     "data": {"n_train": 256, "n_test": 512, "seq_len": 8, "vocab_size": 8},
@@ -156,7 +129,7 @@ the model without the encoding can only guess: its number of correct answers is 
 The locked cell below gives this code and the experiment's base configuration `BASE` (do not edit it).
 `generator=None` means the global random state, as in torch's own functions.
 """),
-        setup("ablation_given", GIVEN),
+        setup("ablation_given", GIVEN_TEMPLATE.replace("{given_functions}", "\n\n" + given_functions() + "\n\n\n")),
         demo("ablation_task_demo", """
 tokens, labels = order_task(4, 6, 8, generator=torch.Generator().manual_seed(0))  # (n, T) = (4, 6), (n,)
 for row, y in zip(tokens.tolist(), labels.tolist()):

@@ -20,3 +20,55 @@ def run_grade(submission, tmp_path, *extra):
 @pytest.fixture
 def grade_cli(tmp_path):
     return lambda submission, *extra: run_grade(submission, tmp_path, *extra)
+
+
+# ---------------------------------------------------------------- properties run in this process
+
+
+class Namespace:
+    """A dict of names posing as a loaded submission (for properties run in this process)."""
+
+    load_errors = []
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def get(self, name, prefer=None):
+        return self.ns.get(name)
+
+
+def reference_with(exercise, code=None, path=None):
+    """solutions/<exercise>.py (or `path`) with `code` appended, run in this process (trusted code)."""
+    ns = {"__name__": f"{exercise}_under_test"}
+    src = Path(path or ROOT / "solutions" / f"{exercise}.py").read_text(encoding="utf-8")
+    exec(compile(src + ("\n\n" + code if code else ""), f"<{exercise}>", "exec"), ns)  # noqa: S102 - trusted
+    return ns
+
+
+def failures_in_process(exercise, ns, only=None):
+    """{property name: message} of the exercise's properties that fail on the namespace `ns`."""
+    from autograder.errors import MissingFunction, PropertyFailure, StudentCrash
+    from autograder.properties import load_all
+    from autograder.properties._harness import Student
+
+    student = Student(Namespace(ns), (), exercise)
+    failed = {}
+    for p in load_all().values():
+        if p.exercise != exercise or (only and p.name not in only):
+            continue
+        try:
+            p.run(student)
+        except (PropertyFailure, StudentCrash, MissingFunction) as e:
+            failed[p.name] = e.en
+    return failed
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread, as in the judge: tiny tensors are much slower with more threads."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -23,9 +23,9 @@ import torch
 
 from autograder.catalogue import SOLUTIONS, load_catalogue
 from autograder.config import load_course
-from autograder.errors import ConfigError, MissingFunction, PropertyFailure, StudentCrash
+from autograder.errors import ConfigError, PropertyFailure
 
-from .conftest import ROOT
+from .conftest import ROOT, Namespace, failures_in_process, reference_with
 
 EX = "ablation"
 ASSIGNMENT = "sequence-models-4"
@@ -119,46 +119,18 @@ def test_nbgrader_course_puts_the_reference_and_the_model_answer_in():
 # ---------------------------------------------------------------- the properties, in this process
 
 
-class _Namespace:
-    load_errors = []
-
-    def __init__(self, ns):
-        self.ns = ns
-
-    def get(self, name, prefer=None):
-        return self.ns.get(name)
-
-
 def _module(code=None, path=None):
-    ns = {"__name__": "ablation_under_test"}
-    src = (path or SOLUTIONS / f"{EX}.py").read_text(encoding="utf-8")
-    exec(compile(src + ("\n\n" + code if code else ""), "<ablation>", "exec"), ns)  # noqa: S102 - trusted
-    return ns
+    return reference_with(EX, code, path)
 
 
 def _failures(code=None, only=None, path=None):
     """{property: message} of the ablation properties that fail on the reference (+ code)."""
-    from autograder.properties import load_all
-    from autograder.properties._harness import Student
-
-    student = Student(_Namespace(_module(code, path)), (), EX)
-    failed = {}
-    for p in load_all().values():
-        if p.exercise != EX or (only and p.name not in only):
-            continue
-        try:
-            p.run(student)
-        except (PropertyFailure, StudentCrash, MissingFunction) as e:
-            failed[p.name] = e.en
-    return failed
+    return failures_in_process(EX, _module(code, path), only)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the judge; tiny tensors are much slower with more threads
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_thread):
+    pass
 
 
 def test_properties_accept_the_reference_in_process():
@@ -233,7 +205,7 @@ def test_a_failure_explains_itself_in_chinese_and_english():
     from autograder.properties._harness import Student
 
     entry = next(e for _, e in load_catalogue(EX) if e["id"] == "ablation_shallow_copy")
-    student = Student(_Namespace(_module(entry["code"])), (), EX)
+    student = Student(Namespace(_module(entry["code"])), (), EX)
     with pytest.raises(PropertyFailure) as info:
         load_all()[f"{EX}/make_ablation/one_config_per_value_in_order"].run(student)
     e = info.value

@@ -13,13 +13,11 @@ import re
 import time
 
 import pytest
-import torch
 
-from autograder.catalogue import SOLUTIONS, load_catalogue
+from autograder.catalogue import load_catalogue
 from autograder.config import load_course
-from autograder.errors import MissingFunction, PropertyFailure, StudentCrash
 
-from .conftest import ROOT
+from .conftest import ROOT, failures_in_process, reference_with
 
 EX = "tiny_lm"
 ASSIGNMENT = "sequence-models-3"
@@ -91,42 +89,14 @@ def test_nbgrader_course_puts_the_reference_into_every_stub():
 # ---------------------------------------------------------------- the properties, in this process
 
 
-class _Namespace:
-    load_errors = []
-
-    def __init__(self, ns):
-        self.ns = ns
-
-    def get(self, name, prefer=None):
-        return self.ns.get(name)
-
-
 def _failures(code=None, only=None):
     """{property: message} of the tiny_lm properties that fail on the reference (+ code)."""
-    from autograder.properties import load_all
-    from autograder.properties._harness import Student
-
-    ns = {"__name__": "tiny_lm_under_test"}
-    src = (SOLUTIONS / f"{EX}.py").read_text(encoding="utf-8")
-    exec(compile(src + ("\n\n" + code if code else ""), "<tiny_lm>", "exec"), ns)  # noqa: S102 - trusted
-    student = Student(_Namespace(ns), (), EX)
-    failed = {}
-    for p in load_all().values():
-        if p.exercise != EX or (only and p.name not in only):
-            continue
-        try:
-            p.run(student)
-        except (PropertyFailure, StudentCrash, MissingFunction) as e:
-            failed[p.name] = e.en
-    return failed
+    return failures_in_process(EX, reference_with(EX, code), only)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the judge; tiny tensors are much slower with more threads
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_thread):
+    pass
 
 
 def test_properties_accept_the_reference_in_process():
