@@ -368,21 +368,25 @@ seconds on a CPU). It prints each arm's test accuracy per seed, the mean and the
 answer the questions below.
 """),
         demo("ablation_experiment_run", f"""
+# 完整实验约需几秒：只在你运行笔记本时执行；评分器加载笔记本时跳过它（__name__ 不是 "__main__"）。
+# The full experiment takes a few seconds: it runs when you run the notebook, and is skipped when the
+# grader loads the notebook (there __name__ is not "__main__").
 SEEDS = [0, 1, 2, 3, 4]
-try:
-    results = run_ablation(BASE, "model.positional_encoding", [True, False], SEEDS)
-    for pe, row in zip([True, False], results):
-        acc = torch.tensor([r["test_accuracy"] for r in row])  # (S,)
-        print(f"positional_encoding={{pe!s:5}}  accuracy per seed {{[round(a, 3) for a in acc.tolist()]}}  "
-              f"mean {{acc.mean():.3f}}  sd {{acc.std():.3f}}")
-        plt.scatter([str(pe)] * len(SEEDS), acc.tolist(), alpha=0.6)
-        plt.errorbar([str(pe)], [acc.mean().item()], yerr=[acc.std().item()], fmt="k_", capsize=8, ms=20)
-    plt.axhline(0.5, color="gray", ls=":", label="chance")
-    plt.xlabel("positional_encoding"); plt.ylabel("test accuracy"); plt.legend(); plt.title("one factor, five seeds")
-    plt.show()
-    print("seed 0 only:", [round(row[0]["test_accuracy"], 3) for row in results])
-except NotImplementedError:
-    {not_yet("run_ablation")}
+if __name__ == "__main__":
+    try:
+        results = run_ablation(BASE, "model.positional_encoding", [True, False], SEEDS)
+        for pe, row in zip([True, False], results):
+            acc = torch.tensor([r["test_accuracy"] for r in row])  # (S,)
+            print(f"positional_encoding={{pe!s:5}}  accuracy per seed {{[round(a, 3) for a in acc.tolist()]}}  "
+                  f"mean {{acc.mean():.3f}}  sd {{acc.std():.3f}}")
+            plt.scatter([str(pe)] * len(SEEDS), acc.tolist(), alpha=0.6)
+            plt.errorbar([str(pe)], [acc.mean().item()], yerr=[acc.std().item()], fmt="k_", capsize=8, ms=20)
+        plt.axhline(0.5, color="gray", ls=":", label="chance")
+        plt.xlabel("positional_encoding"); plt.ylabel("test accuracy"); plt.legend(); plt.title("one factor, five seeds")
+        plt.show()
+        print("seed 0 only:", [round(row[0]["test_accuracy"], 3) for row in results])
+    except NotImplementedError:
+        {not_yet("run_ablation")}
 """),
         md("ablation_analysis_prompt", rf"""
 ## 5. 书面分析 / Written analysis（{manual:g} 分，手工评分 / {manual:g} points, graded by hand）
