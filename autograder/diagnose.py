@@ -240,7 +240,9 @@ def _mha_params(d, bias, seed):
     return P
 
 
-def _mha(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False):
+def _mha(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False):
+    """grad: also the gradients with respect to x_q and x_kv (a mistake in the student's own
+    scaled_dot_product_attention that shows only in gradients shows here too)."""
     def run(s):
         P = _mha_params(d, bias, seed)
         mha = s.new(MHA, d, H, bias=bias)
@@ -265,8 +267,12 @@ def _mha(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False):
             m = prefix([Tk - 1, 2][:B] + [Tk] * max(0, B - 2), Tk)[:, None, None, :]
         else:
             m = bools(mask, seed + 30)
+        leaves = [x.requires_grad_(True) for x in (x_q, x_kv)] if grad else []
         args = (x_q, x_kv) if m is None else (x_q, x_kv, m)
-        return [layout, s.invoke(f"{MHA}.forward", mha, *args)]
+        res = s.invoke(f"{MHA}.forward", mha, *args)
+        if grad and isinstance(res, (tuple, list)) and len(res) == 2:
+            return [layout, res, _grads(list(res), leaves)]
+        return [layout, res]
     return run
 
 
@@ -276,6 +282,7 @@ for _i, _kw in enumerate([
         dict(d=4, H=2, bias=True, B=2, Tq=4, Tk=4, mask="padding", self_attn=True),
         dict(d=6, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 2, 3, 4)),
         dict(d=8, H=4, bias=True, B=1, Tq=2, Tk=3, mask=(1, 1, 2, 3)),
+        dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 1, 1, 4), grad=True),
 ]):
     probe(A, MHA)(_mha(seed=300 + 100 * _i, **_kw))
 
@@ -935,7 +942,8 @@ _CACHE = {}
 def _trusted(exercise):
     """(reference, [mistake]) of an exercise, as _Trusted namespaces (kept for the process)."""
     if exercise not in _CACHE:
-        _CACHE[exercise] = (_Trusted(exercise), [_Trusted(ex, e) for ex, e in load_catalogue(exercise)])
+        _CACHE[exercise] = (_Trusted(exercise), [_Trusted(ex, e) for ex, e in load_catalogue(exercise)
+                                                 if e.get("diagnosis", True)])
     return _CACHE[exercise]
 
 

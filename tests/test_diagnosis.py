@@ -26,7 +26,8 @@ from autograder.sandbox import ForkRunner
 from .conftest import ROOT
 
 EXERCISES = list(D.PROBES)  # the exercises with probes (an exercise without any gets no diagnosis)
-CATALOGUE = [(ex, e) for ex, e in load_catalogue() if ex in EXERCISES]
+CATALOGUE = [(ex, e) for ex, e in load_catalogue() if ex in EXERCISES and e.get("diagnosis", True)]
+BLIND = [(ex, e) for ex, e in load_catalogue() if ex in EXERCISES and not e.get("diagnosis", True)]
 HELDOUT = ROOT / "tests" / "files" / "heldout"
 CORRECT = sorted(p for p in (ROOT / "tests" / "files" / "correct").iterdir() if p.is_dir())
 CORRECT_EXTRA = sorted(p for p in (ROOT / "tests" / "files" / "correct_extra").iterdir() if p.is_dir())
@@ -98,6 +99,18 @@ def test_every_catalogued_mistake_is_named():
         named.append(e["id"])
     print(f"\ncatalogue: {len(named)}/{len(CATALOGUE)} mistakes named right, 0 wrong")
     assert len(named) == len(CATALOGUE) >= 100
+
+
+def test_mistakes_the_probes_cannot_see_are_never_named():
+    """`diagnosis: false` entries (wrong only in gradients, or only far outside the probes' inputs)
+    behave like the reference on every probe, so the diagnosis must name nothing for them (and the
+    reference's own behaviour must not be taken for one of them)."""
+    assert len(BLIND) >= 6
+    for ex, e in BLIND:
+        student = D._trusted_student(ex, e["code"])
+        found = _names(D.diagnose(student, ex, list(D.PROBES[ex])))
+        assert not found, f"{e['id']}: named {found}"
+    print(f"\nblind to the probes: {len(BLIND)} mistakes, none named")
 
 
 def test_two_mistakes_at_once_never_name_a_third():

@@ -104,6 +104,22 @@ def test_every_allowed_dtype_and_odd_shapes_roundtrip():
     assert roundtrip(torch.randn(2, 2).requires_grad_()).requires_grad is False  # a plain tensor comes back
 
 
+def test_bfloat16_keeps_its_dtype_both_ways():
+    """numpy has no bfloat16: it travels as float32 (exact) and comes back as bfloat16, so a
+    student's function sees the dtype the property gave it (it came back float32 before)."""
+    x = torch.tensor([[1.5, -2.25, 3.0e38], [0.0, -0.0, 1e-30]], dtype=torch.bfloat16)
+    out = roundtrip((x, x.float()))
+    assert out[0].dtype == torch.bfloat16 and torch.equal(out[0], x)
+    assert out[1].dtype == torch.float32
+    arrays = []
+    enc = P.encode(x.clone().requires_grad_(), arrays)
+    assert set(enc) == {"bf", "rg"} and arrays[0].dtype == np.float32
+    back = P.decode(enc, arrays, leaf_grads=True)
+    assert back.dtype == torch.bfloat16 and back.requires_grad
+    with pytest.raises(P.ProtocolError):  # a bfloat16 announced over a non-float32 array
+        P.decode({"bf": 0, "rg": False}, [np.zeros(2, dtype=np.float64)])
+
+
 def test_objects_come_back_as_opaque_names():
     class Liar(torch.Tensor):
         def __eq__(self, other):

@@ -16,6 +16,12 @@ Each entry::
 `code` is appended to the reference solution of the exercise (solutions/<exercise>.py), so it
 may use anything defined there (e.g. ``class MultiHeadAttention(MultiHeadAttention)``).
 
+Optional: ``diagnosis: false`` for a mistake the diagnosis' probes cannot see (it changes only
+gradients, or shows only far outside the probes' small inputs): the diagnosis never names it (a
+mistake identical to the reference on every probe would be "found" in every correct submission),
+and the failing property's own feedback explains it; tests/test_diagnosis.py checks that nothing
+is named for it.
+
 Optional: ``group: {id, title, explanation, hint}`` for mistakes that behave exactly alike on
 every input (e.g. ``scores * mask`` and a fill value of -1e-9): the diagnosis
 (autograder/diagnose.py) cannot tell them apart, so it names the group, whose text covers every

@@ -135,8 +135,14 @@ def fmt(x, limit=400):
             return head + " (empty)"
         if t.is_complex() or t.numel() > 96:
             return head
-        a = t.to(torch.int64 if t.dtype == torch.bool else t.dtype).numpy()
-        body = np.array2string(a, precision=4, suppress_small=True, separator=", ", max_line_width=100)
+        if t.dtype == torch.bool:
+            t = t.to(torch.int64)
+        elif t.dtype in (torch.bfloat16, torch.float16):
+            t = t.to(torch.float32)
+        a = t.numpy()
+        # a tiny non-zero (3e-41 of uninitialised memory where 0 is due) must not print as 0
+        tiny = a.dtype.kind == "f" and bool(((a != 0) & (np.abs(a) < 5e-5)).any())
+        body = np.array2string(a, precision=4, suppress_small=not tiny, separator=", ", max_line_width=100)
         body = "\n".join(ln for ln in body.splitlines() if ln.strip())
         return f"{head}\n{body}"
     if isinstance(x, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in x):
@@ -146,8 +152,9 @@ def fmt(x, limit=400):
 
 
 def _short(a):
-    if isinstance(a, torch.Tensor):
-        return f"<{tuple(a.shape)}>"
+    if isinstance(a, torch.Tensor):  # the dtype too when it is not the usual one (int32 lengths, float64 X)
+        usual = a.dtype in (torch.float32, torch.int64, torch.bool)
+        return f"<{tuple(a.shape)}>" if usual else f"<{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}>"
     if isinstance(a, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in a):
         inner = ", ".join(_short(v) for v in a)
         return f"({inner})" if isinstance(a, tuple) else f"[{inner}]"
@@ -540,8 +547,8 @@ class Student:
             f"调用 `{label}` 时你的代码抛出了异常 {type(e).__name__}。",
             f"Your code raised {type(e).__name__} when `{label}` was called.",
             [("调用 call", self.last_call), ("异常 exception", msg)] + ([("位置 where", where.rstrip())] if where else []),
-            "检查调用里的输入形状：它们在合同允许的范围内。",
-            "Look at the input shapes in the call above: they are all allowed by the contract.",
+            "检查调用里的输入（形状，以及标出的 dtype）：它们都在合同允许的范围内。",
+            "Look at the inputs in the call above (their shapes, and dtypes where shown): the contract allows them all.",
             kind="error")
 
 

@@ -232,6 +232,18 @@ def _ex(lead, Tq, Tk, dk, dv, mask_shape=None, dtype=torch.float32, empty_row=Fa
     return (_t(lead + (Tq, dk), 1, dtype), _t(lead + (Tk, dk), 2, dtype), _t(lead + (Tk, dv), 3, dtype), m)
 
 
+def _big_ex(masked, dtype=torch.float32):
+    """Scores far from 0 (up to ~230): a softmax without subtracting the row maximum overflows
+    (exp(89) is inf in float32).  With `masked`, the last key is masked for every query and has by
+    far the largest score: the row maximum must be taken over the allowed keys (or after the fill),
+    otherwise every allowed key underflows to 0."""
+    Q = torch.tensor([[30.0, 10.0], [10.0, 20.0], [-5.0, 12.0]], dtype=dtype)  # (Tq=3, dk=2)
+    K = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5], [8.0, 8.0]], dtype=dtype)  # (Tk=4, dk=2)
+    V = _t((4, 3), 3, dtype)
+    mask = torch.tensor([True, True, True, False]).expand(3, 4).clone() if masked else None
+    return Q, K, V, mask
+
+
 def _mha_ex(B, H, dh, Tq, Tk, mask_shape=None, bias=True, empty_row=False):
     d = H * dh
     m = None if mask_shape is None else _mask(mask_shape, Tk, Tq + 2 * Tk, empty_row)
@@ -453,19 +465,23 @@ def _diagnose_sdpa(w, Q, K, mask, rows):
 @example(case=_ex((2,), 3, 4, 2, 3, mask_shape=(3, 4)))
 @example(case=_ex((2, 3), 4, 2, 5, 3, mask_shape=(2, 1, 1, 2)))
 @example(case=_ex((2, 2), 3, 5, 2, 4, dtype=torch.float64))
+@example(case=_ex((2, 1, 2), 2, 3, 2, 3, mask_shape=(2, 1, 1, 1, 3)))
 def sdpa_shapes(student, case):
     Q, K, V, mask = case
     _sdpa_checked(student, Q, K, V, mask, _show(Q, K, V, mask), dtype=True)
 
 
 @prop(EX, SDPA, "matches_torch",
-      zh="不带掩码时 out 与 torch.nn.functional.scaled_dot_product_attention 一致，weights = softmax(Q K^T / sqrt(dk))",
+      zh="不带掩码时 out 与 torch.nn.functional.scaled_dot_product_attention 一致，weights = softmax(Q K^T / sqrt(dk))"
+         "（任意前导轴，分数很大时也一致）",
       en="without a mask, out matches torch.nn.functional.scaled_dot_product_attention and "
-         "weights = softmax(Q K^T / sqrt(dk))")
+         "weights = softmax(Q K^T / sqrt(dk)) (any leading axes, also for scores far from 0)")
 @given(case=attention_inputs(mask="never"))
 @example(case=_ex((), 3, 4, 4, 2))
 @example(case=_ex((2, 2), 3, 2, 4, 5))
 @example(case=_ex((3,), 2, 2, 3, 3, dtype=torch.float64))
+@example(case=_ex((2, 1, 2), 2, 3, 2, 3))
+@example(case=_big_ex(masked=False))
 def sdpa_matches_torch(student, case):
     _compare_sdpa(student, *case)
 
@@ -477,6 +493,21 @@ def _compare_sdpa(student, Q, K, V, mask):
     diag = None
     if not torch.allclose(w.detach().double()[rows], ref_w[rows], atol=1e-4, rtol=1e-4):
         diag = _diagnose_sdpa(w, Q, K, mask, rows)
+        gw = w.detach().double()[rows]
+        if diag is None and not bool(torch.isfinite(gw).all()):
+            diag = ("weights 里出现了 NaN 或 inf：分数很大时 exp(scores) 溢出了（float32 里 exp(89) 已是 inf）。"
+                    "用 torch.softmax(scores, dim=-1)，或先减去每行的最大值：exp(s - s.max(-1, keepdim=True))。",
+                    "The weights hold NaN or inf: exp(scores) overflows when the scores are large (exp(89) is "
+                    "already inf in float32). Use torch.softmax(scores, dim=-1), or subtract each row's maximum "
+                    "first: exp(s - s.max(-1, keepdim=True)).")
+        elif diag is None and mask is not None and bool((gw.sum(-1) == 0).any()):
+            diag = ("有的查询行的权重全是 0，尽管它有可看的键：每行的最大值是在包括被屏蔽键在内的所有键上取的，"
+                    "被屏蔽的键分数最大时，可看的键 exp(s - max) 全部下溢为 0。先把被屏蔽的分数设为 -inf（masked_fill），"
+                    "再做 softmax。",
+                    "Some query rows have all-zero weights although they have allowed keys: the row maximum was "
+                    "taken over every key, masked ones included, and when a masked key has the largest score, "
+                    "exp(s - max) underflows to 0 for every allowed key. Set the masked scores to -inf "
+                    "(masked_fill) first, then take the softmax.")
     zh, en = diag or (
         "weights[..., i, j] = exp(s_ij) / sum_j' exp(s_ij')，s = Q K^T / sqrt(dk)，只对可以看的键求和；"
         "被屏蔽的键（mask 为 False）在 softmax 之前设为 -inf。",
@@ -493,10 +524,10 @@ def _compare_sdpa(student, Q, K, V, mask):
 
 
 @prop(EX, SDPA, "matches_torch_with_mask",
-      zh="带掩码时（(Tq, Tk)、(B, 1, 1, Tk)、(B, 1, Tq, Tk)、完整形状等可广播形状）与 torch 一致；"
-         "至少有一个可看键的查询行才比较",
-      en="with a mask of any broadcastable shape ((Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, Tk), full, ...) "
-         "the result matches torch; only query rows with an allowed key are compared")
+      zh="带掩码时（(Tk,)、(Tq, Tk)、(B, 1, 1, Tk)、(B, 1, Tq, Tk)、完整形状等可广播形状）与 torch 一致，"
+         "分数很大时也一致；至少有一个可看键的查询行才比较",
+      en="with a mask of any broadcastable shape ((Tk,), (Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, Tk), full, ...) "
+         "the result matches torch, also for scores far from 0; only query rows with an allowed key are compared")
 @given(case=attention_inputs(mask="always", empty_rows="maybe"))
 @example(case=_ex((), 3, 4, 2, 2, mask_shape=(3, 4)))
 @example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(3, 4)))
@@ -504,6 +535,8 @@ def _compare_sdpa(student, Q, K, V, mask):
 @example(case=_ex((2, 3), 3, 4, 3, 2, mask_shape=(2, 1, 3, 4)))
 @example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(2, 2, 3, 4)))
 @example(case=_ex((2,), 3, 4, 3, 2, mask_shape=(2, 3, 4), empty_row=True))
+@example(case=_ex((2,), 3, 4, 2, 2, mask_shape=(4,)))
+@example(case=_big_ex(masked=True))
 def sdpa_matches_torch_with_mask(student, case):
     _compare_sdpa(student, *case)
 
@@ -948,6 +981,95 @@ def mha_future(student, case):
         fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
              show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student)
     _check_future_grads(student, leaves, ("x_q", "x_kv"), t, show, hint_zh, hint_en)
+
+
+def _torch_mha_grads(c, P, G_out, G_w):
+    """d/d(x_q, x_kv, every weight and bias) of sum(out * G_out) + sum(weights * G_w) through
+    torch.nn.MultiheadAttention(batch_first=True) in float64 with the weights P (x_q and x_kv
+    are separate leaves even when equal)."""
+    B, Tq, Tk = c.x_q.shape[0], c.x_q.shape[1], c.x_kv.shape[1]
+    with torch.random.fork_rng(devices=[]):
+        ref = torch.nn.MultiheadAttention(c.d, c.H, bias=c.bias, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([P["W_q"], P["W_k"], P["W_v"]]))
+        ref.out_proj.weight.copy_(P["W_o"])
+        if c.bias:
+            ref.in_proj_bias.copy_(torch.cat([P["W_q.bias"], P["W_k.bias"], P["W_v.bias"]]))
+            ref.out_proj.bias.copy_(P["W_o.bias"])
+    x_q, x_kv = c.x_q.double().requires_grad_(), c.x_kv.double().requires_grad_()
+    blocked = None if c.mask is None else ~_full_mask(c.mask, (B, c.H, Tq, Tk)).reshape(B * c.H, Tq, Tk)
+    out, w = ref(x_q, x_kv, x_kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    ((out * G_out).sum() + (w * G_w).sum()).backward()
+    grads = {"x_q": x_q.grad, "x_kv": x_kv.grad}
+    for name, i in (("W_q", 0), ("W_k", 1), ("W_v", 2)):
+        grads[f"{name}.weight"] = ref.in_proj_weight.grad[i * c.d:(i + 1) * c.d]
+        if c.bias:
+            grads[f"{name}.bias"] = ref.in_proj_bias.grad[i * c.d:(i + 1) * c.d]
+    grads["W_o.weight"] = ref.out_proj.weight.grad
+    if c.bias:
+        grads["W_o.bias"] = ref.out_proj.bias.grad
+    return grads
+
+
+@prop(EX, MHA, "differentiable",
+      zh="out 和 weights 对 x_q、x_kv 以及 W_q、W_k、W_v、W_o 的每个权重和偏置都可微，梯度与 torch.nn.MultiheadAttention 相同",
+      en="out and weights are differentiable with respect to x_q, x_kv and every weight and bias of W_q, W_k, W_v, "
+         "W_o, with the gradients of torch.nn.MultiheadAttention")
+@given(c=mha_inputs())
+@example(c=_mha_ex(2, 2, 2, 3, 4, mask_shape=(2, 1, 1, 4)))
+@example(c=_mha_ex(1, 3, 1, 2, 3, bias=False))
+def mha_differentiable(student, c):
+    P = _params(c.d, c.bias, c.seed)
+    mha = _student_mha(student, c, P)
+    names = [f"{n}.{p}" for n in ("W_q", "W_k", "W_v", "W_o") for p in (("weight", "bias") if c.bias else ("weight",))]
+    params = {}
+    for name in names:
+        n, _, p = name.partition(".")
+        params[name] = getattr(getattr(mha, n), p)
+        params[name].requires_grad_(True)
+        params[name].grad = None
+    x_q, x_kv = c.x_q.clone().requires_grad_(), c.x_kv.clone().requires_grad_()
+    out, w = _forward(student, mha, c, x_q, x_kv)
+    show = _mha_show(c, c.x_q, c.x_kv, c.mask)
+    hint_zh = ("forward 整个都要留在 torch 的计算图里：不要用 torch.no_grad()（包括装饰器 @torch.no_grad()）、"
+               ".detach()、.data（例如 F.linear(x, self.W_q.weight.data)）或 torch.tensor(...) 重新包装；"
+               "直接调用 self.W_q(x) 等子模块。")
+    hint_en = ("Keep the whole forward in torch's graph: no torch.no_grad() (the @torch.no_grad() decorator "
+               "included), .detach(), .data (e.g. F.linear(x, self.W_q.weight.data)) or re-wrapping with "
+               "torch.tensor(...); call the sub-modules, self.W_q(x) and so on.")
+    if not (out.requires_grad or w.requires_grad):
+        fail("out 和 weights 都不可微（requires_grad=False）：多头注意力的参数无法训练。",
+             "Neither out nor weights is differentiable (requires_grad=False): the attention's parameters "
+             "cannot be trained.", show=show, student=student, hint_zh=hint_zh, hint_en=hint_en)
+    g = torch.Generator().manual_seed(c.seed % 1000 + 5)
+    G_out = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    G_w = torch.randn(w.shape, generator=g, dtype=torch.float64)
+    loss = sum((t * G.to(t.dtype)).sum() for t, G in ((out, G_out), (w, G_w)) if t.requires_grad)
+    try:
+        loss.backward()
+    except Exception as e:  # noqa: BLE001
+        fail("对 out 和 weights 反向传播失败。", "backpropagating through out and weights failed.",
+             show={**show, "异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student,
+             hint_zh="常见原因：原地操作（+=、masked_fill_、切片赋值）改写了计算图还需要的张量。",
+             hint_en="A common cause: an in-place operation (+=, masked_fill_, slice assignment) on a tensor "
+                     "the graph still needs.")
+    ref = _torch_mha_grads(c, P, G_out, G_w)
+    got = {"x_q": x_q.grad, "x_kv": x_kv.grad, **{name: params[name].grad for name in names}}
+    ref_out, ref_w, rows = _torch_mha(c, P)
+    values_right = torch.allclose(out.detach().double(), ref_out, atol=1e-4, rtol=1e-4) \
+        and torch.allclose(w.detach().double(), ref_w, atol=1e-4, rtol=1e-4)
+    lzh = "sum(out * G_out) + sum(weights * G_w)，G 为固定随机权重 / fixed random weights"
+    for name, r in ref.items():
+        if got[name] is None:
+            fail(f"没有梯度传到 {name}：out 和 weights 与它断开了。",
+                 f"No gradient reaches {name}: out and weights are cut off from it.",
+                 show={**show, "损失 loss": lzh}, student=student, hint_zh=hint_zh, hint_en=hint_en)
+        if values_right:  # gradient values are graded only where the forward values are right
+            check_close(got[name], r, f"d loss / d {name}", atol=1e-4, rtol=1e-3, student=student,
+                        show={**show, "损失 loss": lzh},
+                        hint_zh="前向的数值是对的，梯度却不对：计算图的某一段被 .detach()、.data 断开或替换了。" + hint_zh,
+                        hint_en="The forward values are right but the gradient is not: part of the graph is cut "
+                                "or replaced with .detach() or .data. " + hint_en)
 
 
 @prop(EX, MHA, "rejects_indivisible_heads",

@@ -153,6 +153,14 @@ def _show(logits, targets, mask):
     return {"logits": logits, "targets": targets, "mask": mask}
 
 
+def _long_case():
+    """300 valid tokens (B = 2, T = 160, some padding): more than a uint8 count can hold."""
+    g = torch.Generator().manual_seed(11)
+    logits = (torch.randint(-300, 301, (2, 160, 3), generator=g).double() / 100).float()
+    targets = torch.randint(0, 3, (2, 160), generator=g)
+    return logits, targets, padding_mask_ref(torch.tensor([160, 140]), 160)
+
+
 # Pinned inputs: uneven lengths, a hole in the middle, a fully padded sequence, T = 1.
 PINNED = [
     _case([[[1.0, 0.0, -1.0], [0.5, 0.5, 0.0], [2.0, -2.0, 0.0]],
@@ -227,18 +235,43 @@ def loss_scalar(student, case, dtype):
 
 @prop(EX, FN, "matches_torch_cross_entropy",
       zh="等于 F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=...)（填充目标设为 ignore_index），"
-         "包括中间有空洞的掩码",
+         "包括中间有空洞的掩码和几百个词元的批；有效位置的梯度也相同",
       en="equals F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=...) with padded targets "
-         "set to ignore_index, also for masks with holes")
+         "set to ignore_index, also for masks with holes and hundreds of tokens; so does its gradient at valid "
+         "positions")
 @given(case=loss_inputs())
 @example(case=PINNED[0])
 @example(case=PINNED[1])
 @example(case=PINNED[2])
 @example(case=_case([[[2.0, 0.0]]], [[0]], [[True]]))
+@example(case=_long_case())
 def loss_matches(student, case):
     logits, targets, mask = case
-    out = _loss(student, logits, targets, mask)
+    x = logits.detach().clone().requires_grad_(True)
+    out = _loss(student, x, targets, mask)
     _check_value(student, out, logits, targets, mask)
+    # the gradient at valid positions (padded ones: padded_gradient_is_exactly_zero; no graph at all:
+    # scalar_and_differentiable)
+    if not out.requires_grad:
+        return
+    try:
+        out.backward()
+    except Exception:  # noqa: BLE001 - graded by scalar_and_differentiable
+        return
+    if x.grad is None:
+        return
+    x64 = logits.detach().to(torch.float64).requires_grad_(True)
+    B, T, V = logits.shape
+    y = torch.where(mask, targets, torch.full_like(targets, IGNORE))
+    F.cross_entropy(torch.where(mask[..., None], x64, 0.0).reshape(B * T, V), y.reshape(B * T),
+                    ignore_index=IGNORE).backward()
+    check_close(x.grad, x64.grad, "logits.grad", atol=1e-5, rtol=1e-3, where=mask[..., None], student=student,
+                show={**_show(logits, targets, mask), "loss": out},
+                hint_zh="loss 的值是对的，对 logits 的梯度却不对（只比较有效位置）：某一项被 .detach() 切断了，"
+                        "或者在计算图外面算的。有效位置的梯度应是 (softmax(logits) - onehot(target)) / 有效词元数。",
+                hint_en="The value of the loss is right but its gradient with respect to logits is not (valid "
+                        "positions only): a term is cut off with .detach() or computed outside the graph. At a "
+                        "valid position the gradient is (softmax(logits) - onehot(target)) / number of valid tokens.")
 
 
 def _check_value(student, out, logits, targets, mask, show_extra=None):

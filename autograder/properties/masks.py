@@ -49,6 +49,8 @@ def padding_shape(student, case):
 @given(case=length_batches())
 @example(case=(torch.tensor([2, 0, 3]), 4))
 @example(case=(torch.tensor([1, 3]), None))
+@example(case=(torch.tensor([2, 0, 3], dtype=torch.int32), 4))  # "a 1-D int tensor": int32 too
+@example(case=(torch.tensor([1, 3], dtype=torch.int32), None))
 def padding_values(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)
@@ -66,6 +68,7 @@ def padding_values(student, case):
 @given(B=sizes(1, 3), T=sizes(1, 5), bad=st.sampled_from(["negative", "too_long"]), data=st.data())
 @example(B=2, T=3, bad="negative", data=None)
 @example(B=2, T=3, bad="too_long", data=None)
+@example(B=2, T=0, bad="too_long", data=None)  # max_len=0 is a max_len too (not "no max_len")
 def padding_rejects(student, B, T, bad, data):
     lengths = torch.full((B,), T, dtype=torch.int64)
     k = data.draw(st.integers(0, B - 1)) if data is not None else 0
@@ -79,8 +82,10 @@ def padding_rejects(student, B, T, bad, data):
         fail(f"padding_mask 对非法长度（{bad}）没有抛出 ValueError。",
              f"padding_mask did not raise ValueError for an invalid length ({bad}).",
              show={"lengths": lengths, "max_len": T}, student=student,
-             hint_zh="先检查输入：if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...)",
-             hint_en="Validate first: if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...)")
+             hint_zh="先检查输入：if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...)。"
+                     "判断有没有给 max_len 要用 max_len is not None（max_len=0 也是给了）。",
+             hint_en="Validate first: if (lengths < 0).any() or (lengths > T).any(): raise ValueError(...). "
+                     "Test whether max_len was given with `max_len is not None` (max_len=0 is given too).")
 
 
 # ---------------------------------------------------------------- causal_mask

@@ -214,6 +214,7 @@ def _x(rows):
 @example(X=_x([[[1.0, 2.0, -1.0, 0.5]] * 3] * 3))  # B = T = 3, d=4
 @example(X=_x([[[0.5, 0.5, 0.5, 0.5]]]))  # B = T = 1
 @example(X=_x([[[0.1] * 4] * 4]))  # B = 1, T = 4
+@example(X=torch.zeros(1, 1100, 4))  # a long sequence: no fixed-size table of 512 or 1024 rows
 def add_values(student, X):
     B, T, d = X.shape
     out = student.call("add_positional_encoding", X)
@@ -228,14 +229,17 @@ def add_values(student, X):
 
 
 @prop(EX, "add_positional_encoding", "keeps_dtype_device_and_input",
-      zh="输出保持 X 的 dtype（float64 输入得到 float64）和设备，X 本身不被修改，T = 1 也可以",
-      en="the output keeps X's dtype (a float64 input gives float64) and device, X itself is not modified, "
-         "T = 1 works")
+      zh="输出保持 X 的 dtype（float64 得到 float64，float16 / bfloat16 也一样）和设备，对 X 可微，X 本身不被修改，"
+         "T = 1 也可以",
+      en="the output keeps X's dtype (a float64 input gives float64, float16 / bfloat16 too) and device, is "
+         "differentiable in X, X itself is not modified, T = 1 works")
 @given(X=x_batches(dtype=torch.float64), dtype=st.sampled_from([torch.float64, torch.float32]))
 @example(X=torch.tensor([[[0.5, -0.5]]], dtype=torch.float64), dtype=torch.float64)
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]]] * 2, dtype=torch.float64), dtype=torch.float32)
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64), dtype=torch.float16)
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.float64), dtype=torch.bfloat16)
 def add_dtype(student, X, dtype):
-    X = X.to(dtype)
+    X = X.to(dtype).requires_grad_(dtype in (torch.float32, torch.float64))
     B, T, d = X.shape
     out = student.call("add_positional_encoding", X)
     check_tensor(out, "output", shape=(B, T, d), student=student)
@@ -247,5 +251,21 @@ def add_dtype(student, X, dtype):
              hint_en="Convert PE to X's type and device before adding: pe.to(dtype=X.dtype, device=X.device). "
                      "Do not cast X to float32.")
     check_tensor(out, "output", device=X.device, student=student)
-    check_close(out, X.to(torch.float64) + pe_ref(T, d)[None], "output", atol=pe_atol(T) + 1e-5, rtol=0,
+    # half precision rounds the sum itself (values up to ~3: float16 to 2e-3, bfloat16 to 1.6e-2)
+    atol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(dtype, pe_atol(T) + 1e-5)
+    check_close(out, X.detach().to(torch.float64) + pe_ref(T, d)[None], "output", atol=atol, rtol=0,
                 student=student, show={"X": X})
+    if X.requires_grad:  # the embeddings below are learned: the gradient must reach X, unchanged
+        hint_zh = "直接返回 X + pe：不要 X.detach()、X.data、torch.no_grad() 或 torch.tensor(...) 重新包装。"
+        hint_en = "Return X + pe: no X.detach(), X.data, torch.no_grad() or re-wrapping with torch.tensor(...)."
+        if not out.requires_grad:
+            fail("输出与 X 断开了（requires_grad=False）：梯度传不回词嵌入。",
+                 "The output is cut off from X (requires_grad=False): no gradient reaches the embeddings.",
+                 student=student, show={"X": X}, hint_zh=hint_zh, hint_en=hint_en)
+        G = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
+        (out * G.to(out.dtype)).sum().backward()
+        check_tensor(X.grad, "X.grad", shape=X.shape, student=student)
+        check_close(X.grad, G, "X.grad", atol=1e-6, rtol=0, student=student,
+                    show={"X": X, "损失 loss": "sum(output * G)", "G": G}, hint_zh="加法对 X 的梯度就是上游梯度本身。"
+                    + hint_zh, hint_en="The gradient of a sum with respect to X is the upstream gradient itself. "
+                    + hint_en)

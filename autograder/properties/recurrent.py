@@ -241,6 +241,45 @@ def _check_gradients(student, fn, outputs, inputs):
              f"The gradient of {fn} with respect to {', '.join(bad)} contains NaN or inf.", student=student)
 
 
+def _check_cell_gradients(student, fn, outs, ins, ref_fn, case):
+    """The gradient of one fixed random weighting of the cell's outputs, with respect to every input,
+    weight and bias, against torch's (ref_fn: the same call on float64 leaves, through torch's own
+    cell).  Only what `shapes` does not already grade: an output without a graph, a missing gradient
+    or a failing backward are its failures, not this test's."""
+    outs = list(outs)
+    if not any(o.requires_grad for o in outs):
+        return
+    g = torch.Generator().manual_seed(case.seed + 1)
+    R = [_grid(g, o.shape, -1, 1, torch.float64) for o in outs]
+    try:
+        grads = torch.autograd.grad(sum((o * r.to(o.dtype)).sum() for o, r in zip(outs, R) if o.requires_grad),
+                                    list(ins.values()), allow_unused=True)
+    except RuntimeError:
+        return
+    ins_ref = {k: _leaf(v.to(torch.float64), True) for k, v in ins.items()}
+    outs_ref = ref_fn(**ins_ref)
+    grads_ref = torch.autograd.grad(sum((o * r).sum() for o, r in zip(outs_ref, R)), list(ins_ref.values()))
+    for name, got, ref in zip(ins, grads, grads_ref):
+        if got is None:
+            continue
+        bad, lines = _mismatch(got, ref, GRAD_ATOL, GRAD_RTOL)
+        if bool(bad.any()):
+            what = " + ".join(f"sum({o} * R{i + 1})" for i, o in enumerate(("h_new", "c_new")[:len(outs)]))
+            fail(f"{fn} 的数值正确，但对 {name} 的梯度与 torch 不一致：反向传播走的路径不对。",
+                 f"The values of {fn} are right but its gradient with respect to {name} differs from torch's: "
+                 f"backpropagation does not take the path the formula gives.",
+                 show=case.show(**{"损失 loss": f"{what}，R 为固定随机权重 / fixed random weights",
+                                   **{f"R{i + 1}": r for i, r in enumerate(R)},
+                                   f"期望 expected d loss / d {name}": ref, f"实际 got d loss / d {name}": got,
+                                   "不同的元素 differing entries": lines}),
+                 student=student,
+                 hint_zh="前向结果对了，梯度却不对：通常是某一项被 .detach()（或 .clone().detach()、.data）切断了，"
+                         "或者自定义的 autograd.Function 的 backward 写错了。公式中的每一项都要以可微的方式参与计算。",
+                 hint_en="The forward values are right but the gradient is not: usually one term is cut off with "
+                         ".detach() (or .clone().detach(), .data), or a custom autograd.Function has a wrong backward. "
+                         "Every term of the formula must take part in a differentiable way.")
+
+
 class _context:
     """Adds lines to the counterexample of any failure raised inside (e.g. the dtype of a crash)."""
 
@@ -399,14 +438,15 @@ def lstm_cell_shapes(student, case):
 
 
 @prop(EX, "lstm_cell", "matches_torch_lstm_cell",
-      zh="lstm_cell 与 torch.nn.LSTMCell（同样的权重）给出相同的 h_new 和 c_new",
-      en="lstm_cell gives the same h_new and c_new as torch.nn.LSTMCell with the same weights")
+      zh="lstm_cell 与 torch.nn.LSTMCell（同样的权重）给出相同的 h_new 和 c_new，梯度也相同",
+      en="lstm_cell gives the same h_new and c_new as torch.nn.LSTMCell with the same weights, and the same "
+         "gradients")
 @given(case=cell_inputs("lstm"))
 @example(case=cell_case("lstm", 2, 3, 2, seed=0))
 @example(case=cell_case("lstm", 1, 1, 1, seed=7))
 def lstm_cell_matches(student, case):
-    out = student.call("lstm_cell", case.x.clone(), (case.h.clone(), case.c.clone()),
-                       *(t.clone() for t in (case.W_ih, case.W_hh, case.b_ih, case.b_hh)))
+    ins = {k: _leaf(getattr(case, k), True) for k in ("x", "h", "c", "W_ih", "W_hh", "b_ih", "b_hh")}
+    out = student.call("lstm_cell", ins["x"], (ins["h"], ins["c"]), ins["W_ih"], ins["W_hh"], ins["b_ih"], ins["b_hh"])
     h_new, c_new = unpack(out, 2, "lstm_cell", student)
     with torch.no_grad():
         h_ref, c_ref = case.module(case.x, (case.h, case.c))
@@ -433,6 +473,8 @@ def lstm_cell_matches(student, case):
                  hint_en="gates = x @ W_ih.T + b_ih + h @ W_hh.T + b_hh (both biases), split into 4 blocks "
                          "i, f, g, o; sigmoid for i, f, o and tanh for g; c_new = f * c + i * g; "
                          "h_new = o * tanh(c_new).")
+    _check_cell_gradients(student, "lstm_cell", (h_new, c_new), ins,
+                          lambda x, h, c, **w: torch.lstm_cell(x, (h, c), *w.values()), case)
 
 
 # (i, f, o) saturated; what c_new and h_new must then be, and what to say if they are not
@@ -538,13 +580,14 @@ def gru_cell_shapes(student, case):
 
 
 @prop(EX, "gru_cell", "matches_torch_gru_cell",
-      zh="gru_cell 与 torch.nn.GRUCell（同样的权重）给出相同的 h_new",
-      en="gru_cell gives the same h_new as torch.nn.GRUCell with the same weights")
+      zh="gru_cell 与 torch.nn.GRUCell（同样的权重）给出相同的 h_new，梯度也相同",
+      en="gru_cell gives the same h_new as torch.nn.GRUCell with the same weights, and the same gradients")
 @given(case=cell_inputs("gru"))
 @example(case=cell_case("gru", 2, 3, 2, seed=0))
 @example(case=cell_case("gru", 1, 1, 1, seed=7))
 def gru_cell_matches(student, case):
-    h_new = student.call("gru_cell", *(t.clone() for t in (case.x, case.h, case.W_ih, case.W_hh, case.b_ih, case.b_hh)))
+    ins = {k: _leaf(getattr(case, k), True) for k in ("x", "h", "W_ih", "W_hh", "b_ih", "b_hh")}
+    h_new = student.call("gru_cell", *ins.values())
     with torch.no_grad():
         ref = case.module(case.x, case.h)
     check_tensor(h_new, "h_new", shape=ref.shape, student=student)
@@ -562,6 +605,8 @@ def gru_cell_matches(student, case):
                      "n = tanh(W_in x + b_in + r * (W_hn h + b_hn))，h_new = (1 - z) * n + z * h。",
              hint_en="r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz), "
                      "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h_new = (1 - z) * n + z * h.")
+    _check_cell_gradients(student, "gru_cell", (h_new,), ins,
+                          lambda x, h, **w: (torch.gru_cell(x, h, *w.values()),), case)
 
 
 # (r, z) saturated (None: left as drawn); the rule h_new must follow; what to say

@@ -10,7 +10,8 @@ against MAX_ARRAY and the sum of them against the announced body length, and onl
 the body (one buffer: the arrays are views of it).  So a hostile worker can send garbage but never
 make the judge allocate much, run code or build an object it did not ask for.
 
-Values (``encode``/``decode``): tensors -> {"t": i, "rg": requires_grad}; numpy arrays ->
+Values (``encode``/``decode``): tensors -> {"t": i, "rg": requires_grad} (bfloat16 ones, which numpy
+lacks, as float32 arrays marked {"bf": i, "rg": ...}, exact both ways); numpy arrays ->
 {"np": i}; None / bool / int / float / str as themselves (strings capped); tuples and lists ->
 {"tuple": [...]}, {"list": [...]}; dicts with str keys -> {"dict": [[key, value], ...]} (other
 dicts are "obj"); torch.device / dtype -> {"device": ...}, {"dtype": ...};
@@ -120,13 +121,14 @@ def encode(value, arrays, depth=0):
         t = value.detach()
         if t.is_complex() or t.layout != torch.strided:
             return {"obj": f"Tensor({t.dtype}, {t.layout})"}
-        if t.dtype == torch.bfloat16:
+        bf16 = t.dtype == torch.bfloat16  # numpy has no bfloat16: sent as float32 (exact), marked "bf"
+        if bf16:
             t = t.float()
         a = t.cpu().resolve_conj().resolve_neg().contiguous().numpy()
         if a.dtype not in ALLOWED_DTYPES:
             return {"obj": f"Tensor({t.dtype})"}
         arrays.append(a)
-        return {"t": len(arrays) - 1, "rg": bool(value.requires_grad)}
+        return {"bf" if bf16 else "t": len(arrays) - 1, "rg": bool(value.requires_grad)}
     if isinstance(value, np.ndarray):
         if value.dtype not in ALLOWED_DTYPES:
             return {"obj": f"ndarray({value.dtype})"}
@@ -176,8 +178,12 @@ def decode(value, arrays, depth=0, leaf_grads=False):
         return value
     if not isinstance(value, dict) or len(value) > 2:
         raise ProtocolError(f"unexpected value {str(value)[:80]}")
-    if "t" in value:
-        t = torch.from_numpy(_array(arrays, value["t"]))
+    if "t" in value or "bf" in value:
+        t = torch.from_numpy(_array(arrays, value["t"] if "t" in value else value["bf"]))
+        if "bf" in value:
+            if t.dtype != torch.float32:
+                raise ProtocolError("a bfloat16 tensor must travel as float32")
+            t = t.to(torch.bfloat16)
         return t.requires_grad_(True) if leaf_grads and value.get("rg") and t.is_floating_point() else t
     if "np" in value:
         return _array(arrays, value["np"])

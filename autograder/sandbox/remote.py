@@ -210,7 +210,7 @@ def _replace(value, it):
 
 def _rg_flags(enc, out):
     if isinstance(enc, dict):
-        if "t" in enc:
+        if "t" in enc or "bf" in enc:
             out.append(bool(enc.get("rg")))
         for key in ("tuple", "list"):
             for v in enc.get(key, []) if isinstance(enc.get(key), list) else []:
@@ -234,6 +234,13 @@ class RemoteObject:
 
     def __repr__(self):
         return f"<{self._type_name} in the worker>"
+
+    def _grad_params(self):
+        """Names ("W_q.weight") of the mirrored parameters with requires_grad on: a property that
+        wants the gradient of a parameter turns it on (they start off, see RemoteStudent._remote_object)."""
+        return [f"{name}.{pname}" for name, child in self._children.items() if isinstance(child, torch.nn.Linear)
+                for pname in ("weight", "bias")
+                if isinstance(getattr(child, pname), torch.Tensor) and getattr(child, pname).requires_grad]
 
     def _state(self, arrays):
         state = {}
@@ -410,6 +417,7 @@ class RemoteStudent:
         header["kwargs"] = {k: P.encode(v, arrays) for k, v in kwargs.items()}
         if obj is not None:
             header["state"] = obj._state(arrays)
+            header["grad_params"] = obj._grad_params()
         answer, out_arrays = self._request(header, arrays)
         if "missing" in answer:
             self.lookup(str(answer["missing"]))
@@ -441,6 +449,14 @@ class RemoteStudent:
                                "The process running your code sent back data the grader cannot read.",
                                [("原因 reason", str(e)[:200])], kind="error") from None
         leaves = [t for t in inputs if t.requires_grad]
+        if obj is not None:  # judge-side parameters that asked for a gradient, as the worker named them
+            wanted = obj._grad_params()
+            for name in answer.get("params") or []:
+                if isinstance(name, str) and name in wanted:
+                    child, _, pname = name.partition(".")
+                    leaves.append(getattr(obj._children[child], pname))
+                else:
+                    leaves.append(torch.zeros(0))  # keeps the order; its gradient is dropped
         call_id = answer.get("call")
         outs = P.flat_tensors(out)
         if leaves and isinstance(call_id, int) and outs and torch.is_grad_enabled():
@@ -460,7 +476,7 @@ class RemoteStudent:
                 continue
             if isinstance(d, dict) and "linear" in d:
                 fan_in, fan_out, bias = d["linear"]
-                lin = torch.nn.Linear(int(fan_in), int(fan_out), bias=bool(bias))
+                lin = torch.nn.Linear(int(fan_in), int(fan_out), bias=bool(bias)).requires_grad_(False)
                 with torch.no_grad():
                     w = P.decode(d["weight"], arrays)
                     if w.shape == lin.weight.shape:
@@ -502,10 +518,22 @@ class RemoteStudent:
                 f"`{label}` is not implemented yet (it still raises NotImplementedError).",
                 [("调用 call", self.last_call)], kind="missing")
         where = str(raised.get("where", ""))
+        if label == "backward":
+            return StudentCrash(
+                f"对你的函数的结果反向传播（backward）时抛出了异常 {typ}：前向计算成功了，梯度却算不出来。",
+                f"Backpropagating through your function's result raised {typ}: the forward call worked, the "
+                f"gradient could not be computed.",
+                [("调用 call", self.last_call), ("异常 exception", msg)] + ([("位置 where", where)] if where else []),
+                "最常见的原因是原地操作（+=、*=、切片赋值 out[:, t] = ...、masked_fill_）改写了计算图还需要的张量；"
+                "改成新建张量（torch.stack、torch.cat、torch.where、masked_fill）。",
+                "The usual cause is an in-place operation (+=, *=, slice assignment out[:, t] = ..., masked_fill_) "
+                "that overwrote a tensor the graph still needs; build new tensors instead (torch.stack, torch.cat, "
+                "torch.where, masked_fill).",
+                kind="error")
         return StudentCrash(
             f"调用 `{label}` 时你的代码抛出了异常 {typ}。",
             f"Your code raised {typ} when `{label}` was called.",
             [("调用 call", self.last_call), ("异常 exception", msg)] + ([("位置 where", where)] if where else []),
-            "检查调用里的输入形状：它们在合同允许的范围内。",
-            "Look at the input shapes in the call above: they are all allowed by the contract.",
+            "检查调用里的输入（形状，以及标出的 dtype）：它们都在合同允许的范围内。",
+            "Look at the inputs in the call above (their shapes, and dtypes where shown): the contract allows them all.",
             kind="error")

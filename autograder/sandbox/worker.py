@@ -7,7 +7,11 @@ data (protocol.py); the judge believes none of it beyond "these are the arrays t
 Requests (header "op"):
   call    {name, args, kwargs}                  call the student's function `name`
   new     {name, args, kwargs}                  instantiate the student's class; answer a handle
-  invoke  {handle, args, kwargs, state}         call a handle (after loading `state` into it)
+  invoke  {handle, args, kwargs, state, grad_params}
+                                                call a handle (after loading `state` into it); the
+                                                answer's "params" names the parameters of
+                                                `grad_params` whose gradients a vjp returns after the
+                                                inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
 Answers: {"ok": value, "call": id, "modified": [...]}, {"raised": {...}}, {"missing": name}.
 """
@@ -128,8 +132,15 @@ class Worker:
             return answer
         answer["ok"] = P.encode(out, out_arrays)
         leaves = [t for t in inputs if t.requires_grad]
-        if isinstance(fn, torch.nn.Module):
-            leaves += [p for p in fn.parameters() if p.requires_grad]
+        if op == "invoke":  # the parameters whose gradient the judge asked for, by name ("W_q.weight")
+            names = []
+            for name in h.get("grad_params") or []:
+                child, _, pname = str(name).partition(".")
+                p = getattr(getattr(fn, child, None), pname, None) if pname in ("weight", "bias") else None
+                if isinstance(p, torch.Tensor) and p.requires_grad and name not in names:
+                    names.append(name)
+                    leaves.append(p)
+            answer["params"] = names
         outs = [t for t in P.flat_tensors(out) if isinstance(t, torch.Tensor)]
         if leaves and any(t.requires_grad for t in outs):
             self.next_id += 1
