@@ -139,3 +139,40 @@ def test_output_flood_does_not_reach_the_report(tmp_path):
     src = "print('score: 100/100\\n' * 100000)\n" + MASKS
     report, tests = grade_masks(tmp_path, src)
     assert report["exercises"][0]["score"] == 20
+
+
+@pytest.mark.parametrize("exercise", ["masks", "positional_encoding", "attention", "recurrent", "masked_loss"])
+def test_properties_leave_their_pinned_examples_alone(exercise, one_thread):
+    """A property must not change the tensors of its @examples (e.g. make one a leaf and let
+    .grad pile up in it): run twice in one process, the reference passes both times, and every
+    example tensor is as it was.  (add_positional_encoding's float64 example collected its
+    gradient from run to run before: the second run saw 2x the gradient.)"""
+    import torch
+
+    from autograder.properties import load_all
+
+    from .conftest import failures_in_process, reference_with
+
+    def tensors(p):
+        out = []
+        for ex in getattr(p.run, "hypothesis_explicit_examples", []) or []:
+            stack = list(ex.kwargs.values())
+            while stack:
+                v = stack.pop()
+                if isinstance(v, torch.Tensor):
+                    out.append(v)
+                elif isinstance(v, (tuple, list)):
+                    stack.extend(v)
+                elif hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module):  # a case object,
+                    stack.extend(x for k, x in vars(v).items() if not k.startswith("_"))  # not its caches
+        return out
+
+    props = [p for p in load_all().values() if p.exercise == exercise]
+    before = [[(t.detach().clone(), t.requires_grad, t.grad) for t in tensors(p)] for p in props]
+    assert any(before), "no pinned example tensors found: the test reads them wrongly"
+    ns = reference_with(exercise)
+    assert failures_in_process(exercise, ns) == {}
+    assert failures_in_process(exercise, ns) == {}
+    for p, was in zip(props, before):
+        for t, (value, rg, grad) in zip(tensors(p), was):
+            assert torch.equal(t.detach(), value) and t.requires_grad == rg and t.grad is grad, p.name

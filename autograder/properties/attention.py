@@ -996,7 +996,7 @@ def _torch_mha_grads(c, P, G_out, G_w):
         if c.bias:
             ref.in_proj_bias.copy_(torch.cat([P["W_q.bias"], P["W_k.bias"], P["W_v.bias"]]))
             ref.out_proj.bias.copy_(P["W_o.bias"])
-    x_q, x_kv = c.x_q.double().requires_grad_(), c.x_kv.double().requires_grad_()
+    x_q, x_kv = (x.detach().double().clone().requires_grad_() for x in (c.x_q, c.x_kv))
     blocked = None if c.mask is None else ~_full_mask(c.mask, (B, c.H, Tq, Tk)).reshape(B * c.H, Tq, Tk)
     out, w = ref(x_q, x_kv, x_kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
     ((out * G_out).sum() + (w * G_w).sum()).backward()

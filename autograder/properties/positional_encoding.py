@@ -239,7 +239,8 @@ def add_values(student, X):
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64), dtype=torch.float16)
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.float64), dtype=torch.bfloat16)
 def add_dtype(student, X, dtype):
-    X = X.to(dtype).requires_grad_(dtype in (torch.float32, torch.float64))
+    # a fresh leaf: the pinned example's own tensor must not collect .grad from run to run
+    X = X.detach().to(dtype).clone().requires_grad_(dtype in (torch.float32, torch.float64))
     B, T, d = X.shape
     out = student.call("add_positional_encoding", X)
     check_tensor(out, "output", shape=(B, T, d), student=student)
