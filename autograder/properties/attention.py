@@ -314,11 +314,8 @@ def _params(d, bias, seed):
     return P
 
 
-def _torch_mha(c, P):
-    """torch.nn.MultiheadAttention(batch_first=True) in float64 with the weights P:
-    (out (B, Tq, d), weights per head (B, H, Tq, Tk), rows (B, H, Tq) with an allowed key)."""
-    x_q, x_kv, mask = c.x_q, c.x_kv, c.mask
-    B, Tq, Tk = x_q.shape[0], x_q.shape[1], x_kv.shape[1]
+def _torch_mha_module(c, P):
+    """torch.nn.MultiheadAttention(batch_first=True) in float64 holding the weights P."""
     with torch.random.fork_rng(devices=[]):  # its initialisation must not touch the global RNG
         ref = torch.nn.MultiheadAttention(c.d, c.H, bias=c.bias, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
@@ -327,6 +324,16 @@ def _torch_mha(c, P):
         if c.bias:
             ref.in_proj_bias.copy_(torch.cat([P["W_q.bias"], P["W_k.bias"], P["W_v.bias"]]))
             ref.out_proj.bias.copy_(P["W_o.bias"])
+    return ref
+
+
+def _torch_mha(c, P):
+    """torch.nn.MultiheadAttention(batch_first=True) in float64 with the weights P:
+    (out (B, Tq, d), weights per head (B, H, Tq, Tk), rows (B, H, Tq) with an allowed key)."""
+    x_q, x_kv, mask = c.x_q, c.x_kv, c.mask
+    B, Tq, Tk = x_q.shape[0], x_q.shape[1], x_kv.shape[1]
+    ref = _torch_mha_module(c, P)
+    with torch.no_grad():
         full = _full_mask(mask, (B, c.H, Tq, Tk))
         blocked = None if mask is None else ~full.reshape(B * c.H, Tq, Tk)  # torch: True = NOT allowed
         x_q, x_kv = x_q.double(), x_kv.double()
@@ -988,14 +995,7 @@ def _torch_mha_grads(c, P, G_out, G_w):
     torch.nn.MultiheadAttention(batch_first=True) in float64 with the weights P (x_q and x_kv
     are separate leaves even when equal)."""
     B, Tq, Tk = c.x_q.shape[0], c.x_q.shape[1], c.x_kv.shape[1]
-    with torch.random.fork_rng(devices=[]):
-        ref = torch.nn.MultiheadAttention(c.d, c.H, bias=c.bias, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([P["W_q"], P["W_k"], P["W_v"]]))
-        ref.out_proj.weight.copy_(P["W_o"])
-        if c.bias:
-            ref.in_proj_bias.copy_(torch.cat([P["W_q.bias"], P["W_k.bias"], P["W_v.bias"]]))
-            ref.out_proj.bias.copy_(P["W_o.bias"])
+    ref = _torch_mha_module(c, P)
     x_q, x_kv = (x.detach().double().clone().requires_grad_() for x in (c.x_q, c.x_kv))
     blocked = None if c.mask is None else ~_full_mask(c.mask, (B, c.H, Tq, Tk)).reshape(B * c.H, Tq, Tk)
     out, w = ref(x_q, x_kv, x_kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
