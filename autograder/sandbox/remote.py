@@ -450,9 +450,8 @@ class RemoteStudent:
                                [("原因 reason", str(e)[:200])], kind="error") from None
         leaves = [t for t in inputs if t.requires_grad]
         if obj is not None:  # judge-side parameters that asked for a gradient, as the worker named them
-            wanted = obj._grad_params()
             for name in answer.get("params") or []:
-                if isinstance(name, str) and name in wanted:
+                if isinstance(name, str) and name in header["grad_params"]:
                     child, _, pname = name.partition(".")
                     leaves.append(getattr(obj._children[child], pname))
                 else:
