@@ -5,7 +5,7 @@
 
 Every notebook follows the same plan (STYLE.md: math right above the code, teach a mask in three
 steps): the goal and the information boundary of the topic, the notation, then for each contract
-function (/work/shared/contract.md) its formula, a stub to fill in, a check by hand, a picture
+function (docs/contract.md) its formula, a stub to fill in, a check by hand, a picture
 where it helps, and visible checks whose points add up to the exercise's points in course.yml.
 
 Cells carry nbgrader metadata (schema 3):
