@@ -23,7 +23,7 @@ from .conftest import ROOT, run_grade
 EXERCISES_DIR = ROOT / "exercises"
 COURSE = yaml.safe_load((ROOT / "course.yml").read_text(encoding="utf-8"))
 
-# /work/shared/contract.md: exercise id -> the functions (and class) a student writes
+# docs/contract.md: exercise id -> the functions (and class) a student writes
 CONTRACT = {
     "masks": ["padding_mask", "causal_mask", "attention_mask"],
     "positional_encoding": ["sinusoidal_encoding", "add_positional_encoding"],

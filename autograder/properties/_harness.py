@@ -191,7 +191,7 @@ CX_ENTRIES = 256  # at most this many entries of one tensor are kept whole
 CX_ROWS, CX_COLS = 24, 16  # otherwise a window of one 2-D slice, around the first wrong entry
 CX_BYTES = 40_000  # the whole counterexample, as JSON; input values are dropped first beyond it
 
-# The contract's parameter names (../shared/contract.md), to name the arguments of the last call.
+# The contract's parameter names (docs/contract.md), to name the arguments of the last call.
 PARAMS = {
     "padding_mask": ["lengths", "max_len"],
     "causal_mask": ["T", "device"],
