@@ -65,6 +65,7 @@ def discover(root, layout="auto", assignment=None, exclude=()):
         raise SubmissionNotFound(f"{root} is a file; grade-batch grades a folder of submissions "
                                  f"(grade one file with `python -m autograder grade`)")
     excluded = {Path(p).resolve() for p in exclude}
+    _LINKS.clear()
     if layout == "auto":
         layout = "nbgrader" if (root / "submitted").is_dir() or root.name == "submitted" else "flat"
     if layout == "nbgrader":
@@ -73,6 +74,9 @@ def discover(root, layout="auto", assignment=None, exclude=()):
         if assignment:
             raise GraderError("--assignment only applies to nbgrader's layout (submitted/<student>/<assignment>/)")
         items, warnings = _discover_flat(root, excluded)
+    if _LINKS:
+        warnings.append(f"{len(_LINKS)} symbolic link(s) not followed, not graded: "
+                        + ", ".join(str(p.relative_to(root)) for p in _LINKS[:5]) + (" ..." if len(_LINKS) > 5 else ""))
     if not items:
         raise SubmissionNotFound(
             f"no submissions in {root}: expected .py / .ipynb files or sub-folders (one per student), "
@@ -80,8 +84,20 @@ def discover(root, layout="auto", assignment=None, exclude=()):
     return layout, items, warnings
 
 
+_LINKS = []  # symbolic links met by discover (never followed: a link to a classmate's folder or
+             # to the reference solutions must not be graded as a student's own work)
+
+
 def _entries(folder, excluded):
-    return [p for p in sorted(folder.iterdir()) if not _hidden(p.name) and p.resolve() not in excluded]
+    out = []
+    for p in sorted(folder.iterdir()):
+        if _hidden(p.name) or p.resolve() in excluded:
+            continue
+        if p.is_symlink():
+            _LINKS.append(p)
+            continue
+        out.append(p)
+    return out
 
 
 def _discover_nbgrader(root, assignment, excluded):
@@ -151,14 +167,16 @@ def grader_version():
 def submission_files(path):
     """[(relative name, Path)] of every regular file of a submission (hidden/cache folders left out)."""
     path = Path(path)
-    if path.is_file():
+    if path.is_file() and not path.is_symlink():
         return [(path.name, path)]
-    if not path.is_dir():
+    if not path.is_dir() or path.is_symlink():
         return []
+    from .load.submission import _walk
+
     out = []
-    for p in sorted(path.rglob("*")):
+    for p in sorted(_walk(path)):  # symbolic links are never followed (load.find_files)
         rel = p.relative_to(path)
-        if p.is_file() and not any(_hidden(x) for x in rel.parts):
+        if not any(_hidden(x) for x in rel.parts):
             out.append((rel.as_posix(), p))
     return out
 
@@ -341,6 +359,8 @@ def worker_main(config_json):
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed goes to the log, not into the protocol
     _die_with_parent()
+    from .sandbox import server
+    server.prestart()  # before this process holds anything of a student's: see server.py
     cfg = json.loads(config_json)
     from .config import load_course
     from .sandbox import ForkRunner
@@ -627,6 +647,7 @@ class Batch:
         self.rows = {}
         self.counts = {"graded": 0, "error": 0, "kept": 0}
         self.scores = []
+        self.unconfined = []  # students whose workers had no allow-list view (see note_sandbox)
 
     # budget of one submission: every exercise at its time limit, plus a load each
     def budget(self):
@@ -659,9 +680,17 @@ class Batch:
             return None
         return report
 
+    def note_sandbox(self, student, report):
+        """Remember a submission whose workers could read more than their allow-list view (the
+        machine refused the new root): the summary warns about it."""
+        line = str(report.get("sandbox") or "")
+        if report["batch"].get("status") == "graded" and "WARNING" in line:
+            self.unconfined.append(student)
+
     def keep(self, item, report, log):
         """An up-to-date report: its row, and its Gradescope file if that was lost."""
         self.counts["kept"] += 1
+        self.note_sandbox(item.student, report)
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
         if report["batch"].get("status") == "graded":
             self.scores.append(report["score"])
@@ -698,6 +727,7 @@ class Batch:
             self.scores.append(report["score"])
         else:
             self.counts["error"] += 1
+        self.note_sandbox(item.student, report)
         log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}\n")
         log.flush()
         return status, report
@@ -837,6 +867,13 @@ def _run(args, batch, layout, items, console, log):
     if done:
         summary.append(f"time {elapsed:.1f} s, {elapsed / done:.2f} s per submission")
     summary.append(f"results in {batch.out}{os.sep} (grades.csv, dashboard.html, reports/, gradescope/)")
+    if batch.unconfined:
+        warning = (f"WARNING: {len(batch.unconfined)} submission(s) were graded by workers that could read the whole "
+                   f"filesystem, not only Python and their own files (this machine refused the new root; see the "
+                   f"report's sandbox line): {', '.join(sorted(batch.unconfined)[:10])}"
+                   + (" ..." if len(batch.unconfined) > 10 else ""))
+        summary.append(warning)
+        console.print(f"[bold red]{escape(warning)}[/]")
     log.write(f"{_now()} done: {'; '.join(summary)}\n")
     print("\n".join(summary))
     return 0

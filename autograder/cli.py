@@ -22,6 +22,9 @@ def _write_atomic(path, text):
 
 
 def cmd_grade(args):
+    if not args.in_process:
+        from .sandbox import server
+        server.prestart()  # its import of torch runs beside ours
     from .config import load_course
     from .grading import grade
     from .report.text import render_text

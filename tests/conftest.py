@@ -17,6 +17,23 @@ def run_grade(submission, tmp_path, *extra):
     return proc, report
 
 
+def real_place(name):
+    """A new folder where a real course or checkout lives: under /srv, or the home directory where
+    /srv is not writable; never under /tmp, which every sandboxed worker replaces anyway (a test of
+    what a worker can see must put the secrets where they would be).  The caller removes it."""
+    import uuid
+
+    for parent in (Path("/srv"), Path.home()):
+        try:
+            parent.mkdir(exist_ok=True)
+            d = parent / f"seqgrader-{name}-{uuid.uuid4().hex[:8]}"
+            d.mkdir()
+            return d
+        except OSError:
+            continue
+    pytest.fail("neither /srv nor the home directory is writable")
+
+
 @pytest.fixture
 def grade_cli(tmp_path):
     return lambda submission, *extra: run_grade(submission, tmp_path, *extra)

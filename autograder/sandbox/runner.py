@@ -230,11 +230,14 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
         from ..properties._harness import grading_profile
         from .remote import RemoteStudent, Zygote
 
+        from .worker import die_with_parent
+        die_with_parent()  # a judge outlives neither its grading process nor the batch
         grading_profile(course.max_examples)
         sources, read_errors, root = read_sources(path)
         roots = [str(p) for p in find_files(path)]
-        options = {"remove_workdir": True, "expose": [root] if Path(path).is_dir() else []}
-        zygote = Zygote(sources, read_errors, root, roots, options)  # before any property runs: holds no answers
+        options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
+                   "view": os.environ.get("SEQGRADER_SANDBOX_VIEW") or "new root"}  # "deny-list": the fallback
+        zygote = Zygote(sources, read_errors, root, roots, options, train=exercise in TRAINING)
         student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
         try:
             student.start()
@@ -267,6 +270,24 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
         pass
     finally:
         os._exit(0)
+
+
+def hidden_paths(path, course=None):
+    """Paths a worker must not see even where they fall inside its view (limits._new_root hides
+    them; usually none of them is inside it): the course folder, the current directory, the
+    folders around the submission (a flat class folder, an nbgrader course root)."""
+    out = []
+    if course is not None and getattr(course, "source", None):
+        out.append(os.path.dirname(course.source))
+    try:
+        out.append(os.getcwd())
+    except OSError:
+        pass
+    p = Path(os.path.abspath(path))
+    for parent in list(p.parents)[:4]:
+        if str(parent) != "/":
+            out.append(str(parent))
+    return list(dict.fromkeys(out))
 
 
 class _Job:
@@ -304,7 +325,10 @@ class ForkRunner:
         from ..properties import load_all
         from ..properties._harness import prepare
 
+        from . import server
+
         registry = load_all()
+        server.connect()  # ready before any judge forks (each judge asks it for its zygote)
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()
         if TRAINING & set(plan):
