@@ -182,12 +182,13 @@ def browser(tmp_path_factory):
 
 def colour_share(png, box, rgb, tolerance=40):
     """The share of the pixels inside `box` (the CSS box of an element) close to the colour `rgb`."""
+    import numpy as np
     from PIL import Image
 
     im = Image.open(png).convert("RGB").crop((int(box["left"]), int(box["top"]), int(box["right"]), int(box["bottom"])))
-    px = list(im.getdata())
-    near = sum(1 for p in px if all(abs(a - b) <= tolerance for a, b in zip(p, rgb)))
-    return near / max(1, len(px))
+    px = np.asarray(im, dtype=int).reshape(-1, 3)
+    near = (np.abs(px - np.array(rgb)) <= tolerance).all(axis=1)
+    return float(near.mean()) if len(px) else 0.0
 
 
 def english_in_chinese(text, report):
@@ -423,7 +424,7 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
     kinds = {**_counterexamples(reports["bob"]), **_counterexamples(reports["pe"])}
     assert set(kinds) == {"mask", "weights", "tensor", "encoding", "shape"}
     assert plots.font_in_use() in plots.CJK_NAMES  # this machine has fonts-wqy-zenhei (.ci/run installs it)
-    for language in LANGUAGES:
+    for language in ("both", "en"):  # `both` draws every Chinese and English word `zh` and `en` draw
         for kind, cx in kinds.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # "Glyph ... missing from font(s)" and any other warning fail
@@ -441,11 +442,13 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
                         assert min(w, h) >= (plots.MIN_CELL if small else plots.MIN_CELL_LARGE) - 0.5, (kind, w, h)
                     bars = [a for a in fig.axes if not a.images and a.collections]  # colour bars
                     assert len(bars) == (len(grids) if kind in ("weights", "tensor") else 0), (kind, len(bars))
-                plots._save(fig, plots._setup(), tight=True)
+                plots._setup().close(fig)
     # the check itself finds a glyph that no font has
     fig = plots._setup().figure()
     fig.suptitle("\u0378 ✗")
-    assert plots.missing_glyphs(fig) == [("\u0378 ✗", "\u0378")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # matplotlib's own "Glyph 888 missing" warning: expected here
+        assert plots.missing_glyphs(fig) == [("\u0378 ✗", "\u0378")]
     plots._setup().close(fig)
 
 
@@ -458,9 +461,8 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
     """matplotlib's font list, cached on disk, may predate the CJK font's installation: the
     pictures find the font anyway, and nothing (no "findfont" line, no warning) is printed."""
     import matplotlib
-    from matplotlib import font_manager
 
-    cache = Path(font_manager.get_cachedir())
+    cache = Path(matplotlib.get_cachedir())
     lists = sorted(cache.glob("fontlist-*.json"))
     assert lists, f"no matplotlib font cache in {cache}"
     stale = json.loads(lists[-1].read_text(encoding="utf-8"))
@@ -482,7 +484,6 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
     font, size = proc.stdout.split("\n")[0].rsplit(" ", 1)
     assert font == "WenQuanYi Zen Hei" and int(size) > 2000, proc.stdout
     assert proc.stderr == "", proc.stderr
-    assert matplotlib.__version__  # the same matplotlib as this process
     _, grade_proc, _ = bob  # `grade --html --markdown` drew every picture: nothing but the report printed
     assert "findfont" not in grade_proc.stdout + grade_proc.stderr and grade_proc.stderr == "", grade_proc.stderr
 

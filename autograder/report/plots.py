@@ -18,7 +18,9 @@ the font in use (`missing_glyphs`, checked by tests/test_reports.py).  A grid's 
 MIN_CELL pixels wide; weights and tensors get a colour bar; drawing prints nothing.
 """
 import base64
+import functools
 import io
+import json
 import math
 
 PNG_DPI = 100
@@ -220,8 +222,21 @@ def picture(cx, language="both", kinds=PICTURED):
 
     Only `kinds` are drawn: by default not "tensor" (LSTM states, outputs...), whose tables on the
     page say as much, since a picture costs about half a second and a class has many failures."""
+    if not isinstance(cx, dict) or cx.get("kind") not in kinds:
+        return None
     try:
-        fig = figure(cx, language, kinds)
+        key = json.dumps(cx, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return _picture(key, language, tuple(kinds))
+
+
+@functools.lru_cache(maxsize=256)
+def _picture(key, language, kinds):
+    """The PNG of a counterexample (its JSON `key`), drawn once per process: classmates who make
+    the same mistake share the pinned examples that show it, and so their pictures."""
+    try:
+        fig = figure(json.loads(key), language, kinds)
         if fig is None:
             return None
         return _save(fig, _setup(), tight=True)
@@ -340,9 +355,12 @@ def _encoding_figure(cx, language):
     bad_cols = [c for c in range(D) if d[:, c].any()]
     if bad_cols and not any(c in cols for c in bad_cols):
         cols = cols[:2] + bad_cols[:2]
-    fig = plt.figure(figsize=(12, 6.2), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.25])
-    line_axes = top.subplots(1, len(cols), squeeze=False)[0]
+    # laid out by hand (a grid of 2 rows): constrained layout with sub-figures costs seconds a picture
+    fig = plt.figure(figsize=(12, 6.6))
+    grid = fig.add_gridspec(2, 8, height_ratios=[1, 1.25], left=0.06, right=0.97, bottom=0.08, top=0.95,
+                            hspace=0.45, wspace=1.2)
+    n = len(cols)
+    line_axes = [fig.add_subplot(grid[0, 2 * k:2 * k + 2]) for k in range(n)]
     t = np.arange(T) + offset[0]
     for ax, c in zip(line_axes, cols):
         wrong = bool(d[:, c].any())
@@ -356,7 +374,8 @@ def _encoding_figure(cx, language):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     line_axes[0].legend(fontsize=8)
     lim = float(np.nanmax(np.abs(np.r_[e[np.isfinite(e)], g[np.isfinite(g)], 1e-9])))
-    for ax, m, title in zip(bottom.subplots(1, 2), (e, g), (w_exp, w_got)):
+    for k, (m, title) in enumerate(zip((e, g), (w_exp, w_got))):
+        ax = fig.add_subplot(grid[1, 4 * k:4 * k + 4])
         im = ax.imshow(np.where(np.isfinite(m), m, np.nan), cmap="RdBu_r", vmin=-lim, vmax=lim,
                        interpolation="nearest", aspect="auto")
         _outline(ax, d)
@@ -364,7 +383,7 @@ def _encoding_figure(cx, language):
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
         _ticks(ax, m.shape, offset)
-        bottom.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return fig
 
 
