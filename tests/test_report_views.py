@@ -333,6 +333,18 @@ def test_every_report_kind_speaks_one_language(reports, language):
                 assert stray == [], f"{where}: {stray[:8]}"
 
 
+def test_terminal_captions_are_never_cut(reports):
+    """`grade --rich` in an 80- and a 120-column terminal: every table's caption whole (a Chinese
+    character is two columns wide)."""
+    r = reports["bob"]
+    for width in (80, 120):
+        for language in LANGUAGES:
+            text = render_rich_text(r, language, width=width)
+            captions = [ln for ln in text.splitlines() if re.search(r"期望|你的结果|expected|yours", ln)]
+            assert captions, (width, language)
+            assert not [ln for ln in captions if "…" in ln], (width, language, [ln for ln in captions if "…" in ln])
+
+
 def html_text(page):
     """The text of an HTML page (tags removed, entities decoded)."""
     import html

@@ -146,9 +146,11 @@ def _renderables(r, language):
         out.append(Panel(Group(*_test_parts(first, language)), border_style=colour, title_align="left",
                          title=f"[{colour}]✗ {escape(pick(language, zh, en))}[/] {escape(first['name'])} "
                                f"({first['score']:g}/{first['max_score']:g})"))
-        for t in rest:
+        for t in rest:  # one line each; the message only when it is not the one above
             zh, en, colour = STATUS.get(t.get("status"), STATUS["failed"])
             msg = pick(language, (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0])
+            if (t.get("message_zh"), t.get("message_en")) == (first.get("message_zh"), first.get("message_en")):
+                msg = ""
             out.append(Text.from_markup(f"  [{colour}]✗[/] {escape(t['name'])} ({t['score']:g}/{t['max_score']:g})"
                                         + (f": {escape(msg)}" if msg else "")))
     return out
