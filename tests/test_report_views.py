@@ -64,7 +64,7 @@ def add_positional_encoding(X):
 @pytest.fixture(scope="module")
 def reports(bob, tmp_path_factory):
     """The four submissions graded by the real grader: the reference solutions and the corrupt
-    notebook in this process (trusted / nothing runs), the endless loop in the sandbox with 2 s
+    notebook in this process (trusted / nothing runs), the endless loop in the sandbox with 1 s
     per test; bob by the command line (conftest.py).  Plus a swapped sin/cos, whose worked example
     must not be printed twice."""
     from autograder.sandbox import ForkRunner, InProcessRunner
@@ -78,7 +78,7 @@ def reports(bob, tmp_path_factory):
     c["load_timeout"] = 8
     c["exercises"]["masks"]["timeout"] = 30
     for t in c["exercises"]["masks"]["tests"].values():
-        t["timeout"] = 2
+        t["timeout"] = 1
     (tmp / "course.yml").write_text(yaml.safe_dump(c, sort_keys=False))
     short = load_course(tmp / "course.yml", max_examples=1)
     out["loop"] = grade(ROOT / "tests" / "files" / "hostile" / "infinite_loop.py", short, ForkRunner(short),
@@ -393,6 +393,16 @@ def test_a_submission_not_graded_is_not_graded_in_every_kind_of_report(reports):
     assert classify(r) == ("error: " + reason, "")  # grade-batch: a blank row with the reason, as before
     ok = gradescope_results(reports["bob"], "en")
     assert ok["extra_data"]["graded"] is True and ok["output"].startswith("Submission: bob")
+    # nbgrader autograde (SandboxGrade): the hidden-tests cell says not graded and why
+    import nbformat
+
+    from autograder.nbgrader_course import HIDDEN_MARKER
+    from autograder.nbgrader_course.preprocessor import fill_cells
+    cell = nbformat.v4.new_code_cell(f'{HIDDEN_MARKER}\nhidden_tests("masks", "causal_mask")')
+    cell.metadata["nbgrader"] = {"grade": True, "points": 5, "grade_id": "hidden_causal_mask"}
+    nb = fill_cells(nbformat.v4.new_notebook(cells=[cell]), r)
+    said = nb.cells[0].outputs[0]["text"]
+    assert reason in said and "not defined" not in said and ("not graded" in said or "未评分" in said), said
     n_tests = sum(len(ex["tests"]) for ex in reports["bob"]["exercises"])
     assert "What to fix (4):" in ok["output"] and len(ok["tests"]) == n_tests
 

@@ -240,6 +240,6 @@ def value_pair(text):
 def value(text, language, sep="\n"):
     """A value in one language when a property wrote it in two; as it is otherwise."""
     p = value_pair(text)
-    if p is None:
+    if p is None or language == "both":  # in both: as the property wrote it, each language once
         return str(text)
     return pick(language, *p, sep=sep)
