@@ -255,7 +255,7 @@ def test_student_html_in_chromium_shows_scores_mistake_tables_and_pictures(bob, 
         assert f["name"] in text
     assert "Counterexample" in text and "反例" in text
     pictures = [i for i in seen["images"] if i["cls"] == "cx-picture"]
-    assert len(pictures) >= 3
+    assert len(pictures) >= 2  # the open test of each function (folded ones show tables only)
     for img in pictures:  # loaded (data: URI), not broken, and drawn at a visible size
         assert img["complete"] and img["w"] > 100 and img["h"] > 50 and img["shown_w"] > 100, img
     assert seen["marked"] >= 4  # wrong cells are visibly marked in the expected / got tables
@@ -270,7 +270,7 @@ def test_student_html_is_self_contained_escaped_and_in_the_course_language(bob):
     page = render_html(r, "both")
     assert "<script" not in page.replace("&lt;script", "")  # no script, and the student's text is escaped
     assert not re.search(r'(src|href)="(https?:)?//', page) and "<link" not in page and "@import" not in page
-    assert page.count('src="data:image/png;base64,') >= 3
+    assert page.count('src="data:image/png;base64,') >= 2  # the first test of each function: bob's mask and weights
     zh, en = render_html(r, "zh", picture=False), render_html(r, "en", picture=False)
     assert DIAGNOSIS["title_zh"] in zh and DIAGNOSIS["title_en"] not in zh and t["message_en"] not in zh
     assert DIAGNOSIS["title_en"] in en and DIAGNOSIS["title_zh"] not in en and t["message_zh"] not in en

@@ -13,7 +13,8 @@ What the page holds, top to bottom, so that its first screen tells the student w
 5. the details, function by function: each named mistake once (title, explanation, how to fix
    it), then the function's first failed test in full (what went wrong, the call and its inputs,
    expected vs the student's values side by side with the wrong entries marked, the picture from
-   report/plots.py, the hint), its other failed tests folded (<details>, no script needed).
+   report/plots.py, the hint), its other failed tests folded (<details>, no script needed; their
+   tables, no picture).
 
 A submission that was not graded shows "not graded", the reason and what to do, and no test card.
 The sandbox line of the JSON is for the instructor and is not on the page.
@@ -426,7 +427,9 @@ def _group_html(g, language, picture):
     out.append(diagnosis_html(g["diagnoses"], language, group=g))
     first, rest = g["tests"][0], g["tests"][1:]
     out.append(test_card(first, language, picture, diagnosis=False))
-    out += [test_folded(t, language, picture, first) for t in rest]
+    # the folded tests keep their tables but draw no picture: the open test shows what the mistake
+    # looks like, and a class's pages are drawn in one batch (a picture costs about half a second)
+    out += [test_folded(t, language, False, first) for t in rest]
     out.append("</section>")
     return "".join(out)
 
