@@ -37,6 +37,8 @@ from autograder.report.text import render_text
 from .chromium import Chromium, ChromiumError
 from .conftest import ROOT
 
+pytestmark = pytest.mark.slow  # grades whole submissions (CI runs slow tests too)
+
 OUT = ROOT / "out" / "report-views"
 EXAMPLES = ROOT / "examples" / "submissions"
 LANGUAGES = ("zh", "en", "both")
@@ -232,7 +234,6 @@ def exempt(text, report):
     return text
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["correct", "bob", "corrupt", "loop"])
 def test_report_pages_in_chromium(reports, browser, name):
     r = reports[name]
