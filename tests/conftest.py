@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BOB = ROOT / "examples" / "submissions" / "bob.ipynb"
 
 
 def run_grade(submission, tmp_path, *extra):
@@ -89,3 +90,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def bob(tmp_path_factory):
+    """bob.ipynb graded by the real command line, with every report format (once per session:
+    tests/test_reports.py and tests/test_report_views.py share it)."""
+    tmp = tmp_path_factory.mktemp("bob")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(BOB), "--json", str(tmp / "bob.json"),
+                           "--html", str(tmp / "bob.html"), "--markdown", str(tmp / "bob.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return tmp, proc, json.loads((tmp / "bob.json").read_text(encoding="utf-8"))
