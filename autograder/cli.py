@@ -41,8 +41,8 @@ def cmd_grade(args):
     report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
     if args.student:
         report.student = args.student
-    if args.verbose:  # for the instructor: the reports a student reads do not show it
-        print(f"({report.sandbox})", file=sys.stderr, flush=True)
+    if args.verbose or "WARNING" in (report.sandbox or ""):  # for the instructor (student pages do not show it);
+        print(f"({report.sandbox})", file=sys.stderr, flush=True)  # a worker that saw too much: always
     if args.json:
         _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     if args.html:
