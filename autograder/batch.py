@@ -377,11 +377,13 @@ def worker_main(config_json):
     from .sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True)  # many submissions
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True, reuse=True)  # many submissions
     for line in sys.stdin:
         job = json.loads(line)
+        hits = runner.reuse.hits if runner.reuse else 0
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
+        out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
         proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
         proto.flush()
 
@@ -739,7 +741,8 @@ class Batch:
         else:
             self.counts["error"] += 1
         self.note_sandbox(item.student, report)
-        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}\n")
+        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}"
+                  + (f" reused={res['reused']}" if res.get("reused") else "") + "\n")
         log.flush()
         return status, report
 
