@@ -127,3 +127,21 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
         assert batch["errors"] == alone["errors"] and batch["sandbox"] == alone["sandbox"], name
     scores = {n: json.loads((out / "reports" / f"{n}.json").read_text(encoding="utf-8"))["score"] for n in reused}
     assert scores["a1"] == scores["a2"] == 35 and scores["b1"] < 35 and scores["m1"] < 35, scores
+
+
+def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():
+    from autograder.sandbox.reuse import Reuse
+
+    base = SOL["masks"]
+    evil = base + "\n\nclass Unused:\n    _ = setattr(torch.Tensor, 'tril', torch.Tensor.triu)\n"
+    quiet = base + "\n\nclass Unused:\n    x = 1\n"
+
+    def key(text, stem="masks"):
+        sources = [(f"{stem}.py", f"submission_{stem}", f"/s/{stem}.py", [(f"{stem}.py", f"/s/{stem}.py", text)])]
+        return Reuse.keys(Reuse.models(sources), sources, "masks", ["causal_mask"], ["causal_mask"])
+
+    assert key(base) != key(quiet)  # another class body ran
+    with pytest.raises(Impure):
+        key(evil)  # setattr while loading
+    with pytest.raises(Impure):
+        key(base, stem="torch")  # a file that an `import torch` in a sibling could pick up

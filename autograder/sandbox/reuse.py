@@ -22,7 +22,10 @@ What makes it safe against a hostile or merely unusual submission:
 * a fingerprint covers the function's or class's normalized code (comments, docstrings and line
   numbers dropped), the imports it uses, and, recursively, the file's own definitions it refers
   to — those its body calls as the file ends, those its decorators, defaults and bases name as
-  they were when it was defined (`class MultiHeadAttention(MultiHeadAttention)`);
+  they were when it was defined (`class MultiHeadAttention(MultiHeadAttention)`); the key of an
+  exercise adds everything that runs when its files load (every import, constant, decorator,
+  default and class body, in order: a class nobody calls could still patch torch as it is made),
+  and no file of the submission may be named like a module it imports;
 * no part of it may use what varies from run to run or reaches outside the function: RISKY names
   (time, id(), the environment, files, exec/eval, dynamic attributes, introspection, threads,
   `global`); such code is never reused;
@@ -157,6 +160,7 @@ class FileModel:
             raise Impure(f"does not parse ({type(e).__name__})") from None
         self.bindings = []  # (name, kind, node, load-time env snapshot index)
         self.final = {}  # name -> index into bindings
+        load = hashlib.sha256()  # everything that runs when the file is loaded (see load_digest)
         tables = {}
         for child in table.get_children():  # top-level defs and classes, by name and line
             tables[(child.get_name(), child.get_lineno())] = child
@@ -186,6 +190,13 @@ class FileModel:
                 if t is None:
                     raise Impure(f"cannot read the scope of {stmt.name}")
                 self._bind(stmt.name, "def", (stmt, t, dict(self.final)))
+                ran = _load_time_nodes(stmt)  # decorators, defaults, bases, class bodies: they run now
+                risky = ({a.attr for n in ran if n is not None for a in ast.walk(n) if isinstance(a, ast.Attribute)}
+                         | _names_in(ran)) & RISKY
+                if risky:
+                    raise Impure(f"{stmt.name}'s definition uses {sorted(risky)[0]} when the file loads")
+                load.update(f"def {stmt.name}\0".encode() + "\0".join(
+                    ast.dump(n, include_attributes=False) for n in ran if n is not None).encode())
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _literal(stmt.value):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if not all(isinstance(t, ast.Name) for t in targets):
@@ -196,6 +207,9 @@ class FileModel:
                 continue  # a worker runs a file under another __name__: this block never runs there
             else:
                 raise Impure(f"top-level code ({type(stmt).__name__}, line {stmt.lineno})")
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                load.update(ast.dump(stmt, include_attributes=False).encode() + b"\0")
+        self.load_digest = load.hexdigest()
 
     def _bind(self, name, kind, value):
         self.bindings.append((name, kind, value))
@@ -279,7 +293,10 @@ class Reuse:
         if any(models.get(i) is None for i in loaded):
             raise Impure("a file with top-level code")
         order = sorted(loaded, key=lambda i: Path(sources[i][2]).stem != exercise)  # Worker.lookup's order
-        out = []
+        shadows = {m.split(".")[0] for m in ALLOWED_MODULES} | {"autograder"}
+        if any(Path(f).stem in shadows or Path(f).parent.name in shadows for _l, _m, f, _c in sources):
+            raise Impure("a file named like a module it may import")
+        out = [models[i].load_digest for i in loaded]  # what runs at load, in every file that runs
         for name in names:
             where = next((i for i in order if name in models[i].defines()), None)
             if where is None:
