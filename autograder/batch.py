@@ -377,7 +377,8 @@ def worker_main(config_json):
     from .sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True, reuse=True)  # many submissions
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
+                        reuse=cfg.get("reuse", True))
     for line in sys.stdin:
         job = json.loads(line)
         hits = runner.reuse.hits if runner.reuse else 0
@@ -652,7 +653,8 @@ class Batch:
         for ex in self.exercises:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
-        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises}
+        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
+                        "reuse": not getattr(args, "no_reuse", False)}
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
         self.out = Path(args.out)
         self.reports = self.out / "reports"
@@ -983,6 +985,9 @@ def add_parser(sub):
                    help="grade N submissions at a time, one exercise at a time each (default), "
                         "or one submission at a time with N exercises in parallel")
     b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
+    b.add_argument("--no-reuse", action="store_true",
+                   help="grade every exercise of every submission, even when its code is the same as one already "
+                        "graded with every test passed (see autograder/sandbox/reuse.py; the scores are the same)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)
