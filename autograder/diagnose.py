@@ -137,6 +137,15 @@ def _cm(s):
     return [s.call("causal_mask", 1), s.call("causal_mask", 4), s.call("causal_mask", 3, device="cpu")]
 
 
+@probe(M, "causal_mask")
+def _cm_meta(s):
+    """Built on `device`: the meta device holds no data, so only the device, dtype and shape."""
+    out = s.call("causal_mask", 3, device=torch.device("meta"))
+    if not isinstance(out, torch.Tensor):
+        return _kind(out)
+    return [str(out.device), str(out.dtype), tuple(out.shape)]
+
+
 @probe(M, "attention_mask")
 def _am(s):
     return [s.call("attention_mask", torch.tensor([3, 1, 2])),
@@ -819,6 +828,8 @@ def _lm_train_init(s):
 
 def encode(x):
     """A comparable, plain description of what a probe returned."""
+    if isinstance(x, torch.Tensor) and x.is_meta:  # no values (device="meta")
+        return ("P", "str", f"meta {x.dtype} {tuple(x.shape)}")
     if isinstance(x, torch.Tensor):
         t = x.detach()
         vals = t.to(torch.float64) if t.is_floating_point() else t.to(torch.int64)

@@ -129,6 +129,8 @@ _register_pretty()
 def fmt(x, limit=400):
     """A small, readable rendering of a value for a counterexample."""
     if isinstance(x, torch.Tensor):
+        if x.is_meta:
+            return f"tensor shape={tuple(x.shape)} dtype={str(x.dtype).replace('torch.', '')} device=meta (no values)"
         t = x.detach().cpu()
         head = f"tensor shape={tuple(t.shape)} dtype={str(t.dtype).replace('torch.', '')}"
         if t.numel() == 0:
@@ -243,7 +245,7 @@ def _nested(t):
 
 
 def _as_tensor(x):
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, torch.Tensor) and not x.is_meta:  # a meta tensor has no values to show
         return x.detach().cpu()
     return None
 
@@ -515,6 +517,13 @@ class Student:
                     [("调用 call", self.last_call), ("调用前 before", fmt(b)), ("调用后 after", fmt(t))],
                 )
         return out
+
+    def global_random_state(self):
+        """A fingerprint of this process's global random states (torch, numpy, random): equal
+        before and after a call that left them alone (sandbox/rngstate.py)."""
+        from ..sandbox.rngstate import digest
+
+        return digest()
 
     def raises(self, exc_type, name, *args, **kwargs):
         """True if the student's `name` raises `exc_type` (any other exception is a crash)."""

@@ -90,14 +90,33 @@ def padding_rejects(student, B, T, bad, data):
 
 # ---------------------------------------------------------------- causal_mask
 
+# "meta" is a device that holds no data: it needs no accelerator, any tensor op builds a meta
+# tensor there, and the sandbox sends a meta tensor back as its dtype and shape only.  On a machine
+# with a CPU only, it is what tells a causal_mask that builds on `device` from one that ignores it.
+META = torch.device("meta")
+
+
 @prop(EX, "causal_mask", "shape_dtype_device",
-      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上",
-      en="causal_mask(T, device) returns a (T, T) bool tensor built on device")
-@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu")]))
+      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也包括 device=\"meta\"）",
+      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (device=\"meta\" included)")
+@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu"), META, "meta"]))
 @example(T=1, device=None)
+@example(T=3, device=META)
 def causal_shape(student, T, device):
     out = student.call("causal_mask", T, device=device) if device is not None else student.call("causal_mask", T)
-    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device or "cpu", student=student)
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, student=student)
+    want = torch.device(device or "cpu")
+    if out.device != want:
+        fail(f"causal_mask({T}, device={str(want)!r}) 返回的掩码在设备 {out.device} 上，应在 {want} 上。",
+             f"causal_mask({T}, device={str(want)!r}) returned a mask on {out.device}, it should be on {want}.",
+             student=student,
+             hint_zh="把 device 传给创建张量的函数：torch.ones(T, T, dtype=torch.bool, device=device).tril()。"
+                     "在 CPU 上建好再 .to(device) 也可以。\"meta\" 是一个不存数据的设备（不需要 GPU），"
+                     "评分器用它检查掩码是不是建在了 device 上；模型在 GPU 上训练时，建在 CPU 上的掩码会报错。",
+             hint_en="Pass device to the function that creates the tensor: torch.ones(T, T, dtype=torch.bool, "
+                     "device=device).tril(); building on the CPU and calling .to(device) works too. \"meta\" is a "
+                     "device that holds no data (no GPU needed): the grader uses it to check that the mask is built "
+                     "on device; when the model trains on a GPU, a mask left on the CPU raises an error.")
 
 
 def _causal_values(student, T, part):

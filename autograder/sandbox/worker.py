@@ -13,6 +13,7 @@ Requests (header "op"):
                                                 `grad_params` whose gradients a vjp returns after the
                                                 inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
+  random_state {}                               a fingerprint of the global random states
 Answers: {"ok": value, "call": id, "modified": [...]}, {"raised": {...}}, {"missing": name}.
 """
 import os
@@ -91,6 +92,9 @@ class Worker:
             return self.load_rest()
         if op == "vjp":
             return self.vjp(h, arrays, out_arrays)
+        if op == "random_state":  # a fingerprint of the global random states (rngstate.py)
+            from . import rngstate
+            return {"ok": P.encode(rngstate.digest(), out_arrays)}
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
         kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
         if op in ("call", "new"):
@@ -239,6 +243,7 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         levels = apply_limits(workdir, limit_options)
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
+        from . import rngstate  # noqa: F401 - binds its getters before any student code runs
 
         forget_the_grader()
         sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
