@@ -438,6 +438,11 @@ def _ro_odd(s):
     return [s.raises(ValueError, "rope_angles", 3, 5), s.raises(ValueError, "rope_angles", 2, 1, offset=1)]
 
 
+@probe(RO, "apply_rope")
+def _ro_apply_odd(s):
+    return [s.raises(ValueError, "apply_rope", rnd((3, 5), 1010)), s.raises(ValueError, "apply_rope", rnd((2, 2, 1), 1011))]
+
+
 def _rope(shape, seed, dtype=torch.float32, **kw):
     def run(s):
         return s.call("apply_rope", rnd(shape, seed, dtype=dtype), **kw)
