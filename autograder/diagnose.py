@@ -523,6 +523,14 @@ def _ts_make(s):
             s.call("make_datasets", _series(11, 3, 1142, constant=1), 7, 2, 1)]
 
 
+@probe(TS, "make_datasets")
+def _ts_make_bad(s):
+    """ValueError as the functions it calls: a test period, then a training period, too short for one
+    window; a horizon of 0; an empty test period."""
+    return [s.raises(ValueError, "make_datasets", _series(N, 2, 1143), n, w, h)
+            for N, n, w, h in [(11, 8, 3, 1), (12, 3, 2, 2), (10, 6, 2, 0), (9, 9, 2, 1)]]
+
+
 # ---------------------------------------------------------------- bert_masking
 
 BM = "bert_masking"
