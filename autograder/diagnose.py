@@ -762,6 +762,16 @@ def _lm_init(s):
     return out
 
 
+@probe(LM, "init_tiny_lm")
+def _lm_init_global_state(s):
+    """Do two inits (seeds 3, 4) leave the global random states alone?"""
+    before = s.global_random_state()
+    s.call("init_tiny_lm", 5, 4, 3)
+    mid = s.global_random_state()
+    s.call("init_tiny_lm", 5, 4, 4)
+    return [before != mid, mid != s.global_random_state()]
+
+
 def _lm_valid(out, lengths):
     """Logits at valid positions (t < lengths[b]); padded positions are free and read as 0."""
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[0] != len(lengths):
@@ -783,6 +793,14 @@ for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
                           dict(B=1, T=3, V=4, d=2, lengths=[3]),
                           dict(B=2, T=6, V=9, d=8, lengths=[6, 6])]):
     probe(LM, "tiny_lm_logits")(_lm_logits(seed=1300 + 10 * _i, **_kw))
+
+
+@probe(LM, "tiny_lm_logits")
+def _lm_logits_float64(s):
+    """float64 params: the logits keep their dtype (and values)."""
+    lengths = torch.tensor([4, 2])
+    params = tuple(p.double() for p in _lm_params(6, 4, 1361))
+    return _lm_valid(s.call("tiny_lm_logits", _lm_tokens(2, 4, 6, 1360), lengths, params), lengths)
 
 
 @probe(LM, "tiny_lm_logits")
@@ -864,6 +882,15 @@ def _lm_train(s):
     b = _losses(s.call("train_tiny_lm", 3, 1))
     c = _losses(s.call("train_tiny_lm", 4, steps))
     return [len(a), _same_losses(a[:1], b), _same_losses(a, c), _trend(a), _trend(c) if c is not None else None]
+
+
+@probe(LM, "train_tiny_lm")
+def _lm_train_types(s):
+    """A list (or tuple) of Python floats, or what came back instead."""
+    res = s.call("train_tiny_lm", 3, 2)
+    if isinstance(res, (list, tuple)):
+        return [len(res), all(isinstance(v, float) for v in res)]
+    return _kind(res)
 
 
 @probe(LM, "train_tiny_lm")

@@ -34,7 +34,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import check_equal, check_tensor, fail, prop, unpack
+from ._harness import check_equal, check_global_state_untouched, check_tensor, fail, prop, unpack
 from .strategies import sizes
 
 EX = "bert_masking"
@@ -470,30 +470,6 @@ def mlm_reach(student, c):
                  hint_en="torch.randint(0, vocab_size, shape, generator=g): the upper bound vocab_size itself is never "
                          "drawn, so do not write randint(0, vocab_size - 1) (V-1 would never come up); the lower bound "
                          "is 0, not 1.")
-
-
-RNG_ZH = ("所有随机数都从 g = torch.Generator().manual_seed(seed) 抽取，并把 generator=g 传给每一次抽样。"
-          "不要调用 torch.manual_seed(seed)（或 np.random.seed、random.seed）：那会重置调用者的全局随机状态，"
-          "调用者之后的每一个随机数（下一批数据、dropout、别的实验）都被悄悄固定了。")
-RNG_EN = ("Draw every random number from g = torch.Generator().manual_seed(seed) and pass generator=g to every draw. "
-          "Do not call torch.manual_seed(seed) (or np.random.seed, random.seed): it resets the caller's global random "
-          "state, and every random number the caller draws afterwards (the next batch, dropout, another experiment) "
-          "is silently fixed.")
-
-
-def check_global_state_untouched(student, label, calls, show=None):
-    """Each call of `calls` (thunks) leaves the global random states (torch, numpy, random) as they were.
-    Two calls with different seeds: a function that seeds the global generator leaves it in a state that
-    depends on its seed, so the two calls cannot both leave it unchanged, whatever it was before."""
-    state = student.global_random_state()
-    for call in calls:
-        call()
-        now = student.global_random_state()
-        if now != state:
-            fail(f"调用 {label} 改变了全局随机状态（torch、numpy 或 random 的）。",
-                 f"calling {label} changed the global random state (torch's, numpy's or random's).",
-                 student=student, show=show, hint_zh=RNG_ZH, hint_en=RNG_EN)
-        state = now
 
 
 @prop(EX, MLM, "leaves_global_random_state_alone",
