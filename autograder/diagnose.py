@@ -138,12 +138,21 @@ def _cm(s):
 
 
 @probe(M, "causal_mask")
-def _cm_meta(s):
-    """Built on `device`: the meta device holds no data, so only the device, dtype and shape."""
-    out = s.call("causal_mask", 3, device=torch.device("meta"))
+def _cm_elsewhere(s):
+    """Built on `device`, on a device other than the CPU (properties/masks.elsewhere_device: "cuda" on
+    a machine without CUDA, where building on it raises; "meta" otherwise): what came back, or that
+    the call raised."""
+    from .properties.masks import elsewhere_device
+
+    try:
+        out = s.call("causal_mask", 3, device=elsewhere_device())
+    except PropertyFailure as f:  # observe() reads these two as usual
+        if isinstance(f, MissingFunction) or f.kind == "missing":
+            raise
+        return "raised"
     if not isinstance(out, torch.Tensor):
         return _kind(out)
-    return [str(out.device), str(out.dtype), tuple(out.shape)]
+    return [out.device.type, str(out.dtype), tuple(out.shape)]
 
 
 @probe(M, "attention_mask")

@@ -3,7 +3,9 @@
     make_ablation(base, factor, values)        one deep copy of base per value, only `factor` set
                                                (a key, or a dotted path "model.d_model")
     run_experiment(config)                     {"train_losses": [steps floats], "test_accuracy": float},
-                                               everything drawn from config["seed"], test set drawn last
+                                               everything drawn from config["seed"] (the global random
+                                               state left alone), test set drawn last, each loss
+                                               recorded before its update
     run_ablation(base, factor, values, seeds)  results[i][j] = run_experiment(config i with seed seeds[j])
 
 Only data crosses the sandbox (plain dicts, lists, numbers), so every property reads the student's
@@ -18,7 +20,12 @@ drawing the data and the init.  One property checks the effect of the factor its
 margins: without positional encoding the model is permutation invariant, and the order task puts
 the same multiset of tokens under both labels with equal probability (swap A and B), so on a test
 set drawn independently of training the number of correct answers is exactly Binomial(n, 1/2):
-over 3 seeds x 512 test sequences, P(accuracy >= 0.6) < 1e-14.  With positional encoding the
+over 3 seeds x 512 test sequences, P(accuracy >= 0.6) < 1e-14.  The same fact checks that the test
+set is really unseen (`unseen_test_set_scores_like_chance`): in a configuration that memorises its
+32 training sequences without the encoding (training accuracy ~1.0 after 20 steps), the count right
+over 3 seeds x 32 test sequences must lie in the exact Binomial(96, 1/2) interval at 1e-9 (one check
+per grading: a correct submission fails it with probability <= 1e-9), while a "test set" taken from
+the training data scores ~1.0, far above its upper end (0.80).  With positional encoding the
 reference reaches a 3-seed mean accuracy of 0.87-1.0 (50 triples of seeds, lowest 0.871; the lowest
 single run of 150 was 0.707) in the 60 steps used here; the property asks for 0.75.  The given model
 uses GELU, not ReLU: with ReLU a tiny model (d = 2 or 4) is sometimes born dead (every unit

@@ -4,7 +4,8 @@
     selected   ~ Bernoulli(0.15), each selectable token on its own
     a selected token becomes mask_id (80%), a uniform random id in [0, V) (10%) or stays (10%)
     labels     = the original token where selected, -100 everywhere else
-    randomness = torch.Generator().manual_seed(seed): the same seed gives the same result
+    randomness = torch.Generator().manual_seed(seed): the same seed gives the same result, and the
+                 global random state (torch's, numpy's, random's) is left alone
 
 Two kinds of properties.  Structural ones hold for every draw and are checked exactly on small
 batches (a shrunk counterexample is readable): labels are -100 or the original token, an
@@ -18,10 +19,18 @@ binomial bounds:
   fails the check only outside it.  Counts taken conditionally (replacements among the S
   selected tokens) are Binomial(S, p) given S, because the replacement of a token is drawn
   independently of which tokens were selected; the interval is computed for the observed S.
+* Lower bounds too.  Upper bounds alone let a distribution with a hole pass (randint(0, V - 1)
+  never draws V - 1): `random_tokens_reach_every_id` gives every non-special id v a lower bound.
+  Given the selection, a selected token whose original is not v becomes v exactly when its fate is
+  "random" and the draw is v, probability 0.1 / V (0.1 / (V - #special) for code that draws the
+  ordinary ids only: the bound is computed at the smaller one), independently: Binomial(S_v, p_v).
+  The check fails only below the lower end with P <= DELTA / #ids per id.  It needs a small
+  vocabulary (V <= 8) in a large batch (32768 tokens): each id is then expected ~40 times and the
+  bound sits at ~9, while a hole gives 0.
 * False rejection.  Correct code fails one check with probability <= DELTA = 1e-9.  A grading
   runs each statistical property on 20 generated + 3 pinned examples with at most 3 checks each
-  (the uniformity check uses DELTA / V per token id, a union bound over the V ids), so at most
-  3 x 23 x 3 = 207 checks: a correct submission loses points with probability < 2.1e-7.  The
+  (the uniformity checks use DELTA / V per token id, a union bound over the V ids), so at most
+  4 x 23 x 3 = 276 checks: a correct submission loses points with probability < 2.8e-7.  The
   bounds allow for a random replacement that happens to draw mask_id or the original token
   (each with probability 1/V), and for code that draws random ids from the non-special ids only.
 * Power.  With >= 9800 selectable tokens (S ~ 1470 selected) the catalogued mistakes sit 8 to

@@ -90,33 +90,66 @@ def padding_rejects(student, B, T, bad, data):
 
 # ---------------------------------------------------------------- causal_mask
 
-# "meta" is a device that holds no data: it needs no accelerator, any tensor op builds a meta
-# tensor there, and the sandbox sends a meta tensor back as its dtype and shape only.  On a machine
-# with a CPU only, it is what tells a causal_mask that builds on `device` from one that ignores it.
-META = torch.device("meta")
+# "Built on `device`" cannot show on the CPU alone: every tensor is on the CPU whether or not the
+# function used `device`.  So the property also asks for a device that is not the CPU:
+# * on a machine without CUDA (this grader's CPU build of torch): device="cuda".  A mask built on it
+#   cannot exist here, so a function that uses `device` raises (torch: "Torch not compiled with CUDA
+#   enabled", at once); one that ignores it returns a CPU mask.  Nothing else changes: any way of
+#   building on `device` (a factory's device=, .to(device) afterwards) reaches CUDA and raises.
+# * where CUDA is available: device="meta", a device that holds no data; the worker sends a meta
+#   tensor back as its dtype and shape (sandbox/protocol.py).  Not used on a CPU-only machine: the
+#   first operation on a meta tensor imports torch._dynamo (1.5-3 s in every worker), and a tensor
+#   built on "cuda" would reach the judge as a CPU copy.
+ELSEWHERE = "elsewhere"  # a drawn device: the probe above
+
+
+def elsewhere_device():
+    return torch.device("meta") if torch.cuda.is_available() else torch.device("cuda")
 
 
 @prop(EX, "causal_mask", "shape_dtype_device",
-      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也包括 device=\"meta\"）",
-      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (device=\"meta\" included)")
-@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu"), META, "meta"]))
+      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也检查 CPU 以外的设备：没有 CUDA 的机器上"
+         "要求 device=\"cuda\" 时不能悄悄返回 CPU 上的掩码）",
+      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (a device other than the CPU too: asked "
+         "for device=\"cuda\" on a machine without CUDA, it must not quietly return a mask on the CPU)")
+@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu"), ELSEWHERE]))
 @example(T=1, device=None)
-@example(T=3, device=META)
+@example(T=3, device=ELSEWHERE)
 def causal_shape(student, T, device):
+    if device == ELSEWHERE:
+        return _causal_elsewhere(student, T)
     out = student.call("causal_mask", T, device=device) if device is not None else student.call("causal_mask", T)
-    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, student=student)
-    want = torch.device(device or "cpu")
-    if out.device != want:
-        fail(f"causal_mask({T}, device={str(want)!r}) 返回的掩码在设备 {out.device} 上，应在 {want} 上。",
-             f"causal_mask({T}, device={str(want)!r}) returned a mask on {out.device}, it should be on {want}.",
-             student=student,
-             hint_zh="把 device 传给创建张量的函数：torch.ones(T, T, dtype=torch.bool, device=device).tril()。"
-                     "在 CPU 上建好再 .to(device) 也可以。\"meta\" 是一个不存数据的设备（不需要 GPU），"
-                     "评分器用它检查掩码是不是建在了 device 上；模型在 GPU 上训练时，建在 CPU 上的掩码会报错。",
-             hint_en="Pass device to the function that creates the tensor: torch.ones(T, T, dtype=torch.bool, "
-                     "device=device).tril(); building on the CPU and calling .to(device) works too. \"meta\" is a "
-                     "device that holds no data (no GPU needed): the grader uses it to check that the mask is built "
-                     "on device; when the model trains on a GPU, a mask left on the CPU raises an error.")
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device or "cpu", student=student)
+
+
+DEVICE_HINT_ZH = ("把 device 传给创建张量的函数：torch.ones(T, T, dtype=torch.bool, device=device).tril()；在 CPU 上建好再 "
+                  ".to(device) 也可以。模型在 GPU 上训练时，注意力分数在 GPU 上，建在 CPU 上的掩码会让 masked_fill 报错。")
+DEVICE_HINT_EN = ("Pass device to the function that creates the tensor: torch.ones(T, T, dtype=torch.bool, "
+                  "device=device).tril(); building on the CPU and calling .to(device) works too. When the model trains "
+                  "on a GPU the attention scores are on the GPU, and a mask left on the CPU makes masked_fill raise.")
+
+
+def _causal_elsewhere(student, T):
+    from ..errors import StudentCrash
+
+    device = elsewhere_device()
+    try:
+        out = student.call("causal_mask", T, device=device)
+    except StudentCrash as e:
+        if e.kind == "missing" or device.type != "cuda":
+            raise
+        return  # it tried to build on CUDA, which this machine does not have: device is used
+    if isinstance(out, torch.Tensor) and out.device.type == "cpu":
+        if device.type == "cuda":
+            fail(f"这台机器没有 CUDA，causal_mask({T}, device=\"cuda\") 却返回了一个 CPU 上的掩码：device 被忽略了"
+                 f"（用了 device 的代码在这里会由 torch 报错 “Torch not compiled with CUDA enabled”）。",
+                 f"this machine has no CUDA, yet causal_mask({T}, device=\"cuda\") returned a mask on the CPU: device "
+                 f"was ignored (code that uses device raises here: torch says \"Torch not compiled with CUDA "
+                 f"enabled\").", student=student, hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
+        fail(f"causal_mask({T}, device=\"meta\") 返回的掩码在 CPU 上：device 被忽略了。",
+             f"causal_mask({T}, device=\"meta\") returned a mask on the CPU: device was ignored.", student=student,
+             hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device, student=student)
 
 
 def _causal_values(student, T, part):
