@@ -646,10 +646,14 @@ RNG_EN = ("Draw every random number from g = torch.Generator().manual_seed(seed)
           "is silently fixed.")
 
 
-def check_global_state_untouched(student, label, calls, show=None, hint_zh=RNG_ZH, hint_en=RNG_EN):
-    """Each call of `calls` (thunks) leaves the global random states (torch, numpy, random) as they were.
-    Two calls with different seeds: a function that seeds the global generator leaves it in a state that
-    depends on its seed, so the two calls cannot both leave it unchanged, whatever it was before."""
+def check_global_state_untouched(student, name, calls, show=None, hint_zh=RNG_ZH, hint_en=RNG_EN):
+    """Each call of `calls` (thunks calling the student's `name`) leaves the global random states (torch,
+    numpy, random) as they were.  Two calls with different seeds: a function that seeds the global
+    generator leaves it in a state that depends on its seed, so the two calls cannot both leave it
+    unchanged, whatever it was before.  `name` is looked up first, so that a submission whose other
+    files load only when a name is missing (load.exec_sources) runs their top-level code before."""
+    student.lookup(name)
+    label = name
     state = student.global_random_state()
     for call in calls:
         call()

@@ -615,7 +615,7 @@ def run_plain(student, config):
 @example(config=config_for(4, pe=False, steps=2))
 def run_global_state(student, config):
     other = {**config, "seed": config["seed"] + 1}
-    check_global_state_untouched(student, "run_experiment", [lambda: _run(student, config), lambda: _run(student, other)],
+    check_global_state_untouched(student, RUN, [lambda: _run(student, config), lambda: _run(student, other)],
                                  show={"config": config}, hint_zh=RNG_HINT_ZH, hint_en=RNG_HINT_EN)
 
 

@@ -490,5 +490,5 @@ def mlm_reach(student, c):
 @example(c=_small([[1, 4, 2]], seed=0))
 def mlm_global_state(student, c):
     other = Case(c.input_ids, c.special_ids, c.mask_id, c.V, c.seed + 1)
-    check_global_state_untouched(student, "mlm_mask", [lambda: _call_mlm(student, c), lambda: _call_mlm(student, other)],
+    check_global_state_untouched(student, MLM, [lambda: _call_mlm(student, c), lambda: _call_mlm(student, other)],
                                  show=c.show())

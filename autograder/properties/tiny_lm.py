@@ -231,7 +231,7 @@ def init_deterministic(student, V, d, seed):
 @given(V=st.integers(2, 8), d=st.sampled_from([2, 4, 8]), seed=st.integers(0, 2 ** 30))
 @example(V=5, d=4, seed=0)
 def init_global_state(student, V, d, seed):
-    check_global_state_untouched(student, f"init_tiny_lm({V}, {d}, seed)",
+    check_global_state_untouched(student, INIT,
                                  [lambda: _init(student, V, d, seed), lambda: _init(student, V, d, seed + 1)])
 
 
