@@ -141,15 +141,12 @@ def _cm(s):
 def _cm_elsewhere(s):
     """Built on `device`, on a device other than the CPU (properties/masks.elsewhere_device: "cuda" on
     a machine without CUDA, where building on it raises; "meta" otherwise): what came back, or that
-    the call raised."""
-    from .properties.masks import elsewhere_device
+    torch refused to build there."""
+    from .properties.masks import built_elsewhere
 
-    try:
-        out = s.call("causal_mask", 3, device=elsewhere_device())
-    except PropertyFailure as f:  # observe() reads these two as usual
-        if isinstance(f, MissingFunction) or f.kind == "missing":
-            raise
-        return "raised"
+    what, out = built_elsewhere(s, 3)  # another exception: observe() reads it as an error
+    if what == "refused":
+        return "refused"
     if not isinstance(out, torch.Tensor):
         return _kind(out)
     return [out.device.type, str(out.dtype), tuple(out.shape)]

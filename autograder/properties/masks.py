@@ -107,6 +107,32 @@ def elsewhere_device():
     return torch.device("meta") if torch.cuda.is_available() else torch.device("cuda")
 
 
+def unavailable_error(device):
+    """What torch says here when a tensor is built on `device` (None if it can be): "Torch not
+    compiled with CUDA enabled" on a CPU build.  The worker runs the same torch on the same machine."""
+    try:
+        torch.empty(0, device=device)
+    except Exception as e:  # noqa: BLE001 - whatever this build raises
+        return f"{type(e).__name__}: {e}".strip()
+    return None
+
+
+def built_elsewhere(student, T):
+    """causal_mask(T, device=elsewhere_device()): ("built", tensor), or ("refused", None) when it raised
+    exactly what torch raises for a tensor built on that device (so it did use `device`).  Any other
+    exception is the student's crash, and propagates."""
+    from ..errors import StudentCrash
+
+    device = elsewhere_device()
+    try:
+        return "built", student.call("causal_mask", T, device=device)
+    except StudentCrash as e:
+        error = unavailable_error(device)
+        if e.kind != "missing" and error and any(error[:200] in str(text) for _, text in e.details):
+            return "refused", None
+        raise
+
+
 @prop(EX, "causal_mask", "shape_dtype_device",
       zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也检查 CPU 以外的设备：没有 CUDA 的机器上"
          "要求 device=\"cuda\" 时不能悄悄返回 CPU 上的掩码）",
@@ -130,15 +156,10 @@ DEVICE_HINT_EN = ("Pass device to the function that creates the tensor: torch.on
 
 
 def _causal_elsewhere(student, T):
-    from ..errors import StudentCrash
-
     device = elsewhere_device()
-    try:
-        out = student.call("causal_mask", T, device=device)
-    except StudentCrash as e:
-        if e.kind == "missing" or device.type != "cuda":
-            raise
-        return  # it tried to build on CUDA, which this machine does not have: device is used
+    what, out = built_elsewhere(student, T)
+    if what == "refused":
+        return  # it built on CUDA, which this machine does not have, and torch refused: device is used
     if isinstance(out, torch.Tensor) and out.device.type == "cpu":
         if device.type == "cuda":
             fail(f"这台机器没有 CUDA，causal_mask({T}, device=\"cuda\") 却返回了一个 CPU 上的掩码：device 被忽略了"
