@@ -6,7 +6,7 @@ function that calls `torch.manual_seed(seed)` and then draws from the global gen
 itself (determinism holds) but changes its caller's random state.  No return value shows that;
 the state of the process that ran the function does.  `digest()` fingerprints the three global
 states a student can reach: torch's default CPU generator, numpy's legacy global RandomState
-(`np.random.seed`) and Python's `random`.  A property takes it before and after one call.
+(`np.random.seed`) and Python's `random`.  A property takes it before and after each call.
 
 The getters are bound when this module is imported, which happens in the grader before any
 student code runs (worker.py imports it): a submission that rebinds `torch.default_generator`,

@@ -22,6 +22,7 @@ import traceback
 from collections import OrderedDict
 
 from . import protocol as P
+from . import rngstate  # binds its getters when the worker's code is imported, before any student code
 
 KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
 
@@ -93,7 +94,6 @@ class Worker:
         if op == "vjp":
             return self.vjp(h, arrays, out_arrays)
         if op == "random_state":  # a fingerprint of the global random states (rngstate.py)
-            from . import rngstate
             return {"ok": P.encode(rngstate.digest(), out_arrays)}
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
         kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
@@ -243,7 +243,6 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         levels = apply_limits(workdir, limit_options)
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
-        from . import rngstate  # noqa: F401 - binds its getters before any student code runs
 
         forget_the_grader()
         sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
