@@ -342,7 +342,8 @@ def plain_value_cases(draw):
     base = draw(st.one_of(st.just(_ex_base()), bases()))
     paths = sorted(p for p, v in flatten(base).items() if v != "<dict>")
     values = copy_data(draw(st.sampled_from(PLAIN_VALUES)))
-    return base, draw(st.sampled_from(paths)), values, values + [copy_data(values[draw(st.integers(0, len(values) - 1))])]
+    repeat = copy_data(values[draw(st.integers(0, len(values) - 1))])
+    return base, draw(st.sampled_from(paths)), values, values + [repeat]
 
 
 @prop(EX, MAKE, "accepts_any_plain_values",
