@@ -137,6 +137,21 @@ def _cm(s):
     return [s.call("causal_mask", 1), s.call("causal_mask", 4), s.call("causal_mask", 3, device="cpu")]
 
 
+@probe(M, "causal_mask")
+def _cm_elsewhere(s):
+    """Built on `device`, on a device other than the CPU (properties/masks.elsewhere_device: "cuda" on
+    a machine without CUDA, where building on it raises; "meta" otherwise): what came back, or that
+    torch refused to build there."""
+    from .properties.masks import built_elsewhere
+
+    what, out = built_elsewhere(s, 3)  # another exception: observe() reads it as an error
+    if what == "refused":
+        return "refused"
+    if not isinstance(out, torch.Tensor):
+        return _kind(out)
+    return [out.device.type, str(out.dtype), tuple(out.shape)]
+
+
 @probe(M, "attention_mask")
 def _am(s):
     return [s.call("attention_mask", torch.tensor([3, 1, 2])),
@@ -429,6 +444,26 @@ def _ro_odd(s):
     return [s.raises(ValueError, "rope_angles", 3, 5), s.raises(ValueError, "rope_angles", 2, 1, offset=1)]
 
 
+def _outcome(s, name, *args, **kwargs):
+    """What a call with arguments the contract rejects does: "ValueError", "other exception", or the
+    shapes (and dtypes) of what it returned instead."""
+    if s.raises(ValueError, name, *args, **kwargs):
+        return "ValueError"
+    try:
+        out = s.call(name, *args, **kwargs)
+    except PropertyFailure as f:  # observe() reads these three as usual
+        if isinstance(f, MissingFunction) or f.kind == "missing" or "in place" in (f.en or ""):
+            raise
+        return "other exception"
+    items = out if isinstance(out, (tuple, list)) else [out]
+    return tuple((tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor) else type(x).__name__ for x in items)
+
+
+@probe(RO, "apply_rope")
+def _ro_apply_odd(s):
+    return [_outcome(s, "apply_rope", rnd((3, 5), 1010)), _outcome(s, "apply_rope", rnd((2, 2, 1), 1011))]
+
+
 def _rope(shape, seed, dtype=torch.float32, **kw):
     def run(s):
         return s.call("apply_rope", rnd(shape, seed, dtype=dtype), **kw)
@@ -507,6 +542,14 @@ def _ts_make(s):
     return [s.call("make_datasets", _series(12, 2, 1140), 8, 3, 1),
             s.call("make_datasets", _series(14, 1, 1141), 9, 2, 2),
             s.call("make_datasets", _series(11, 3, 1142, constant=1), 7, 2, 1)]
+
+
+@probe(TS, "make_datasets")
+def _ts_make_bad(s):
+    """ValueError as the functions it calls: a test period, then a training period, too short for one
+    window; a horizon of 0, a window of 0; an empty test period."""
+    return [_outcome(s, "make_datasets", _series(N, 2, 1143), n, w, h)
+            for N, n, w, h in [(11, 8, 3, 1), (12, 3, 2, 2), (10, 6, 2, 0), (10, 6, 0, 1), (9, 9, 2, 1)]]
 
 
 # ---------------------------------------------------------------- bert_masking
@@ -660,6 +703,36 @@ def _bm_rows_alike(s):
     return any(bool((sel[i] == sel[j]).all()) for i in range(16) for j in range(i + 1, 16))
 
 
+@probe(BM, MLM)
+def _bm_holes(s):
+    """A small vocabulary (V = 8; 0..3 special, 3 the mask) in 32768 tokens: does some ordinary id never
+    come up as a random replacement?  A correct draw from [0, V) (or from the ordinary ids) makes each
+    ordinary id about 42 times here (never with probability < 1e-17); randint(0, V - 1) never makes 7."""
+    from .properties.bert_masking import _batch
+
+    special, V = [0, 1, 2, 3], 8
+    ids = _batch(128, 256, V, special, 1240, min_len=224)
+    got = _bm_out(ids, s.call(MLM, ids, special, 3, V, 15))
+    if got is None:
+        return "unusable"
+    inputs, labels = got
+    sel = labels != IGNORE
+    return any(int((sel & (ids != v) & (inputs == v)).sum()) == 0 for v in range(4, V))
+
+
+@probe(BM, MLM)
+def _bm_global_state(s):
+    """Do two calls (seeds 13, 14) leave the global random states alone?  torch.manual_seed inside
+    leaves a state that depends on the seed; unseeded global draws move it on every call."""
+    ids = _bm_rows(4, 12, 200, 1230, min_len=4)
+    s.lookup(MLM)  # other files load (and run their top-level code) before the state is read
+    before = s.global_random_state()
+    s.call(MLM, ids, BERT_IDS, 103, 200, 13)
+    mid = s.global_random_state()
+    s.call(MLM, ids, BERT_IDS, 103, 200, 14)
+    return [before != mid, mid != s.global_random_state()]
+
+
 # ---------------------------------------------------------------- tiny_lm
 
 LM = "tiny_lm"
@@ -696,6 +769,17 @@ def _lm_init(s):
     return out
 
 
+@probe(LM, "init_tiny_lm")
+def _lm_init_global_state(s):
+    """Do two inits (seeds 3, 4) leave the global random states alone?"""
+    s.lookup("init_tiny_lm")  # other files load (and run their top-level code) before the state is read
+    before = s.global_random_state()
+    s.call("init_tiny_lm", 5, 4, 3)
+    mid = s.global_random_state()
+    s.call("init_tiny_lm", 5, 4, 4)
+    return [before != mid, mid != s.global_random_state()]
+
+
 def _lm_valid(out, lengths):
     """Logits at valid positions (t < lengths[b]); padded positions are free and read as 0."""
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[0] != len(lengths):
@@ -717,6 +801,14 @@ for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
                           dict(B=1, T=3, V=4, d=2, lengths=[3]),
                           dict(B=2, T=6, V=9, d=8, lengths=[6, 6])]):
     probe(LM, "tiny_lm_logits")(_lm_logits(seed=1300 + 10 * _i, **_kw))
+
+
+@probe(LM, "tiny_lm_logits")
+def _lm_logits_float64(s):
+    """float64 params: the logits keep their dtype (and values)."""
+    lengths = torch.tensor([4, 2])
+    params = tuple(p.double() for p in _lm_params(6, 4, 1361))
+    return _lm_valid(s.call("tiny_lm_logits", _lm_tokens(2, 4, 6, 1360), lengths, params), lengths)
 
 
 @probe(LM, "tiny_lm_logits")
@@ -801,6 +893,15 @@ def _lm_train(s):
 
 
 @probe(LM, "train_tiny_lm")
+def _lm_train_types(s):
+    """A list (or tuple) of Python floats, or what came back instead."""
+    res = s.call("train_tiny_lm", 3, 2)
+    if isinstance(res, (list, tuple)):
+        return [len(res), all(isinstance(v, float) for v in res)]
+    return _kind(res)
+
+
+@probe(LM, "train_tiny_lm")
 def _lm_train_init(s):
     """Is init_tiny_lm deterministic (another global state)?  Tells a training run that is not
     reproducible because of its data from one that is not because of its init."""
@@ -819,6 +920,8 @@ def _lm_train_init(s):
 
 def encode(x):
     """A comparable, plain description of what a probe returned."""
+    if isinstance(x, torch.Tensor) and x.is_meta:  # no values (device="meta")
+        return ("P", "str", f"meta {x.dtype} {tuple(x.shape)}")
     if isinstance(x, torch.Tensor):
         t = x.detach()
         vals = t.to(torch.float64) if t.is_floating_point() else t.to(torch.int64)

@@ -126,7 +126,7 @@ def _replace(value, it):
 
 def _rg_flags(enc, out):
     if isinstance(enc, dict):
-        if "t" in enc or "bf" in enc:
+        if "t" in enc or "bf" in enc or "meta" in enc:
             out.append(bool(enc.get("rg")))
         for key in ("tuple", "list"):
             for v in enc.get(key, []) if isinstance(enc.get(key), list) else []:
@@ -332,6 +332,20 @@ class RemoteStudent:
         if "NotImplementedError" in mro:
             raise self._crash(name, raised)
         return exc_type.__name__ in mro
+
+    def global_random_state(self):
+        """A fingerprint of the worker's global random states (torch, numpy, random; see
+        rngstate.py): equal before and after a call that left them alone."""
+        answer, out_arrays = self._request({"op": "random_state"}, [])
+        try:
+            state = P.decode(answer.get("ok"), out_arrays)
+        except P.ProtocolError:
+            state = None
+        if not isinstance(state, str):
+            self.abort()
+            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
+                               "The process running your code sent back data the grader cannot read.", kind="error")
+        return state
 
     # -- helpers
     def _call(self, header, label, args, kwargs, obj=None):
