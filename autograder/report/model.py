@@ -98,6 +98,9 @@ class Report:
     not_graded_reason: str = ""
     student: str = ""  # whose submission (grade --student); the reports' title, else the file's name
     language: str = "both"  # the language of the feedback texts (course.yml's, or --language)
+    # where the grading time went, summed over exercises (for the instructor and bench/class_speed.py):
+    # start / tests / diagnosis wall seconds, judge_cpu / worker_cpu CPU seconds, reused exercises
+    timing: dict = field(default_factory=dict)
 
     def to_dict(self):
         return asdict(self)

@@ -80,9 +80,19 @@ class Zygote:
 
     def reap(self, pid, grace=0.0):
         """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
-        `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+        `grace`: seconds to let a worker that is already dying finish (to learn its signal).
+        The CPU seconds the worker used are added to `self.worker_cpu`."""
         self.sock.sendall(b"reap" + struct.pack("<qd", pid, grace))
-        return self.sock.recv(60).decode(errors="replace").strip() or "unknown"
+        data = b""
+        while len(data) < 60:
+            chunk = self.sock.recv(60 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) < 60:
+            return "unknown"
+        self.worker_cpu = getattr(self, "worker_cpu", 0.0) + struct.unpack("<d", data[:8])[0]
+        return data[8:].decode(errors="replace").strip() or "unknown"
 
     def close(self):
         try:

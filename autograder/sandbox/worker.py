@@ -401,8 +401,9 @@ def _status_text(status):
 
 
 def kill_and_wait(pid, limit_options, grace=0.0):
-    """(In the zygote) kill the worker `pid` and what it started, reap it, and say how it ended.
-    `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+    """(In the zygote) kill the worker `pid` and what it started, reap it, and say how it ended:
+    (text, CPU seconds the worker used).  `grace`: seconds to let a worker that is already dying
+    finish (to learn its signal)."""
     import signal as _signal
     import time
 
@@ -414,15 +415,18 @@ def kill_and_wait(pid, limit_options, grace=0.0):
         except ImportError:
             pass
     end = time.monotonic() + grace
+    cpu = 0.0
     while True:
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
         except ChildProcessError:
-            return "unknown"
+            return "unknown", cpu
         if done or time.monotonic() >= end:
             break
         time.sleep(0.005)
     text = _status_text(status) if done else None
+    if done:
+        cpu = usage.ru_utime + usage.ru_stime
     try:
         if kill_tree is not None:
             kill_tree(pid, (limit_options or {}).get("uid"))
@@ -432,8 +436,9 @@ def kill_and_wait(pid, limit_options, grace=0.0):
         pass
     if text is None:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
             text = "killed"
         except ChildProcessError:
             text = "unknown"
-    return text
+    return text, cpu
