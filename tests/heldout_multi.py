@@ -880,8 +880,7 @@ BM_DEFAULTS = dict(
 
 
 def bm(**k):
-    src = fill(BM, **{**BM_DEFAULTS, **k})
-    return src.replace(", generator=None)", ")")  # a global-state draw: no generator argument
+    return fill(BM, **{**BM_DEFAULTS, **k})
 
 
 GLOBAL = dict(GEN="None")
@@ -1039,8 +1038,7 @@ TLM_DEFAULTS = dict(
 
 
 def tlm(**k):
-    src = fill(TLM, **{**TLM_DEFAULTS, **k})
-    return src.replace(", generator=None)", ")")
+    return fill(TLM, **{**TLM_DEFAULTS, **k})
 
 
 add("tlm_correct", "tiny_lm", "correct", [], tlm())
@@ -1220,8 +1218,7 @@ def make(enum="v", values="values", copy="copy.deepcopy(base)", seed=""):
 
 
 def abl(**k):
-    src = fill(ABL, **{**ABL_DEFAULTS, **k})
-    return src.replace(", generator=None)", ")")
+    return fill(ABL, **{**ABL_DEFAULTS, **k})
 
 
 add("abl_correct", "ablation", "correct", [], abl())

@@ -1,0 +1,133 @@
+"""Probes of the `ablation` exercise: make_ablation, run_experiment, run_ablation.
+
+Plain data in and out.  run_experiment draws its data and init from the config's seed in any order
+the student likes, so its probes compare facts, never the numbers: how many losses, reproducible,
+another seed changes them, another test-set size does not, the accuracy is k / n_test, the flag
+matters, the losses move at all.  make_ablation's results are compared whole; the worker reports a
+base changed in place, so two probes give values that end with base's own value (a base changed and
+changed back is not reported): then configs shared with base, or with each other, show."""
+import math
+
+from ..registry import CallFailed, probe
+
+EX = "ablation"
+
+
+def base_config(seed=0, n_train=14, n_test=9, T=4, V=5, d=4, pe=True, steps=3, lr=0.05):
+    return {"seed": seed, "data": {"n_train": n_train, "n_test": n_test, "seq_len": T, "vocab_size": V},
+            "model": {"d_model": d, "positional_encoding": pe}, "train": {"steps": steps, "lr": lr}}
+
+
+@probe(EX, "make_ablation")
+def configs_for_a_nested_factor(s):
+    return [s.call("make_ablation", base_config(), "model.d_model", [6, 2, 4]),
+            s.call("make_ablation", base_config(), "train.steps", [5, 1])]
+
+
+@probe(EX, "make_ablation")
+def configs_ending_with_the_base_value(s):
+    """The last value is base's own: a base changed in place ends as it was (so it is not reported)."""
+    # base's value is the last and the largest: sorting changes nothing here, so a sorted list is
+    # never mistaken for configs that share one dict
+    return [s.call("make_ablation", base_config(seed=3), "seed", [1, 2, 3]),
+            s.call("make_ablation", base_config(d=4), "model.d_model", [2, 4])]
+
+
+@probe(EX, "make_ablation")
+def configs_reject_bad_arguments(s):
+    return [s.raises(ValueError, "make_ablation", base_config(), "model.width", [1, 2]),
+            s.raises(ValueError, "make_ablation", base_config(), "train.lr.value", [1, 2]),
+            s.raises(ValueError, "make_ablation", base_config(), "seed", [1]),
+            s.raises(ValueError, "make_ablation", base_config(), "seed", [1, 2, 1])]
+
+
+def _run(s, config):
+    """(train_losses as floats, test_accuracy) or None when the result is not that shape."""
+    res = s.call("run_experiment", config)
+    if not isinstance(res, dict):
+        return None
+    losses, acc = res.get("train_losses"), res.get("test_accuracy")
+    try:
+        return [float(v) for v in losses], float(acc)
+    except (TypeError, ValueError):
+        return None
+
+
+def _same(a, b):
+    return a is not None and b is not None and a[0] == b[0] and a[1] == b[1]
+
+
+def _integer(x):
+    return abs(x - round(x)) <= 1e-6
+
+
+@probe(EX, "run_experiment")
+def experiment_facts(s):
+    """Facts of a few tiny runs (3 steps of 14 sequences): the number of losses, finite, the same
+    config again (another global random state) -> the same result, another seed -> other losses,
+    another n_test -> the same losses, accuracy x n_test (and x n_train) an integer, the flag ->
+    other losses, and whether the losses move at all."""
+    import torch
+
+    config = base_config(seed=5)
+    torch.manual_seed(111)
+    first = s.call("run_experiment", config)
+    if not isinstance(first, dict):
+        return first if isinstance(first, CallFailed) else ("kind", type(first).__name__)
+    torch.manual_seed(222)
+    a = _run(s, config)
+    if a is None:
+        return ("keys", tuple(sorted(map(str, first))))
+    try:
+        b = [float(v) for v in first["train_losses"]], float(first["test_accuracy"])
+    except (TypeError, ValueError):
+        b = None
+    other_seed = _run(s, base_config(seed=6))
+    other_n_test = _run(s, base_config(seed=5, n_test=13))
+    other_flag = _run(s, base_config(seed=5, pe=False))
+    losses, acc = a
+    return {"number of losses": len(losses),
+            "finite": all(math.isfinite(v) for v in losses) and math.isfinite(acc),
+            "same config -> same result": _same(a, b),
+            "another seed -> other losses": other_seed is not None and other_seed[0] != losses,
+            "another n_test -> same losses": other_n_test is not None and other_n_test[0] == losses,
+            "accuracy is k / n_test": _integer(acc * 9),
+            "accuracy is k / n_train": _integer(acc * 14),
+            "the flag changes the losses": other_flag is not None and other_flag[0] != losses,
+            "the losses move": len(set(losses)) > 1}
+
+
+@probe(EX, "run_ablation")
+def ablation_grid(s):
+    """results[i][j] for 2 values x 2 seeds (given unsorted), each read as the (value, seed) of the
+    student's own run_experiment that gives it (seeds shifted by one tried too)."""
+    base = base_config(seed=0, steps=2)
+    values, seeds = [0.05, 0.1], [3, 1]
+    res = s.call("run_ablation", base, "train.lr", values, seeds)
+    if not isinstance(res, (list, tuple)):
+        return res if isinstance(res, CallFailed) else ("kind", type(res).__name__)
+    shape = [len(r) if isinstance(r, (list, tuple)) else None for r in res]
+    known = {}
+    for v in values:
+        for seed in seeds + [x + 1 for x in seeds]:
+            cfg = base_config(seed=seed, steps=2, lr=v)
+            known[(v, seed)] = _run(s, cfg)
+    cells = []
+    for row in res:
+        for r in (row if isinstance(row, (list, tuple)) else []):
+            got = None
+            if isinstance(r, dict):
+                try:
+                    got = ([float(x) for x in r.get("train_losses")], float(r.get("test_accuracy")))
+                except (TypeError, ValueError):
+                    got = None
+            cells.append(next((f"{v}, seed {seed}" for (v, seed), k in known.items() if _same(got, k)), "other"))
+    return {"shape": [len(res), shape], "cells": cells}
+
+
+@probe(EX, "run_ablation")
+def ablation_rejects_bad_arguments(s):
+    base = base_config(steps=1)
+    return [s.raises(ValueError, "run_ablation", base, "seed", [1, 2], [0]),
+            s.raises(ValueError, "run_ablation", base, "train.lr", [0.1, 0.2], []),
+            s.raises(ValueError, "run_ablation", base, "train.lr", [0.1, 0.2], [4, 4])]
