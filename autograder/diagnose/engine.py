@@ -935,13 +935,14 @@ def _pair(session, f, pool, chosen):
     it keeps what was already named."""
     pool = pool[:PAIR_POOL]
     named = {c.mistake.group for c in chosen}
-    for i, a in enumerate(pool):
-        for b in pool[i + 1:]:
+    best = None  # the pair that explains most, its own functions included (a part seen in the part)
+    for i, (a, form_a) in enumerate(pool):
+        for b, form_b in pool[i + 1:]:
             if session.late():
-                return None
+                break
             if a.group == b.group or not named <= {a.group, b.group}:
                 continue
-            for form in _composed(session, a, b):
+            for form in _composed(session, a, b, form_a, form_b):
                 functions = list(dict.fromkeys([f, a.function, b.function]))
                 verdicts = {}
                 for g in functions:
@@ -956,21 +957,20 @@ def _pair(session, f, pool, chosen):
                         continue
                     both = _Candidate(a, verdicts, f, form)
                     if all(_within(session.deviations(g), _explained([both])) for g in functions):
-                        pair = []
-                        for m in (a, b):  # each named with what the pair explains in its own function
-                            c = _Candidate(m, dict(verdicts), f, form)
-                            pair.append(c)
-                        return pair
-    return None
+                        if best is None or both.size > best[0].size:
+                            best = [both, _Candidate(b, dict(verdicts), f, form)]
+                        break
+    return best
 
 
-def _composed(session, a, b):
-    """_Trusted namespaces making mistakes a and b at once (kept for the process)."""
-    key = (a.group, a.entry["id"], b.entry["id"])
+def _composed(session, a, b, form_a, form_b):
+    """_Trusted namespaces making mistakes a and b (in these forms) at once (kept for the process)."""
+    ca, cb = (form_a.parts[0][1] if form_a.parts else form_a.code) or "", \
+        (form_b.parts[0][1] if form_b.parts else form_b.code) or ""
+    key = (ca, cb)
     cache = session.composed
     if key not in cache:
         out = []
-        ca, cb = a.entry.get("code") or "", b.entry.get("code") or ""
         if a.origin == b.origin:
             pivots = [m.entry.get("code") or "" for m in session.mistakes
                       if m.origin == a.origin and m.function == a.function and m.group not in (a.group, b.group)]
@@ -978,8 +978,8 @@ def _composed(session, a, b):
                 out.append(_Trusted(session.exercise, code=code, origin=a.origin))
         elif a.origin is None or b.origin is None:
             native, part = (a, b) if a.origin is None else (b, a)
-            out.append(_Trusted(session.exercise, code=native.entry.get("code"),
-                                parts=[(part.origin, part.entry.get("code"))]))
+            cn, cp = (ca, cb) if native is a else (cb, ca)
+            out.append(_Trusted(session.exercise, code=cn, parts=[(part.origin, cp)]))
         else:
             out.append(_Trusted(session.exercise, parts=[(a.origin, ca), (b.origin, cb)]))
         cache[key] = out
@@ -1020,10 +1020,12 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             c = _best_form(session, m, f)
             if c is not None and f in c.verdicts and c.verdicts[f].hits:
                 candidates.append(c)
-            v = session.verdict(m.forms[0], f)
-            if v is not None and v.covers and (m.function == f or (session.observed(m.function) is not None
-                                                                    and session.verdict(m.forms[0], m.function))):
-                pool.append((v.hits, -v.misses, -m.order, m))
+            for form in m.forms:  # the first form nothing refutes, for two mistakes at once
+                v = session.verdict(form, f)
+                if v is not None and v.covers and (m.function == f or (session.observed(m.function) is not None
+                                                                        and session.verdict(form, m.function))):
+                    pool.append((v.hits, -v.misses, -m.order, m, form))
+                    break
         # every candidate read on every candidate's function too: a part's mistake that also
         # explains what a model mistake explains in its own function goes first
         functions = {c.mistake.function for c in candidates}
@@ -1031,7 +1033,7 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             c.widen(session, functions)
         chosen = _select(session, f, candidates)
         if _unexplained(session, f, chosen) and not session.late():
-            both = _pair(session, f, [m for *_, m in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen)
+            both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen)
             if both:
                 chosen = both
         found = []
