@@ -691,6 +691,7 @@ class _Session:
             mine = self.student_aspects(function, i)
             informative = False
             matched = missed = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
+            crashed_right = []  # where the mistake's code crashes: is the student right there?
             for key, (m, m_dev) in deviation.items():
                 s = mine[key]
                 s_ref = self.same_as_ref(function, i, key)
@@ -706,8 +707,7 @@ class _Session:
                     continue
                 s_m = _equal(s, m, tuple(m_dev.shape))
                 if _crashed(m) and not bool(s_m[m_dev].all()):
-                    if bool(s_ref.all()):
-                        return None  # the mistake's code crashes where the student is right
+                    crashed_right.append(bool(s_ref.all()))
                     v.unknown += 1  # it crashes where the student computes something else
                     v.covers[cell] = m_dev
                     v.crashes[cell] = m_dev
@@ -721,15 +721,18 @@ class _Session:
                 # only partly the mistake's is not (a flipped bit matches any flip)
                 hit = match & (~extra | torch.full_like(extra, _floats(s)))
                 n_hit = int(hit.sum())
+                n_miss = int((rows & ~hit).sum())
                 v.hits += n_hit
-                v.misses += int((rows & ~hit).sum())
-                if bool((rows & ~hit).any()):
-                    missed += 1
-                else:
+                v.misses += n_miss
+                if n_hit and n_hit >= n_miss:  # an output whose rows are mostly the mistake's
                     matched += 1
+                else:
+                    missed += 1
                 if n_hit:
                     v.evidence[cell] = m_dev & hit[:, None]
                     informative = informative or bool(_informative(s, hit, m_dev).any())
+            if crashed_right and all(crashed_right):
+                return None  # the mistake's code crashes where the student computes the reference's result
             # a probe supports the mistake when at least as many of its outputs are the mistake's
             # (wherever the mistake differs) as are not
             hit_here = matched > 0 and matched >= missed
@@ -869,6 +872,13 @@ def _select(session, f, candidates):
                 chosen.append(c)
                 progress = True
                 break
+    # what a named mistake alone explains, another mistake might explain as well: then it is a guess
+    for c in list(chosen):
+        others = [d for d in chosen if d is not c]
+        alone = _minus(c.f_evidence, _explained(others)) if others else c.f_evidence
+        if any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.f_evidence)
+               and d.misses <= c.misses for d in ranked):
+            chosen.remove(c)
     return chosen
 
 
@@ -928,14 +938,14 @@ def _where(session, f, left, limit=3):
 PAIR_POOL = 8  # two mistakes at once are tried among this many that are not refuted
 
 
-def _pair(session, f, pool, chosen):
+def _pair(session, f, pool, chosen, singles):
     """Two catalogued mistakes made at once (their code composed: see compositions) that together
     reproduce everything the student's f (and their own functions) does, where no one mistake
     did; [candidate, candidate] or None.  Tried only among mistakes nothing refutes, and only if
     it keeps what was already named."""
     pool = pool[:PAIR_POOL]
     named = {c.mistake.group for c in chosen}
-    best = None  # the pair that explains most, its own functions included (a part seen in the part)
+    found = []  # pairs that explain everything
     for i, (a, form_a) in enumerate(pool):
         for b, form_b in pool[i + 1:]:
             if session.late():
@@ -943,6 +953,8 @@ def _pair(session, f, pool, chosen):
             if a.group == b.group or not named <= {a.group, b.group}:
                 continue
             for form in _composed(session, a, b, form_a, form_b):
+                if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
+                    continue  # one redefinition hides the other: not both at once
                 functions = list(dict.fromkeys([f, a.function, b.function]))
                 verdicts = {}
                 for g in functions:
@@ -957,10 +969,19 @@ def _pair(session, f, pool, chosen):
                         continue
                     both = _Candidate(a, verdicts, f, form)
                     if all(_within(session.deviations(g), _explained([both])) for g in functions):
-                        if best is None or both.size > best[0].size:
-                            best = [both, _Candidate(b, dict(verdicts), f, form)]
+                        found.append([both, _Candidate(b, dict(verdicts), f, form)])
                         break
-    return best
+    if not found:
+        return None
+    # the pair that explains most, its own functions included (a part's mistake seen in the part);
+    # two pairs that explain as much name only the mistake they share
+    top = max(p[0].size for p in found)
+    best = [p for p in found if p[0].size == top]
+    common = set.intersection(*({c.mistake.group for c in p} for p in best))
+    if len(common) == 2:
+        return best[0]
+    # only what they share: the shared mistake as it reads alone
+    return [c for c in singles if c.mistake.group in common] or None
 
 
 def _composed(session, a, b, form_a, form_b):
@@ -1033,7 +1054,8 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             c.widen(session, functions)
         chosen = _select(session, f, candidates)
         if _unexplained(session, f, chosen) and not session.late():
-            both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen)
+            both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen,
+                         candidates)
             if both:
                 chosen = both
         found = []
