@@ -418,6 +418,7 @@ class _Trusted:
         # native code is appended to the exercise's reference; a part's runs in its own exercise's
         self.code, self.parts = (None, [(origin, code)]) if origin else (code, list(parts))
         self._student, self._obs, self._dev = None, {}, {}
+        self.seconds = {}  # function -> seconds its probes took here
 
     def student(self):
         if self._student is None:
@@ -440,8 +441,10 @@ class _Trusted:
             student = self.student()
             if student is False:
                 return ("broken",)
+            start = time.perf_counter()
             with torch.random.fork_rng():
                 self._obs[key] = observe(student, PROBES[self.exercise][function][i])
+            self.seconds[function] = self.seconds.get(function, 0.0) + time.perf_counter() - start
         return self._obs[key]
 
     def all(self, function):
@@ -482,17 +485,27 @@ class _Mistake:
 _CACHE = {}
 
 
+_CATALOGUE = {}
+
+
+def _catalogue(exercise):
+    """load_catalogue(exercise), read once per process (the YAML parser is slow)."""
+    if exercise not in _CATALOGUE:
+        _CATALOGUE[exercise] = load_catalogue(exercise)
+    return _CATALOGUE[exercise]
+
+
 def _trusted(exercise):
     """(reference, [_Mistake]) of an exercise, kept for the process.  Their namespaces are built
     and run only when needed."""
     if exercise not in _CACHE:
-        mistakes = [_Mistake(exercise, e, i) for i, (ex, e) in enumerate(load_catalogue(exercise))
+        mistakes = [_Mistake(exercise, e, i) for i, (ex, e) in enumerate(_catalogue(exercise))
                     if e.get("diagnosis", True)]
         ref = _Trusted(exercise)
         if exercise == "tiny_lm":  # the parts' own mistakes, named after their exercises' entries
             natives = [m for m in mistakes if m.touches and m.touches <= set(PARTS)]
             for origin in dict.fromkeys(PARTS.values()):
-                for _, e in load_catalogue(origin):
+                for _, e in _catalogue(origin):
                     if not e.get("diagnosis", True) or PARTS.get(e["function"]) != origin \
                             or not redefined(e.get("code") or "") <= set(PARTS):
                         continue
@@ -697,10 +710,11 @@ class _Session:
                 s_ref = self.same_as_ref(function, i, key)
                 cell = (function, i, key)
                 if bool((m_dev & s_ref).any()) and not _crashed(m):
-                    if not _flag(self.ref_aspects(function, i)[key]):
+                    if not _flag(self.ref_aspects(function, i)[key]) and key[-1] != "leading":
                         return None  # the student has the reference's value where the mistake differs
                     # a flag the mistake's code gets wrong on the way (a check it leaves out, NaN
-                    # it lets through) while the student gets it right: a difference, not a refutation
+                    # it lets through), or a count of rows its broadcasting adds, while the student
+                    # gets it right: a difference, not a refutation
                     v.misses += 1
                     v.covers[cell] = m_dev
                     missed += 1
@@ -860,24 +874,27 @@ def _select(session, f, candidates):
     for c in ranked:
         if c.strong and adds(c) and not twin(c) and _distinctive(session, c):
             chosen.append(c)
-    progress = True
-    while progress:
-        progress = False
-        for c in ranked:
-            if c in chosen or not adds(c) or twin(c):
-                continue
-            explained = _explained(chosen + [c])
-            functions = {f, c.mistake.function}
-            if all(_within(session.deviations(g), explained) for g in functions if session.obs.get(g)):
-                chosen.append(c)
-                progress = True
-                break
-    # what a named mistake alone explains, another mistake might explain as well: then it is a guess
-    for c in list(chosen):
+    # the others only together: they are named when, with the ones above, nothing is left unexplained
+    extra = []
+    for c in ranked:
+        if c not in chosen and not twin(c) and not _within(c.f_evidence, _explained(chosen + extra)):
+            extra.append(c)
+    while extra:
+        explained = _explained(chosen + extra)
+        functions = {f} | {c.mistake.function for c in extra}
+        if all(_within(session.deviations(g), explained) for g in functions if session.obs.get(g)):
+            chosen += extra
+            break
+        extra.pop()  # the least telling one out, and try again
+    # a named mistake that explains nothing the others do not is dropped (the least telling first);
+    # what one alone explains, another mistake might explain as well: then it is a guess, dropped too
+    for c in sorted(chosen, key=rank, reverse=True):
         others = [d for d in chosen if d is not c]
         alone = _minus(c.f_evidence, _explained(others)) if others else c.f_evidence
-        if any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.f_evidence)
-               and d.misses <= c.misses for d in ranked):
+        alone = {k: v for k, v in alone.items()  # a failure both give says nothing of its own
+                 if not (_failed(session.student_aspects(k[0], k[1])[k[2]]) and others)}
+        if not alone or any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.f_evidence)
+                            and d.misses <= c.misses for d in ranked):
             chosen.remove(c)
     return chosen
 
@@ -936,6 +953,8 @@ def _where(session, f, left, limit=3):
 
 
 PAIR_POOL = 8  # two mistakes at once are tried among this many that are not refuted
+PAIR_SLOW = 0.1  # ... only for functions whose probes take the reference less than this (not training runs)
+PAIR_SECONDS = 1.5  # ... and for at most this long per function
 
 
 def _pair(session, f, pool, chosen, singles):
@@ -945,10 +964,11 @@ def _pair(session, f, pool, chosen, singles):
     it keeps what was already named."""
     pool = pool[:PAIR_POOL]
     named = {c.mistake.group for c in chosen}
+    stop = time.monotonic() + PAIR_SECONDS
     found = []  # pairs that explain everything
     for i, (a, form_a) in enumerate(pool):
         for b, form_b in pool[i + 1:]:
-            if session.late():
+            if session.late() or time.monotonic() > stop:
                 break
             if a.group == b.group or not named <= {a.group, b.group}:
                 continue
@@ -961,8 +981,8 @@ def _pair(session, f, pool, chosen, singles):
                     if session.observed(g) is None:
                         break
                     v = session.verdict(form, g)
-                    if v is None or v.misses:
-                        break
+                    if v is None or v.misses or v.unknown:
+                        break  # both at once must reproduce everything: no crash of theirs excuses a value
                     verdicts[g] = v
                 else:
                     if not verdicts[f].hits:
@@ -1042,9 +1062,11 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             if c is not None and f in c.verdicts and c.verdicts[f].hits:
                 candidates.append(c)
             for form in m.forms:  # the first form nothing refutes, for two mistakes at once
+                if m.function != f and (session.observed(m.function) is None
+                                        or not session.verdict(form, m.function)):
+                    continue  # refuted in its own function (checked first: it is usually cheaper)
                 v = session.verdict(form, f)
-                if v is not None and v.covers and (m.function == f or (session.observed(m.function) is not None
-                                                                        and session.verdict(form, m.function))):
+                if v is not None and v.covers:
                     pool.append((v.hits, -v.misses, -m.order, m, form))
                     break
         # every candidate read on every candidate's function too: a part's mistake that also
@@ -1053,7 +1075,7 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
         for c in candidates:
             c.widen(session, functions)
         chosen = _select(session, f, candidates)
-        if _unexplained(session, f, chosen) and not session.late():
+        if _unexplained(session, f, chosen) and not session.late() and session.ref.seconds.get(f, 0) < PAIR_SLOW:
             both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen,
                          candidates)
             if both:
