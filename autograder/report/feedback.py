@@ -31,14 +31,37 @@ def feedback_text(res, language="both"):
     return "\n".join(lines)
 
 
+PARTS_ZH = {"masks": "掩码", "positional_encoding": "位置编码", "attention": "注意力", "masked_loss": "带掩码的损失"}
+
+
+def where(d, function):
+    """(zh, en): where a named mistake is, when not in the test's own function: another function,
+    or a part the student pasted in from an earlier exercise."""
+    fn = d.get("function") or ""
+    if d.get("part"):
+        ex = d["part"]
+        return (f"（在粘贴进来的 `{fn}` 里，来自 {PARTS_ZH.get(ex, ex)} 练习）",
+                f" (in the pasted part `{fn}`, from the {ex} exercise)")
+    if fn and fn != function:
+        return f"（在 `{fn}` 里）", f" (in `{fn}`)"
+    return "", ""
+
+
+def unexplained(diagnosis):
+    """(zh, en): what else differs that the named mistakes do not explain, or None."""
+    for d in diagnosis or []:
+        if d.get("unexplained_zh") or d.get("unexplained_en"):
+            return d.get("unexplained_zh", ""), d.get("unexplained_en", "")
+    return None
+
+
 def diagnosis_lines(res, language="both"):
-    """The catalogued mistake(s) the failure matches (autograder/diagnose.py): title, explanation,
-    hint.  Nothing when no mistake matched: then the property's own message stands alone."""
+    """The catalogued mistake(s) the failure matches (autograder/diagnose/): title, explanation,
+    hint, then what else differs that they do not explain.  Nothing when no mistake matched: then
+    the property's own message stands alone."""
     lines = []
     for d in getattr(res, "diagnosis", None) or []:
-        fn = d.get("function") or ""
-        where_zh = f"（在 `{fn}` 里）" if fn and fn != res.function else ""
-        where_en = f" (in `{fn}`)" if fn and fn != res.function else ""
+        where_zh, where_en = where(d, res.function)
         head = {"zh": "诊断：这是一个常见错误", "en": "Diagnosis: a known mistake", "both": "诊断 diagnosis"}[language]
         title = _pick(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)
         lines.append(f"{head}: {title}")
@@ -49,4 +72,7 @@ def diagnosis_lines(res, language="both"):
         if hint:
             lines.append(("    怎么改 fix: " if language == "both" else "    怎么改：" if language == "zh" else "    fix: ")
                          + hint.replace("\n    ", "\n    " + " " * 4))
+    more = unexplained(getattr(res, "diagnosis", None))
+    if more:
+        lines.append("    " + _pick(language, *more, sep="\n    "))
     return lines

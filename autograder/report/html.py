@@ -216,18 +216,24 @@ def counterexample_html(cx, language, picture=True):
     return "".join(out)
 
 
-def diagnosis_html(diag, language):
+def diagnosis_html(diag, language, function=None):
+    from .feedback import unexplained, where
+
     out = []
     for d in diag or []:
         out.append('<div class="diagnosis">')
         out.append(f'<div class="muted">{label(language, "诊断：你的代码很可能犯了这个常见错误", "Diagnosis: your code most likely makes this common mistake")}</div>')
-        out.append(f'<div class="title">{text(language, d.get("title_zh", ""), d.get("title_en", ""))}</div>')
+        where_zh, where_en = where(d, function)
+        out.append(f'<div class="title">{text(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)}</div>')
         if d.get("explanation_zh") or d.get("explanation_en"):
             out.append(f'<p>{text(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))}</p>')
         if d.get("hint_zh") or d.get("hint_en"):
             out.append(f'<p><b>{label(language, "怎么改", "How to fix it")}:</b> '
                        f'{text(language, d.get("hint_zh", ""), d.get("hint_en", ""))}</p>')
         out.append("</div>")
+    more = unexplained(diag)
+    if more:
+        out.append(f'<p class="unexplained muted">{text(language, *more)}</p>')
     return "".join(out)
 
 
@@ -244,7 +250,7 @@ def test_card(t, language, picture=True):
         out.append(f'<p class="muted">{label(language, "要求", "Must hold")}: '
                    f'{text(language, t.get("property_zh", ""), t.get("property_en", ""))}</p>')
     out.append(f'<p class="message">{text(language, t.get("message_zh", ""), t.get("message_en", ""), tag="b")}</p>')
-    out.append(diagnosis_html(t.get("diagnosis"), language))
+    out.append(diagnosis_html(t.get("diagnosis"), language, t.get("function")))
     out.append(counterexample_html(t.get("counterexample") or {}, language, picture))
     hint = (t.get("hint_zh"), t.get("hint_en"))
     if any(hint):
