@@ -336,7 +336,14 @@ def merge3(base, a, b):
         new = text.splitlines()
         return {(i1, i2, tuple(new[j1:j2])) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"}
 
-    changes = sorted(edits(a) | edits(b))
+    ea, eb = edits(a), edits(b)
+
+    def absorbed(e, others):  # an insertion the other side's replacement already holds at that end
+        i1, i2, new = e
+        return i1 == i2 and any(new and ((o2 == i1 and onew[-len(new):] == new) or (o1 == i1 and onew[:len(new)] == new))
+                                for o1, o2, onew in others if (o1, o2) != (i1, i2))
+
+    changes = sorted({e for e in ea if not absorbed(e, eb)} | {e for e in eb if not absorbed(e, ea)})
     for (i1, i2, _), (j1, _, _) in zip(changes, changes[1:]):
         if j1 < i2 or j1 == i1:
             return None
@@ -827,15 +834,21 @@ def _distinctive(session, c):
     rows; not flags or failures) rule out every other catalogued mistake of that function?  (Each
     other one gives, somewhere there, a value other than the student's.)"""
     g = c.mistake.function
-    own = []
+    own, flags = [], []
     for (fn, i, key), cells in c.evidence.items():
         if fn == g:
             s = session.student_aspects(fn, i)[key]
             informative = cells & _informative(s, cells.any(1), cells)[:, None]
             if bool(informative.any()):
                 own.append((fn, i, key, s, informative))
+            elif _flag(session.ref_aspects(fn, i)[key]):
+                flags.append((fn, i, key, s, cells))
     if not own:
-        return False
+        # flags alone (raises ValueError or not...) only from a function that runs: one that
+        # crashes somewhere says nothing by its flags
+        if not flags or any(_failed(session.student_aspects(k[0], k[1])[k[2]]) for k in session.deviations(g)):
+            return False
+        own = flags
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
