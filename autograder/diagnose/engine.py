@@ -384,14 +384,20 @@ def consensus(codes):
     return "\n".join(max(v, key=v.get) if v else line for v, line in zip(votes, anchor)) + "\n"
 
 
+def _wraps(code, names):
+    """Does code keep an earlier definition of one of `names` before redefining it (`_right = f`)?"""
+    return any(re.search(rf"^\s*\w+\s*=\s*{re.escape(n)}\s*$", code, re.M) for n in names)
+
+
 def compositions(a, b, pivots):
     """Code making both catalogued mistakes at once: one after the other (each redefines its own
     names, or the later wraps the earlier, as `_right = f` entries do), or one text from both edits
     of another entry of the same function (the pivot: entries are written alike)."""
-    out = [a + "\n\n" + b, b + "\n\n" + a]
     names = redefined(a)
     if names != redefined(b):
-        return out
+        return [a + "\n\n" + b]  # each redefines its own names
+    # the same names: one after the other only when the later wraps the earlier (`_right = f`)
+    out = [x + "\n\n" + y for x, y in ((a, b), (b, a)) if _wraps(y, names)]
     pivots = [p for p in pivots if redefined(p) == names]
 
     def distance(pivot):  # lines changed from the pivot to a and to b
@@ -691,14 +697,15 @@ class _Session:
             self._dev[function] = out
         return self._dev[function]
 
-    def verdict(self, form, function):
-        """The verdict of one form of a mistake on `function`, or None at the first contradiction."""
-        key = (id(form), function)
+    def verdict(self, form, function, strict=False):
+        """The verdict of one form of a mistake on `function`, or None at the first contradiction
+        (strict: also at the first miss or crash, for two mistakes at once)."""
+        key = (id(form), function, strict)
         if key not in self._verdicts:
-            self._verdicts[key] = self._verdict(form, function)
+            self._verdicts[key] = self._verdict(form, function, strict)
         return self._verdicts[key]
 
-    def _verdict(self, form, function):
+    def _verdict(self, form, function, strict=False):
         v = _Verdict()
         for i in range(len(self.obs[function])):
             if self.late():
@@ -754,6 +761,8 @@ class _Session:
                     informative = informative or bool(_informative(s, hit, m_dev).any())
             if crashed_right and all(crashed_right):
                 return None  # the mistake's code crashes where the student computes the reference's result
+            if strict and (v.misses or v.unknown):
+                return None
             # a probe supports the mistake when at least as many of its outputs are the mistake's
             # (wherever the mistake differs) as are not
             hit_here = matched > 0 and matched >= missed
@@ -903,10 +912,10 @@ def _select(session, f, candidates):
     # what one alone explains, another mistake might explain as well: then it is a guess, dropped too
     for c in sorted(chosen, key=rank, reverse=True):
         others = [d for d in chosen if d is not c]
-        alone = _minus(c.f_evidence, _explained(others)) if others else c.f_evidence
-        alone = {k: v for k, v in alone.items()  # a failure both give says nothing of its own
-                 if not (_failed(session.student_aspects(k[0], k[1])[k[2]]) and others)}
-        if not alone or any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.f_evidence)
+        alone = _minus(c.evidence, _explained(others)) if others else c.evidence
+        if c.strong:  # a mistake of values whose own part is only a failure both give: redundant
+            alone = {k: v for k, v in alone.items() if not _failed(session.student_aspects(k[0], k[1])[k[2]])}
+        if not alone or any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.evidence)
                             and d.misses <= c.misses for d in ranked):
             chosen.remove(c)
     return chosen
@@ -965,9 +974,9 @@ def _where(session, f, left, limit=3):
     return "；".join(zh[:limit]) + more_zh, "; ".join(en[:limit]) + more_en
 
 
-PAIR_POOL = 8  # two mistakes at once are tried among this many that are not refuted
+PAIR_POOL = 6  # two mistakes at once are tried among this many that are not refuted
 PAIR_SLOW = 0.1  # ... only for functions whose probes take the reference less than this (not training runs)
-PAIR_SECONDS = 1.5  # ... and for at most this long per function
+PAIR_SECONDS = 0.75  # ... and for at most this long per function
 
 
 def _pair(session, f, pool, chosen, singles):
@@ -993,7 +1002,7 @@ def _pair(session, f, pool, chosen, singles):
                 for g in functions:
                     if session.observed(g) is None:
                         break
-                    v = session.verdict(form, g)
+                    v = session.verdict(form, g, strict=True)
                     if v is None or v.misses or v.unknown:
                         break  # both at once must reproduce everything: no crash of theirs excuses a value
                     verdicts[g] = v
