@@ -354,9 +354,19 @@ def merge3(base, a, b):
     return "\n".join(out + lines[pos:]) + "\n"
 
 
+_CONSENSUS = {}
+
+
 def consensus(codes):
     """The entries of one function as they would read without any mistake: the entry closest to
-    all others, each of its lines replaced by the version most entries have there."""
+    all others, each of its lines replaced by the version most entries have there (kept)."""
+    key = tuple(sorted(codes))
+    if key not in _CONSENSUS:
+        _CONSENSUS[key] = _consensus(list(key))
+    return _CONSENSUS[key]
+
+
+def _consensus(codes):
     if not codes:
         return ""
     texts = [c.splitlines() for c in codes]
@@ -477,6 +487,24 @@ class _Trusted:
                         out[key] = (m, d)
             self._dev[(function, i)] = out
         return self._dev[(function, i)]
+
+    def refutable(self, ref, function, i):
+        """The entries (all of the reference's aspects, flattened in order) where it differs and
+        a student with the reference's value there refutes it (not flags, counts, crashes); kept."""
+        key = ("refutable", function, i)
+        if key not in self._dev:
+            r_obs = ref.obs(function, i)
+            deviation = self.deviation(ref, function, i)
+            parts = []
+            for k, r in aspects(r_obs, r_obs).items():
+                n = _shape(r)[0] * _shape(r)[1]
+                m = deviation.get(k)
+                if m is None or _crashed(m[0]) or _flag(r) or k[-1] == "leading":
+                    parts.append(torch.zeros(n, dtype=torch.bool))
+                else:
+                    parts.append(m[1].reshape(-1))
+            self._dev[key] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+        return self._dev[key]
 
     def agrees_with(self, function, theirs):
         """Every probe of `function` gives what `theirs` holds (stops at the first difference)."""
@@ -644,7 +672,7 @@ class _Session:
         self.student, self.exercise, self.deadline = student, exercise, deadline
         self.ref, self.mistakes = _trusted(exercise)
         self.obs, self.calls, self._asp, self._ref_asp, self._dev, self._verdicts = {}, {}, {}, {}, {}, {}
-        self._same_as_ref = {}
+        self._same_as_ref, self._died = {}, {}
         self.composed = _COMPOSED.setdefault(exercise, {})
 
     def late(self):
@@ -675,6 +703,14 @@ class _Session:
             self._asp[(function, i)] = aspects(self.ref.obs(function, i), self.obs[function][i])
         return self._asp[(function, i)]
 
+    def flat_same_as_ref(self, function, i):
+        """same_as_ref of every aspect of a probe, flattened in the reference's order (kept)."""
+        k = ("flat", function, i)
+        if k not in self._same_as_ref:
+            parts = [self.same_as_ref(function, i, key).reshape(-1) for key in self.ref_aspects(function, i)]
+            self._same_as_ref[k] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+        return self._same_as_ref[k]
+
     def same_as_ref(self, function, i, key):
         """Entries where the student gives the reference's value (kept)."""
         k = (function, i, key)
@@ -697,17 +733,25 @@ class _Session:
             self._dev[function] = out
         return self._dev[function]
 
-    def verdict(self, form, function, strict=False):
+    def verdict(self, form, function, strict=False, like=None):
         """The verdict of one form of a mistake on `function`, or None at the first contradiction
-        (strict: also at the first miss or crash, for two mistakes at once)."""
+        (strict: also at the first miss or crash, for two mistakes at once).  `like`: another form
+        of the same mistake, already judged: where it was refuted, this one is too if it gives the
+        same there (checked on that probe alone)."""
         key = (id(form), function, strict)
         if key not in self._verdicts:
-            self._verdicts[key] = self._verdict(form, function, strict)
+            died = self._died.get((id(like), function, strict)) if like is not None else None
+            if died is not None and same(form.obs(function, died), like.obs(function, died)):
+                self._verdicts[key] = None
+                self._died[key] = died
+            else:
+                self._verdicts[key] = self._verdict(form, function, strict, key)
         return self._verdicts[key]
 
-    def _verdict(self, form, function, strict=False):
+    def _verdict(self, form, function, strict=False, key=None):
         v = _Verdict()
         for i in range(len(self.obs[function])):
+            self._died[key] = i  # where it is refuted, if it is (a return None below)
             if self.late():
                 return None
             if form.obs(function, i) == ("broken",):
@@ -715,6 +759,8 @@ class _Session:
             deviation = form.deviation(self.ref, function, i)
             if not deviation:
                 continue
+            if bool((form.refutable(self.ref, function, i) & self.flat_same_as_ref(function, i)).any()):
+                return None  # the student has the reference's value where the mistake differs
             mine = self.student_aspects(function, i)
             informative = False
             matched = missed = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
@@ -774,6 +820,7 @@ class _Session:
                     v.weak_probes.add((function, i))
             elif missed:
                 v.refuting += 1
+        self._died.pop(key, None)
         return v
 
 
@@ -827,7 +874,7 @@ def _best_form(session, mistake, f):
         for function in dict.fromkeys([mistake.function, f]):
             if function != f and session.observed(function) is None:
                 break
-            v = session.verdict(form, function)
+            v = session.verdict(form, function, like=mistake.forms[0] if form is not mistake.forms[0] else None)
             if not _accounts(v):
                 break
             verdicts[function] = v
@@ -1084,10 +1131,11 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             if c is not None and f in c.verdicts and c.verdicts[f].hits:
                 candidates.append(c)
             for form in m.forms:  # the first form nothing refutes, for two mistakes at once
+                like = m.forms[0] if form is not m.forms[0] else None
                 if m.function != f and (session.observed(m.function) is None
-                                        or not session.verdict(form, m.function)):
+                                        or not session.verdict(form, m.function, like=like)):
                     continue  # refuted in its own function (checked first: it is usually cheaper)
-                v = session.verdict(form, f)
+                v = session.verdict(form, f, like=like)
                 if v is not None and v.covers:
                     pool.append((v.hits, -v.misses, -m.order, m, form))
                     break
