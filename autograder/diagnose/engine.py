@@ -1044,6 +1044,9 @@ def _pair(session, f, pool, chosen, singles):
             for form in _composed(session, a, b, form_a, form_b):
                 if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
                     continue  # one redefinition hides the other: not both at once
+                if any(_crashed(o) and not _crashed(x) and not _crashed(y)
+                       for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))):
+                    continue  # the merged code crashes where neither mistake does: a bad merge
                 functions = list(dict.fromkeys([f, a.function, b.function]))
                 verdicts = {}
                 for g in functions:
@@ -1054,8 +1057,8 @@ def _pair(session, f, pool, chosen, singles):
                         break  # both at once must reproduce everything: no crash of theirs excuses a value
                     verdicts[g] = v
                 else:
-                    if not verdicts[f].hits:
-                        continue
+                    if not verdicts[f].hits or not verdicts[f].strong:
+                        continue  # two mistakes at once are named for values they give, not for a crash
                     both = _Candidate(a, verdicts, f, form)
                     if all(_within(session.deviations(g), _explained([both])) for g in functions):
                         found.append([both, _Candidate(b, dict(verdicts), f, form)])
