@@ -11,7 +11,7 @@ Markdown file is expected to live); without it there are no pictures.
 from pathlib import Path
 
 from .model import as_dict, cell_text as _v, cx_slices, pick
-from .feedback import unexplained, where
+from .feedback import unexplained, where as located
 
 STATUS = {"passed": ("通过", "passed"), "failed": ("未通过", "failed"), "missing": ("缺失", "missing"),
           "error": ("出错", "error"), "timeout": ("超时", "time-out")}
@@ -86,7 +86,7 @@ def render_markdown(report, language="both", images=None):
                     out.append(f"**{en}**")
             out.append("")
             for d in t.get("diagnosis") or []:
-                w_zh, w_en = where(d, t.get("function"))
+                w_zh, w_en = located(d, t.get("function"))
                 out += [f"> **{L('诊断', 'Diagnosis')}: {L(d.get('title_zh', '') + w_zh, d.get('title_en', '') + w_en)}**",
                         ">", f"> {L(d.get('explanation_zh', ''), d.get('explanation_en', ''))}", ">",
                         f"> {L('怎么改', 'How to fix it')}: {L(d.get('hint_zh', ''), d.get('hint_en', ''))}", ""]

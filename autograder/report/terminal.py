@@ -7,7 +7,7 @@ the counterexample as small tables (wrong entries in red, marked ✗) and the hi
 import io
 
 from .model import as_dict, cell_text as _v, cx_slices, pick
-from .feedback import unexplained, where
+from .feedback import unexplained, where as located
 
 STATUS = {"passed": ("通过", "passed", "green"), "failed": ("未通过", "failed", "red"),
           "missing": ("缺失", "missing", "red"), "error": ("出错", "error", "red"),
@@ -74,7 +74,7 @@ def _renderables(r, language):
                     pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
                     L("怎么改", "How to fix it") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"))
                     if s)
-                w_zh, w_en = where(d, t.get("function"))
+                w_zh, w_en = located(d, t.get("function"))
                 parts.append(Panel(Text(body), title=escape(L("诊断", "Diagnosis") + ": "
                                                             + pick(language, d.get("title_zh", "") + w_zh,
                                                                    d.get("title_en", "") + w_en)),
