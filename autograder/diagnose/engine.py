@@ -631,10 +631,11 @@ class _Verdict:
     {(function, probe, key): bool tensor (rows, columns)}."""
 
     __slots__ = ("hits", "misses", "unknown", "evidence", "covers", "crashes", "strong", "weak_probes",
-                 "supporting", "refuting")
+                 "supporting", "refuting", "soft")
 
     def __init__(self):
         self.hits = self.misses = self.unknown = 0
+        self.soft = 0  # flags where the student has the reference's value (see _verdict)
         self.supporting = self.refuting = 0  # probes where it reproduces something / only differs
         self.evidence = {}  # the student's deviations it reproduces
         self.covers = {}  # every entry where it deviates (or its code crashes)
@@ -763,7 +764,7 @@ class _Session:
                 return None  # the student has the reference's value where the mistake differs
             mine = self.student_aspects(function, i)
             informative = False
-            matched = missed = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
+            matched = missed = soft = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
             crashed_right = []  # where the mistake's code crashes: is the student right there?
             for key, (m, m_dev) in deviation.items():
                 s = mine[key]
@@ -776,8 +777,9 @@ class _Session:
                     # it lets through), or a count of rows its broadcasting adds, while the student
                     # gets it right: a difference, not a refutation
                     v.misses += 1
+                    v.soft += 1
                     v.covers[cell] = m_dev
-                    missed += 1
+                    soft += 1
                     continue
                 s_m = _equal(s, m, tuple(m_dev.shape))
                 if _crashed(m) and not bool(s_m[m_dev].all()):
@@ -811,15 +813,15 @@ class _Session:
                 return None
             # a probe supports the mistake when at least as many of its outputs are the mistake's
             # (wherever the mistake differs) as are not
-            hit_here = matched > 0 and matched >= missed
+            hit_here = matched > 0 and matched >= missed + soft
             if hit_here:
                 v.supporting += 1
                 if informative:
                     v.strong = True
                 else:
                     v.weak_probes.add((function, i))
-            elif missed:
-                v.refuting += 1
+            elif missed or (soft and not v.hits):
+                v.refuting += 1  # (a flag it gets wrong on the way alone does not refute a probe)
         self._died.pop(key, None)
         return v
 
@@ -880,6 +882,8 @@ def _best_form(session, mistake, f):
             verdicts[function] = v
         else:
             c = _Candidate(mistake, verdicts, f, form)
+            if not c.strong and any(v.soft for v in verdicts.values()):
+                continue  # a mistake of flags whose flags the student gets right: refuted after all
             if best is None or (c.size, -c.misses) > (best.size, -best.misses):
                 best = c
     return best
@@ -908,6 +912,8 @@ def _distinctive(session, c):
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
+        if session.observed(g) is not None and session.verdict(m.forms[0], g) is None:
+            continue  # the student refutes it: no rival
         alike = True
         for fn, i, key, s, cells in own:
             o = m.forms[0].deviation(session.ref, fn, i).get(key)
@@ -940,8 +946,8 @@ def _select(session, f, candidates):
     def adds(c):  # it explains something in f that the chosen ones do not
         return not _within(c.f_evidence, _explained(chosen))
 
-    for c in ranked:
-        if c.strong and adds(c) and not twin(c) and _distinctive(session, c):
+    for c in ranked:  # (a mistake of flags only: when it reproduces all it claims)
+        if adds(c) and not twin(c) and (c.strong or not c.misses) and _distinctive(session, c):
             chosen.append(c)
     # the others only together: they are named when, with the ones above, nothing is left unexplained
     extra = []
