@@ -912,8 +912,6 @@ def _distinctive(session, c):
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
-        if session.observed(g) is not None and session.verdict(m.forms[0], g) is None:
-            continue  # the student refutes it: no rival
         alike = True
         for fn, i, key, s, cells in own:
             o = m.forms[0].deviation(session.ref, fn, i).get(key)
