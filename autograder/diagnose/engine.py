@@ -11,33 +11,45 @@ three ways, through the same Student interface the properties use:
   tiny_lm also every mistake of the parts the student pastes into it (padding_mask, causal_mask,
   sinusoidal_encoding, the attention function, the masked loss).
 
-What a probe returns is cut into *aspects* along the reference's own result: one per row of every
-tensor (a row of a mask, of attention weights, of a gradient...), its dtype and shape, every
-number, flag ("raises ValueError", "finite") and failure of a call.  A row is compared entry by
-entry.  For a mistake M, an aspect where M's result differs from the reference's is
+What a probe returns is cut into *aspects* along the reference's own result: the rows of every
+tensor (a row of a mask, of attention weights, of a gradient...; compared entry by entry, row i
+with row i when the student has more or fewer rows), its dtype, every number, flag ("raises
+ValueError", "finite") and failure of a call (each call of a probe is observed on its own).  For a
+mistake M, where M's result differs from the reference's, a row (or value) is
 
-* a **hit** when the student gives exactly M's values at every entry where M differs,
+* a **hit** when the student gives M's values at every entry where M differs (a row of numbers may
+  differ elsewhere too: a second defect; a mask row must be M's exactly),
 * a **contradiction** when the student gives the reference's value at one of them: M is not in
-  the student's code (a mistake is never named against a contradiction),
+  the student's code, and is never named (a flag M gets wrong on the way, a check its code leaves
+  out, only counts against it; so does a row count its broadcasting adds),
 * a **miss** when the student differs there from both (something else changes it too),
-* unknown when M's code crashes there (it says nothing about what the mistake computes).
+* unknown when M's code crashes there (it says nothing of what the mistake computes there) --
+  unless the student is right there, which refutes M.
 
-M *accounts for* a part of a failing function f when it has no contradiction in f and in its own
-function g (the student's g must make the mistake itself: a wrong padding_mask is named on
-attention_mask's tests only when the student's attention_mask inherits it), at least as many hits
-as misses in each, and a hit that says something (a value; a flag or a failure only when nothing
-else in that probe differs unexplained).  Among the mistakes that account for something, the
-fewest that explain the most are named (one that explains nothing the others do not is dropped; a
-part's mistake that also explains the student's own part goes before a model mistake that only
-looks the same from outside; two that explain exactly the same, differently, are both dropped).
-What differs and no named mistake explains is reported as "something else differs", with the
-calls where it shows.  Nothing accounting for anything means nothing is named, and the
-property's own feedback stands.
+M *accounts for* part of a failing function f when it is not refuted in f nor in its own function
+g (a wrong padding_mask is named on attention_mask's tests only when the student's padding_mask
+makes the mistake and their attention_mask inherits it), and more probes support it than refute it
+(a probe supports it when at least as many of its outputs are mostly M's as are not).  Named are:
 
-Mistakes are run lazily, probe by probe, stopping at the first contradiction; mistakes whose code
-cannot reach f (it redefines nothing f uses) are not run at all.  A diagnosis costs a few tenths
-of a second in the judge; it runs after every test of an exercise has its result
-(sandbox/runner.py), under its own time budget, and only adds to them.
+1. those that reproduce something only they give: a value no other catalogued mistake of g gives
+   there (flags count only when they are all M claims and the function does not crash);
+2. then the others, together, when with those of 1 nothing is left unexplained in f and in their
+   own functions;
+3. if something is still unexplained, two mistakes at once (their code composed, see
+   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes;
+
+then a named mistake that explains nothing the others do not is dropped, and so is one whose own
+part another unnamed mistake explains as well (a guess).  A part's mistake that also explains the
+student's own part goes before a model mistake that only looks the same from outside.  What
+differs and no named mistake explains is reported as "something else differs", with the calls
+where it shows.  Nothing accounting for anything means nothing is named, and the property's own
+feedback stands.
+
+Mistakes are run lazily, probe by probe, stopping at the first refutation (a form of a mistake
+refuted where its first form was is not run again); mistakes whose code cannot reach f (it
+redefines nothing f uses) are not run at all.  A diagnosis costs 0.1-1 s in the judge; it runs
+after every test of an exercise has its result (sandbox/runner.py), under its own time budget,
+and only adds to them.
 """
 import ast
 import difflib
