@@ -376,7 +376,8 @@ def _windows_cross_the_boundary(x, r, what, p, student):
          f"（时间步 n_train = {p.n_train}）——" + ("训练窗口的输入或目标来自测试期，训练时就见到了未来。"
                                                if train else "测试窗口的输入来自训练期。"),
          f"{what} has {k} windows, but the {period_en} ({steps} steps) holds only {m} (steps - window - horizon + 1): "
-         f"the {k - m} extra windows cross the boundary between training and test (step n_train = {p.n_train}): "
+         f"the {k - m} extra window{'s cross' if k - m > 1 else ' crosses'} the boundary between training and test "
+         f"(step n_train = {p.n_train}): "
          + ("a training window takes inputs or its target from the test period, so training sees the future."
             if train else "a test window takes inputs from the training period."),
          student=student, show=_pshow(p), what=what, picture="shape", got=x, extra={"expected_shape": list(r.shape)},
