@@ -51,7 +51,7 @@ def _fully_masked_row(cx):
 RULES = [
     # (what the hint claims, how the hint says it, what the counterexample must show)
     ("overflow of large values", re.compile(r"exp\(1e4\)|1e4|overflow|large logits|large values", re.I), _large_inputs),
-    ("a fully masked query row", re.compile(r"fully masked row|no allowed key", re.I), _fully_masked_row),
+    ("a fully masked query row", re.compile(r"fully masked row|exp\(-inf\) / 0", re.I), _fully_masked_row),
 ]
 
 
