@@ -65,6 +65,7 @@ def discover(root, layout="auto", assignment=None, exclude=()):
         raise SubmissionNotFound(f"{root} is a file; grade-batch grades a folder of submissions "
                                  f"(grade one file with `python -m autograder grade`)")
     excluded = {Path(p).resolve() for p in exclude}
+    _LINKS.clear()
     if layout == "auto":
         layout = "nbgrader" if (root / "submitted").is_dir() or root.name == "submitted" else "flat"
     if layout == "nbgrader":
@@ -73,6 +74,9 @@ def discover(root, layout="auto", assignment=None, exclude=()):
         if assignment:
             raise GraderError("--assignment only applies to nbgrader's layout (submitted/<student>/<assignment>/)")
         items, warnings = _discover_flat(root, excluded)
+    if _LINKS:
+        warnings.append(f"{len(_LINKS)} symbolic link(s) not followed, not graded: "
+                        + ", ".join(str(p.relative_to(root)) for p in _LINKS[:5]) + (" ..." if len(_LINKS) > 5 else ""))
     if not items:
         raise SubmissionNotFound(
             f"no submissions in {root}: expected .py / .ipynb files or sub-folders (one per student), "
@@ -80,8 +84,20 @@ def discover(root, layout="auto", assignment=None, exclude=()):
     return layout, items, warnings
 
 
+_LINKS = []  # symbolic links met by discover (never followed: a link to a classmate's folder or
+             # to the reference solutions must not be graded as a student's own work)
+
+
 def _entries(folder, excluded):
-    return [p for p in sorted(folder.iterdir()) if not _hidden(p.name) and p.resolve() not in excluded]
+    out = []
+    for p in sorted(folder.iterdir()):
+        if _hidden(p.name) or p.resolve() in excluded:
+            continue
+        if p.is_symlink():
+            _LINKS.append(p)
+            continue
+        out.append(p)
+    return out
 
 
 def _discover_nbgrader(root, assignment, excluded):
@@ -151,14 +167,16 @@ def grader_version():
 def submission_files(path):
     """[(relative name, Path)] of every regular file of a submission (hidden/cache folders left out)."""
     path = Path(path)
-    if path.is_file():
+    if path.is_file() and not path.is_symlink():
         return [(path.name, path)]
-    if not path.is_dir():
+    if not path.is_dir() or path.is_symlink():
         return []
+    from .load.submission import _walk
+
     out = []
-    for p in sorted(path.rglob("*")):
+    for p in sorted(_walk(path)):  # symbolic links are never followed (load.find_files)
         rel = p.relative_to(path)
-        if p.is_file() and not any(_hidden(x) for x in rel.parts):
+        if not any(_hidden(x) for x in rel.parts):
             out.append((rel.as_posix(), p))
     return out
 
@@ -227,21 +245,18 @@ def one_line(text, limit=300):
 
 
 def classify(report):
-    """(status, note) of a report: "error: ..." when nothing of the submission could be graded."""
-    statuses = [t.get("status", "passed" if t.get("passed") else "failed")
-                for ex in report.get("exercises", []) for t in ex.get("tests", [])]
-    errors = report.get("errors", [])
-    verdict = any(s in ("passed", "failed") for s in statuses)
-    if not verdict and (errors or (statuses and all(s == "error" for s in statuses))):
-        if errors:
-            reason = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-        else:  # the process died or timed out while loading: every test says so
-            t = report["exercises"][0]["tests"][0]
-            reason = t.get("message_en") or t.get("feedback", "")
+    """(status, note) of a report: "error: ..." when nothing of the submission could be graded
+    (report/model.not_graded_reason, the one rule every report follows)."""
+    from .report.model import Status, not_graded_reason
+
+    reason = not_graded_reason({k: v for k, v in report.items() if k != "batch"})
+    if reason is not None:
         return "error: " + one_line(reason), ""
+    errors = report.get("errors", [])
     if errors:
         return "graded", one_line("; ".join(errors), 500)
-    if statuses and all(s == "missing" for s in statuses):
+    statuses = [Status.of(t) for ex in report.get("exercises", []) for t in ex.get("tests", [])]
+    if statuses and all(s == Status.MISSING for s in statuses):
         return "graded", "no exercise function found (or all are stubs)"
     return "graded", ""
 
@@ -260,24 +275,38 @@ def error_report(item, course, exercises, reason):
             "exercises": exs, "errors": [f"not graded: {reason}"], "seconds": 0.0}
 
 
-def gradescope_results(report):
-    """Gradescope's autograder results.json for one report."""
-    meta = report.get("batch", {})
-    status = meta.get("status", "graded")
-    if status != "graded":
-        return {"score": 0.0, "output": f"This submission could not be graded / 无法评分: {status[len('error: '):]}",
-                "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-                "extra_data": {"status": status}}
-    out = [f"Score 总分: {report['score']:g} / {report['max_score']:g}"]
-    if report.get("errors"):
-        out += ["", "加载提交时的问题 problems while loading the submission:"] + [f"  ! {e}" for e in report["errors"]]
+def gradescope_results(report, language="both"):
+    """Gradescope's autograder results.json for one report, in the course's language.
+
+    A submission that was not graded is never a silent 0: `output` says so, why and what to do,
+    and one test, "not graded", carries the only status the format has ("failed"), so that the
+    student sees it in red; the format needs a score, which stays 0 (extra_data: graded false)."""
+    from .report.feedback import feedback_text
+    from .report.messages import say
+    from .report.model import advice_key, not_graded_reason
+    from .report.text import render_text
+
+    reason = not_graded_reason(report)
+    if reason is not None:
+        text = render_text(report, language)
+        return {"score": 0.0, "output": text, "visibility": "visible", "stdout_visibility": "hidden",
+                "tests": [{"name": say("gradescope.not_graded_test", language), "score": 0.0, "max_score": 0.0,
+                           "status": "failed", "visibility": "visible",
+                           "output": say("test.not_graded", language, reason=reason)
+                           + ("\n" + say(advice_key(reason), language, sep="\n")
+                              if advice_key(reason) != "why.other" else "")}],
+                "extra_data": {"graded": False, "status": (report.get("batch") or {}).get("status", "error: " + reason),
+                               "not_graded_reason": reason}}
+    status = (report.get("batch") or {}).get("status", "graded")
+    out = render_text(report, language).split("\n\n==", 1)[0].rstrip() + "\n"  # the score and what to fix
+    same = report.get("language", "both") == language  # else the feedback is written again in `language`
     tests = [{"name": t["name"], "score": t["score"], "max_score": t["max_score"],
-              "output": t.get("feedback", ""), "status": "passed" if t.get("passed") else "failed",
-              "visibility": "visible"}
+              "output": t.get("feedback", "") if same else feedback_text(t, language),
+              "status": "passed" if t.get("passed") else "failed", "visibility": "visible"}
              for ex in report["exercises"] for t in ex["tests"]]
-    return {"score": report["score"], "execution_time": report.get("seconds", 0.0), "output": "\n".join(out),
+    return {"score": report["score"], "execution_time": report.get("seconds", 0.0), "output": out,
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"status": status, "max_score": report["max_score"]}}
+            "extra_data": {"graded": True, "status": status, "max_score": report["max_score"]}}
 
 
 def csv_row(student, report, exercises):
@@ -341,16 +370,21 @@ def worker_main(config_json):
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed goes to the log, not into the protocol
     _die_with_parent()
+    from .sandbox import server
+    server.prestart()  # before this process holds anything of a student's: see server.py
     cfg = json.loads(config_json)
     from .config import load_course
     from .sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True)  # many submissions
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
+                        reuse=cfg.get("reuse", True))
     for line in sys.stdin:
         job = json.loads(line)
+        hits = runner.reuse.hits if runner.reuse else 0
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
+        out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
         proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
         proto.flush()
 
@@ -619,7 +653,8 @@ class Batch:
         for ex in self.exercises:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
-        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises}
+        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
+                        "reuse": not getattr(args, "no_reuse", False)}
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
         self.out = Path(args.out)
         self.reports = self.out / "reports"
@@ -627,6 +662,7 @@ class Batch:
         self.rows = {}
         self.counts = {"graded": 0, "error": 0, "kept": 0}
         self.scores = []
+        self.unconfined = []  # students whose workers had no allow-list view (see note_sandbox)
 
     # budget of one submission: every exercise at its time limit, plus a load each
     def budget(self):
@@ -659,15 +695,23 @@ class Batch:
             return None
         return report
 
+    def note_sandbox(self, student, report):
+        """Remember a submission whose workers could read more than their allow-list view (the
+        machine refused the new root): the summary warns about it."""
+        line = str(report.get("sandbox") or "")
+        if report["batch"].get("status") == "graded" and "WARNING" in line:
+            self.unconfined.append(student)
+
     def keep(self, item, report, log):
         """An up-to-date report: its row, and its Gradescope file if that was lost."""
         self.counts["kept"] += 1
+        self.note_sandbox(item.student, report)
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
         if report["batch"].get("status") == "graded":
             self.scores.append(report["score"])
         gs = self.gradescope / item.student / "results.json"
         if not gs.exists():
-            write_atomic(gs, json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+            write_atomic(gs, json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
         if not self.html_path(item.student).exists():
             self.write_html(item.student, report, log)
         log.write(f"{_now()} kept {item.student} (report up to date)\n")
@@ -689,7 +733,7 @@ class Batch:
         if res.get("host"):
             report["batch"]["host"] = res["host"]
         write_atomic(self.gradescope / item.student / "results.json",
-                     json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+                     json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
         self.write_html(item.student, report, log)
         write_atomic(self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1))  # last: the commit
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
@@ -698,7 +742,9 @@ class Batch:
             self.scores.append(report["score"])
         else:
             self.counts["error"] += 1
-        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}\n")
+        self.note_sandbox(item.student, report)
+        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}"
+                  + (f" reused={res['reused']}" if res.get("reused") else "") + "\n")
         log.flush()
         return status, report
 
@@ -837,6 +883,13 @@ def _run(args, batch, layout, items, console, log):
     if done:
         summary.append(f"time {elapsed:.1f} s, {elapsed / done:.2f} s per submission")
     summary.append(f"results in {batch.out}{os.sep} (grades.csv, dashboard.html, reports/, gradescope/)")
+    if batch.unconfined:
+        warning = (f"WARNING: {len(batch.unconfined)} submission(s) were graded by workers that could read the whole "
+                   f"filesystem, not only Python and their own files (this machine refused the new root; see the "
+                   f"report's sandbox line): {', '.join(sorted(batch.unconfined)[:10])}"
+                   + (" ..." if len(batch.unconfined) > 10 else ""))
+        summary.append(warning)
+        console.print(f"[bold red]{escape(warning)}[/]")
     log.write(f"{_now()} done: {'; '.join(summary)}\n")
     print("\n".join(summary))
     return 0
@@ -932,6 +985,9 @@ def add_parser(sub):
                    help="grade N submissions at a time, one exercise at a time each (default), "
                         "or one submission at a time with N exercises in parallel")
     b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
+    b.add_argument("--no-reuse", action="store_true",
+                   help="grade every exercise of every submission, even when its code is the same as one already "
+                        "graded with every test passed (see autograder/sandbox/reuse.py; the scores are the same)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)

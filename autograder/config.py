@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -66,6 +66,12 @@ class Course(BaseModel):
     load_timeout: float = Field(default=20.0, gt=0)
     assignments: dict[str, list[str]] = Field(default_factory=dict)
     exercises: dict[str, ExerciseConfig]
+    _source: str | None = PrivateAttr(default=None)  # the course.yml it was read from
+
+    @property
+    def source(self):
+        """The course.yml this configuration was read from (None when built in code)."""
+        return self._source
 
     @model_validator(mode="after")
     def _known_exercises(self):
@@ -108,6 +114,8 @@ def load_course(path=None, **overrides):
         raise ConfigError(f"{path} is not valid YAML: {e}") from None
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return Course.model_validate(data)
+        course = Course.model_validate(data)
     except ValidationError as e:
         raise ConfigError(f"{path}: {e}") from None
+    course._source = str(path.resolve())
+    return course

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BOB = ROOT / "examples" / "submissions" / "bob.ipynb"
 
 
 def run_grade(submission, tmp_path, *extra):
@@ -15,6 +16,23 @@ def run_grade(submission, tmp_path, *extra):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
     return proc, report
+
+
+def real_place(name):
+    """A new folder where a real course or checkout lives: under /srv, or the home directory where
+    /srv is not writable; never under /tmp, which every sandboxed worker replaces anyway (a test of
+    what a worker can see must put the secrets where they would be).  The caller removes it."""
+    import uuid
+
+    for parent in (Path("/srv"), Path.home()):
+        try:
+            parent.mkdir(exist_ok=True)
+            d = parent / f"seqgrader-{name}-{uuid.uuid4().hex[:8]}"
+            d.mkdir()
+            return d
+        except OSError:
+            continue
+    pytest.fail("neither /srv nor the home directory is writable")
 
 
 @pytest.fixture
@@ -72,3 +90,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def bob(tmp_path_factory):
+    """bob.ipynb graded by the real command line, with every report format (once per session:
+    tests/test_reports.py and tests/test_report_views.py share it)."""
+    tmp = tmp_path_factory.mktemp("bob")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(BOB), "--json", str(tmp / "bob.json"),
+                           "--html", str(tmp / "bob.html"), "--markdown", str(tmp / "bob.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return tmp, proc, json.loads((tmp / "bob.json").read_text(encoding="utf-8"))

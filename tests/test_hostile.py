@@ -47,6 +47,58 @@ def _course(path):
     return path
 
 
+def _cgroup_base():
+    """A cgroup folder (v1 pids, else v2) where this test may create one cgroup per grade command:
+    every process of that command, daemons included, stays in it or below it (only root can move a
+    process out, and the workers are not root).  None where no cgroup can be made (then processes
+    are found by an environment marker, which only catches what runs before the worker's limits)."""
+    from autograder.sandbox import limits as L
+
+    for kind, path in sorted(L.cgroup_paths(0).items(), key=lambda kv: kv[0] != "pids"):
+        parent = os.path.dirname(path)
+        probe = os.path.join(parent, f"hostile-probe-{os.getpid()}")
+        try:
+            os.mkdir(probe)
+            os.rmdir(probe)
+            return parent
+        except OSError:
+            continue
+    return None
+
+
+CGROUP_BASE = _cgroup_base()
+
+
+def _in_cgroup(path):
+    """Live (not zombie) processes in the cgroup `path` and below."""
+    out = []
+    for top, _dirs, files in os.walk(path):
+        if "cgroup.procs" not in files:
+            continue
+        try:
+            with open(os.path.join(top, "cgroup.procs")) as f:
+                pids = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                out.append(pid)
+    return out
+
+
+def _remove_cgroup(path):
+    for top, _dirs, _files in sorted(os.walk(path), key=lambda t: -t[0].count("/")):
+        try:
+            os.rmdir(top)
+        except OSError:
+            pass
+
+
 def _marked(marker):
     """Live (not zombie) processes whose environment carries `marker`."""
     out = []
@@ -82,12 +134,18 @@ class Graded:
 def _grade(name, base, course, port):
     folder = base / name.replace(".", "_")
     folder.mkdir()
-    shutil.copy(HOSTILE / name, folder / name)
+    code = (HOSTILE / name).read_bytes().replace(b"HOSTILE_PORT = 22\n", f"HOSTILE_PORT = {port}\n".encode())
+    (folder / name).write_bytes(code)
     out = folder / "report.json"
     marker = f"seqgrader-hostile-{uuid.uuid4().hex}"
-    env = dict(os.environ, HOSTILE_MARK=marker, HOSTILE_PORT=str(port))
+    env = dict(os.environ, HOSTILE_MARK=marker)
     cmd = [sys.executable, "-m", "autograder", "grade", str(folder / name), "--exercise", "masks",
            "--json", str(out), "--course", str(course), "--max-examples", "10"]
+    cgroup = None
+    if CGROUP_BASE:  # the command joins a cgroup of its own before it starts: all it starts stays below
+        cgroup = os.path.join(CGROUP_BASE, f"hostile-{marker}")
+        os.mkdir(cgroup)
+        cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *cmd]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -102,15 +160,22 @@ def _grade(name, base, course, port):
         stdout, stderr = proc.communicate()
     seconds = time.monotonic() - start
     deadline = time.monotonic() + 3  # leftovers get a moment to be reaped by the grader's watchdog
-    survivors = _marked(marker)
+
+    def alive():
+        return sorted(set(_marked(marker) + (_in_cgroup(cgroup) if cgroup else [])))
+
+    survivors = alive()
     while survivors and time.monotonic() < deadline:
         time.sleep(0.1)
-        survivors = _marked(marker)
+        survivors = alive()
     for pid in survivors:  # recorded for the test; then cleaned up: they are ours
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    if cgroup:
+        time.sleep(0.05)
+        _remove_cgroup(cgroup)
     report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
     return Graded(name, proc.returncode, stdout, stderr, report, survivors, folder, seconds)
 

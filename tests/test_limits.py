@@ -215,12 +215,16 @@ def test_a_worker_that_called_setsid_itself_keeps_its_session():
 
 def test_describe_says_what_is_in_force():
     full = {"uid": 2000000123, "user": "worker uid 2000000123", "netns": True, "private_tmp": ["/tmp"],
-            "readonly_fs": True, "memory_mb": 4096, "cgroup_pids_max": 64,
+            "readonly_fs": True, "memory_mb": 4096, "cgroup_pids_max": 64, "view": "new root",
             "rlimits": {"as": 1, "fsize": 64 * MIB, "nproc": 64}, "kill": "cgroup", "problems": []}
     line = L.describe(full)
-    assert line == ("sandbox: unprivileged user (worker uid 2000000123), no network, private /tmp, "
-                    "read-only filesystem except its workdir, memory +4 GiB, <= 64 processes/threads, "
+    assert line == ("sandbox: unprivileged user (worker uid 2000000123), no network, sees only Python and its own "
+                    "submission (new root, read-only but its workdir), memory +4 GiB, <= 64 processes/threads, "
                     "files <= 64 MiB, killed by cgroup")
+    fallback = dict(full, view="deny-list")
+    line = L.describe(fallback)
+    assert "WARNING: can read the whole filesystem" in line and "private /tmp" in line
+    assert L.view_is_allow_list(full) and not L.view_is_allow_list(fallback)
     bare = {"uid": 0, "netns": False, "rlimits": {}, "kill": "pgid", "problems": ["netns: Operation not permitted"]}
     line = L.describe(bare)
     assert "runs as root" in line and "network allowed" in line and "not available" in line
@@ -452,6 +456,102 @@ def test_a_folder_submission_can_import_its_sibling_when_exposed():
     assert str(hidden.report["X"]).startswith("ImportError")  # read the sources first, or expose them
 
 
+# ---------------------------------------------------------------- the allow-list view
+
+def _secret_dir():
+    """A folder where an instructor keeps things (not /tmp, which every worker replaces)."""
+    for parent in ("/srv", os.path.expanduser("~")):
+        try:
+            os.makedirs(parent, exist_ok=True)
+            return tempfile.mkdtemp(prefix="seqgrader-view-", dir=parent)
+        except OSError:
+            continue
+    pytest.fail("no writable /srv or home directory")
+
+
+def test_the_view_holds_only_python_and_the_submission():
+    secret = _secret_dir()
+    with open(os.path.join(secret, "answers.py"), "w") as f:
+        f.write("ANSWER = 42\n")
+    sub = os.path.join(secret, "alice.py")
+    with open(sub, "w") as f:
+        f.write("def padding_mask(lengths, max_len=None):\n    pass\n")
+    os.environ["SEQGRADER_TEST_SECRET"] = "instructor-token"  # an instructor's variable
+
+    def look(levels):
+        import sys
+        plan = L.view_plan()
+        out = {"top": sorted(os.listdir("/")), "roots": plan["roots"], "env": sorted(os.environ),
+               "argv": sys.argv, "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+               "me": os.getpid()}
+        for label, path in (("checkout", str(ROOT / "course.yml")), ("solutions", str(ROOT / "solutions" / "masks.py")),
+                            ("secret", os.path.join(secret, "answers.py")), ("submission", "/submission/alice.py"),
+                            ("passwd", "/etc/passwd"), ("shadow", "/etc/shadow")):
+            try:
+                with open(path) as f:
+                    out[label] = f.read()
+            except OSError as e:
+                out[label] = type(e).__name__
+        try:
+            with open("/submission/alice.py", "a") as f:
+                f.write("# changed")
+            out["write submission"] = "written"
+        except OSError as e:
+            out["write submission"] = type(e).__name__
+        with open("/proc/self/stat") as f:  # the initial environment block, read with ctypes
+            fields = f.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])
+        out["environ block"] = ctypes.string_at(start, end - start).replace(b"\0", b"").decode("latin1")
+        return out
+
+    try:
+        run = run_in_worker(look, submission=sub, hide=[secret])
+    finally:
+        os.environ.pop("SEQGRADER_TEST_SECRET")
+        shutil.rmtree(secret, ignore_errors=True)
+    run.need("unprivileged", "mountns")
+    r, lv = run.report, run.levels
+    assert lv["view"] == "new root", lv["problems"]
+    assert "action_raised" not in r, r
+    assert lv["submission"] == "/submission/alice.py"
+    allowed = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "tmp", "var",
+               "submission"} | {p.strip("/").split("/")[0] for p in r["roots"]}
+    assert set(r["top"]) <= allowed, set(r["top"]) - allowed
+    for label in ("checkout", "solutions", "secret", "shadow"):
+        assert r[label] == "FileNotFoundError", (label, r[label])
+    assert r["submission"].startswith("def padding_mask") and r["write submission"] in ("OSError", "PermissionError")
+    assert set(r["passwd"].split()) <= {"root:x:0:0:root:/root:/usr/sbin/nologin",
+                                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+                                         f"student:x:{lv['uid']}:{lv['uid']}:student:/nonexistent:/usr/sbin/nologin"}
+    assert set(r["env"]) <= set(L.KEEP_ENV) | {"HOME", "TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME",
+                                               "XDG_CONFIG_HOME", "MPLCONFIGDIR"}, r["env"]
+    assert r["environ block"] == "" and r["argv"] == ["seqgrader-worker"]  # zeroed: not even PATH is left there
+    if lv.get("proc", "").startswith("hidepid"):
+        assert r["pids"] == [r["me"]], r["pids"]  # the judge and everyone else's processes do not exist
+
+
+def test_what_must_stay_hidden_inside_the_view_is_empty():
+    import numpy
+    inside = os.path.join(os.path.dirname(numpy.__file__), "doc")  # a folder in site-packages
+
+    def look(levels):
+        return {"listing": sorted(os.listdir(inside)) if os.path.isdir(inside) else None}
+
+    run = run_in_worker(look, hide=[inside])
+    run.need("unprivileged", "mountns")
+    assert run.levels["view"] == "new root"
+    if os.path.isdir(inside):
+        assert os.listdir(inside), "nothing to hide: the test needs a non-empty folder"
+        assert run.report["listing"] == [] and inside in run.levels["hidden"], run.report
+
+
+def test_the_fallback_is_the_deny_list_and_says_so():
+    run = run_in_worker(lambda lv: {"checkout": os.path.exists(ROOT / "course.yml")}, view="deny-list")
+    run.need("mountns")
+    assert run.levels["view"] == "deny-list" and run.report["checkout"] is True
+    assert "WARNING: can read the whole filesystem" in L.describe(run.levels)
+
+
 # ---------------------------------------------------------------- network
 
 def test_no_network_even_to_a_port_the_judge_opened():
@@ -499,8 +599,10 @@ def test_cannot_kill_or_read_the_judge():
     judge_alive = {}
     run = run_in_worker(attack, before_kill=lambda r: judge_alive.update(ok=_alive(r.judge)))
     run.need("unprivileged")
+    # in the new root, /proc hides every process of another user: the judge's files do not exist
+    unseen = "FileNotFoundError" if run.levels.get("proc", "").startswith("hidepid") else "PermissionError"
     assert run.report == {"kill judge": "PermissionError", "killpg judge": "PermissionError",
-                          "read judge mem": "PermissionError", "read judge environ": "PermissionError"}
+                          "read judge mem": unseen, "read judge environ": unseen}
     assert judge_alive["ok"] and run.status is not None  # M lived to report W's exit
 
 

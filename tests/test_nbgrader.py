@@ -1,10 +1,13 @@
 """nbgrader end to end, with the real nbgrader from PyPI and real Jupyter kernels.
 
-Build the course (`nbgrader-course`), `nbgrader generate_assignment`, place six submissions
+Build the course (`nbgrader-course`), `nbgrader generate_assignment`, place eight submissions
 (correct; a catalogued bug; an endless loop; corrupt JSON; a deleted test cell; correct code that
-emits warnings), `nbgrader autograde`, `generate_feedback`, `export`; then the same class through
-`grade-batch` + `nbgrader-gradebook`.  The assignment holds two exercises (masks, masked_loss) to
-keep CI short; every step is the one an instructor runs.
+emits warnings; a thief whose cells only look for answers; a classmate with a marked notebook),
+`nbgrader autograde`, `generate_feedback`, `export`; then the same class through `grade-batch` +
+`nbgrader-gradebook`.  The assignment holds two exercises (masks, masked_loss) to keep CI short;
+every step is the one an instructor runs.  The course lives where a real one does (under /srv or
+the home directory, see conftest.real_place), and its source notebooks and the classmate's carry a
+marker that no output of the thief may show.
 """
 import ast
 import csv
@@ -25,13 +28,16 @@ from autograder.catalogue import load_catalogue
 from autograder.nbgrader_course.build import with_solution
 from autograder.nbgrader_course.preprocessor import hidden_call
 
-from .conftest import ROOT
+from .conftest import ROOT, real_place
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 ASSIGNMENT = "e2e"
 EXERCISES = ["masks", "masked_loss"]
-STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank"]
+CLASSMATE = "quinn"  # a classmate whose notebook carries the marker
+THIEF = "mallory"  # cells that only look for answers: the course's source/, classmates, the grader, memory
+STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank", CLASSMATE, THIEF]
+HOSTILE = ROOT / "tests" / "files" / "hostile"
 
 
 def run(cmd, cwd, timeout=900):
@@ -62,9 +68,17 @@ def mistake(mid):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """The built course after generate_assignment, the six submissions, autograde, feedback, export."""
-    tmp = tmp_path_factory.mktemp("nbgrader")
+def course():
+    """The built course after generate_assignment, the eight submissions, autograde, feedback, export."""
+    tmp = real_place("nbgrader-e2e")
+    try:
+        yield _build_course(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_course(tmp):
+    marker = f"SECRET{__import__('uuid').uuid4().hex[:12]}"
     data = yaml.safe_load((ROOT / "course.yml").read_text(encoding="utf-8"))
     data["assignments"] = {ASSIGNMENT: EXERCISES}
     for ex in data["exercises"].values():  # the endless loop costs seconds, not minutes
@@ -124,6 +138,32 @@ def course(tmp_path_factory):
             return _quiet(logits, targets, mask)
         """)
     submit("frank", {"masks": answered("masks"), "masked_loss": noisy})
+    # the secrets: a marker in every solution cell of source/ and in the classmate's notebooks
+    for ex in EXERCISES:
+        path = cdir / "source" / ASSIGNMENT / f"{ex}.ipynb"
+        nb = nbformat.read(str(path), as_version=4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+                cell.source = f"# {marker}-source\n" + cell.source.replace("\ndef ", f"\n# {marker}-source\ndef ")
+        nbformat.write(nb, str(path))
+    quinn = {}
+    for ex in EXERCISES:
+        nb = answered(ex)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+                cell.source = f"# {marker}-classmate\n" + cell.source.replace("\ndef ", f"\n# {marker}-classmate\ndef ")
+        quinn[ex] = nb
+    submit(CLASSMATE, quinn)
+    thief = {}
+    for ex, snoop in (("masks", "snoop_course.py"), ("masked_loss", "snoop_memory.py")):
+        nb = answered(ex)
+        first = True
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+                cell.source = (HOSTILE / snoop).read_text(encoding="utf-8") if first else "pass"
+                first = False
+        thief[ex] = nb
+    submit(THIEF, thief)
 
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     auto = subprocess.run([str(BIN / "nbgrader"), "autograde", ASSIGNMENT], cwd=cdir, env=env, capture_output=True,
@@ -133,7 +173,7 @@ def course(tmp_path_factory):
     nbgrader("generate_feedback", ASSIGNMENT, cwd=cdir)
     nbgrader("export", cwd=cdir)
     return {"dir": cdir, "course_file": course_file, "autograde_log": auto.stderr + auto.stdout,
-            "source": source, "release": release}
+            "source": source, "release": release, "marker": marker}
 
 
 def gradebook_scores(cdir):
@@ -185,12 +225,30 @@ def test_autograde_scores_equal_grade_and_the_gradebook_has_everyone(course):
     scores, flagged = gradebook_scores(course["dir"])
     assert set(scores) == set(STUDENTS), scores  # dave (nbgrader could not read his notebook) too
     assert "SandboxGrade: masks" in course["autograde_log"], "our preprocessor did not run: is the config loaded?"
-    for student in ["alice", "bob", "carol", "erin", "frank"]:
+    for student in ["alice", "bob", "carol", "erin", "frank", THIEF]:
         expected, _ = grade_scores(course, student)
         assert scores[student] == pytest.approx(expected), (student, scores[student], expected)
     assert scores["alice"] == {"masks": 20.0, "masked_loss": 15.0}
     assert scores["bob"]["masks"] == 20.0 and scores["bob"]["masked_loss"] < 15.0
     assert scores["carol"]["masks"] < 20.0 and scores["carol"]["masked_loss"] == 15.0
+
+
+def test_a_thief_gets_nothing_and_sees_nothing(course):
+    """mallory's cells only look for answers (tests/files/hostile/snoop_course.py: the course folder
+    from $PWD up, classmates, gradebook.db; snoop_memory.py: its own memory): 0 points, and none
+    of the course's secrets (source/ solutions, quinn's notebook) in anything she gets back."""
+    scores, _ = gradebook_scores(course["dir"])
+    assert scores[THIEF] == {"masks": 0.0, "masked_loss": 0.0}, scores[THIEF]
+    assert scores[CLASSMATE] == {"masks": 20.0, "masked_loss": 15.0}  # the marked notebooks are real answers
+    marker = course["marker"]
+    mine = [*(course["dir"] / "autograded" / THIEF).rglob("*"), *(course["dir"] / "feedback" / THIEF).rglob("*")]
+    assert any(p.suffix == ".html" for p in mine), "no feedback was generated for the thief"
+    leaked = [p for p in mine if p.is_file() and marker in p.read_text(encoding="utf-8", errors="replace")]
+    assert leaked == [], leaked
+    assert marker not in (course["dir"] / "grades.csv").read_text(encoding="utf-8")
+    # what the thief's cells raised reached its feedback (capped), so the channel was really tried
+    html = (course["dir"] / "feedback" / THIEF / ASSIGNMENT / "masks.html").read_text(encoding="utf-8")
+    assert "LookupError" in html
 
 
 def test_a_warning_costs_nothing(course):
@@ -239,11 +297,14 @@ def test_export_csv_and_the_corrupt_notebook_is_an_error_not_a_silent_zero(cours
     autograder("grade-batch", course["dir"] / "submitted", "--assignment", ASSIGNMENT, "--course",
                course["course_file"], "--out", out, "-q")
     batch_rows = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv", newline="", encoding="utf-8"))}
+    assert float(batch_rows[THIEF]["total"]) == 0.0, batch_rows[THIEF]
+    thief_files = [p for p in out.rglob("*") if p.is_file() and (THIEF in p.name or THIEF in p.parts)]
+    assert thief_files and not [p for p in thief_files if course["marker"] in p.read_text(encoding="utf-8")]
     assert "not valid JSON" in batch_rows["dave"]["note"] + batch_rows["dave"]["status"], batch_rows["dave"]
     before, _ = gradebook_scores(course["dir"])
     autograder("nbgrader-gradebook", out, "--course-dir", course["dir"], "--assignment", ASSIGNMENT)
     after, flagged = gradebook_scores(course["dir"])
-    for student in ["alice", "bob", "carol", "erin", "frank"]:
+    for student in ["alice", "bob", "carol", "erin", "frank", CLASSMATE, THIEF]:
         assert after[student] == pytest.approx(before[student]), student
     assert after["dave"]["masks"] == 0.0 and after["dave"]["masked_loss"] == 15.0
     assert flagged["dave"]["masks"], "the corrupt notebook is not flagged for manual grading"

@@ -9,6 +9,8 @@ This runs student code: call it only inside a sandboxed worker (see sandbox/).
 """
 import ast
 import json
+import os
+import stat
 import sys
 import traceback
 import types
@@ -21,7 +23,9 @@ SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", ".venv", "node_modules
 
 
 def find_files(path):
-    """The .py/.ipynb files of a submission, in a stable order."""
+    """The .py/.ipynb files of a submission, in a stable order.  Symbolic links inside a folder
+    submission are never followed (see `symlinks`): a link to a classmate's notebook or to the
+    reference solutions would otherwise be read, by the trusted judge, as the student's code."""
     path = Path(path)
     if not path.exists():
         raise SubmissionNotFound(f"submission not found: {path}")
@@ -30,14 +34,64 @@ def find_files(path):
             raise SubmissionNotFound(f"a submission is a .py file, an .ipynb notebook or a folder; got {path}")
         return [path]
     files = sorted(
-        p for p in path.rglob("*")
-        if p.suffix in (".py", ".ipynb") and p.is_file()
+        p for p in _walk(path)
+        if p.suffix in (".py", ".ipynb")
         and not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts)
         and not p.name.startswith("test_") and p.name not in ("conftest.py", "setup.py")
     )
     if not files:
         raise SubmissionNotFound(f"no .py or .ipynb file in {path}")
     return files
+
+
+def _walk(root, links=None):
+    """Regular files under `root`, never through a symbolic link (those go to `links`)."""
+    out = []
+    for top, dirs, names in os.walk(root, followlinks=False):
+        for d in list(dirs):
+            if os.path.islink(os.path.join(top, d)):
+                dirs.remove(d)
+                if links is not None:
+                    links.append(Path(top, d))
+        for n in names:
+            p = Path(top, n)
+            if p.is_symlink():
+                if links is not None:
+                    links.append(p)
+            elif p.is_file():
+                out.append(p)
+    return out
+
+
+def symlinks(path):
+    """The symbolic links inside a folder submission (reported as load problems, never read)."""
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    links = []
+    _walk(path, links)
+    return sorted(p for p in links if p.suffix in (".py", ".ipynb") or not p.suffix)
+
+
+MAX_FILE_BYTES = 64 << 20  # a submission's code file larger than this is not read
+
+
+def _read_bytes(f):
+    """A file's bytes, refusing a symbolic link (O_NOFOLLOW), anything but a regular file, and a
+    file larger than MAX_FILE_BYTES (the trusted judge reads it)."""
+    fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{f} is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise OSError(f"{f} is larger than {MAX_FILE_BYTES >> 20} MiB")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -83,11 +137,24 @@ class Submission:
         return None
 
 
+LOAD_MESSAGE_CHARS = 300
+
+
 def _short_traceback(exc, filename):
-    """The student's own frames only: never a grader-internal traceback."""
+    """The student's own frames only: never a grader-internal traceback; the message capped (its
+    first line, 300 characters), so that a load error is never a wide channel out of the sandbox."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(filename)]
     where = f" (line {frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        text = "<unprintable>"
+    first = text.splitlines()[0] if text.strip() else ""
+    if len(first) > LOAD_MESSAGE_CHARS:
+        first = first[:LOAD_MESSAGE_CHARS]
+    if first != text:
+        first += " …"
+    return f"{type(exc).__name__[:100]}: {first}{where}"
 
 
 # CPU seconds one top-level statement (a notebook cell's statement) may take while loading: a
@@ -162,7 +229,7 @@ def _notebook_cells(path):
     Plain JSON, not nbformat: importing nbformat (jsonschema's format checkers, lark grammars)
     costs about 2 s, as much as torch, and reading cells needs none of it."""
     try:
-        data = json.loads(Path(path).read_bytes().decode("utf-8", errors="replace"))
+        data = json.loads(_read_bytes(path).decode("utf-8", errors="replace"))
     except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"the notebook is not valid JSON ({str(e)[:200]})") from None
     except OSError as e:
@@ -201,11 +268,20 @@ def read_sources(path):
     files = find_files(path)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     sources, errors = [], []
+    for link in symlinks(path):
+        errors.append(f"{link.relative_to(root)}: a symbolic link, not read (submit the file itself) / "
+                      f"符号链接，未读取（请提交文件本身）")
     for f in files:
         label = str(f.relative_to(root)) if f != root else f.name
         try:
             if f.suffix == ".py":
-                chunks = [(label, str(f), f.read_text(encoding="utf-8", errors="replace"))]
+                try:
+                    text = _read_bytes(f).decode("utf-8", errors="replace")
+                except OSError as e:
+                    why = "a symbolic link" if f.is_symlink() else "too large" if "larger than" in str(e) else \
+                        type(e).__name__
+                    raise ValueError(f"cannot be read ({why})") from None
+                chunks = [(label, str(f), text)]
             else:
                 chunks = [(f"{label} cell {n}", f"{f}#cell{n}", src) for n, src in _notebook_cells(f)]
         except ValueError as e:

@@ -16,6 +16,7 @@ Then formgrader and `nbgrader export` show the scores.
 from pathlib import Path
 
 from ..errors import GraderError
+from ..report.messages import say
 from .cell import function_result
 
 
@@ -72,7 +73,8 @@ def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
                 graded = {t["function"] for e in report.get("exercises", []) if e["id"] == nb_name for t in e["tests"]}
                 for comment in sub_nb.comments:
                     if problem is not None:
-                        comment.auto_comment = f"seqgrader: not graded / 未评分 — {problem}"
+                        comment.auto_comment = say("nbgrader.comment_not_graded", report.get("language") or "both",
+                                                   reason=problem)
                     elif comment.name in graded:
                         comment.auto_comment = function_result(report, nb_name, comment.name)[2]
             gb.db.commit()

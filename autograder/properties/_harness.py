@@ -148,7 +148,7 @@ def fmt(x, limit=400):
     if isinstance(x, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in x):
         return "(" + ",\n ".join(fmt(v) for v in x) + ")"
     r = x if isinstance(x, str) else repr(x)
-    return r if len(r) <= limit or isinstance(x, str) else r[:limit] + " ..."
+    return r if len(r) <= limit else r[:limit] + " ..."  # strings too: feedback is a narrow channel
 
 
 def _short(a):

@@ -388,6 +388,327 @@ def _private_filesystem(workdir, tmpfs_mb, levels, expose=(), other_uid=True):
     levels["readonly_fs"] = not failed
 
 
+# ---------------------------------------------------------------- the allow-list view (a new root)
+
+# top-level entries of / that the dynamic linker and the interpreter need: replicated as they
+# are (merged-/usr systems have symlinks here) or bound read-only
+TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# the few files of /etc that the C library, Python and matplotlib read; passwd, group and hosts
+# are written anew (no real user names)
+ETC_KEEP = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts", "alternatives",
+            "mime.types", "host.conf", "gai.conf")
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+SUBMISSION = "/submission"  # where a worker sees its own submission (read-only)
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "ppc64": 203, "s390x": 217,
+                  "i686": 217, "i386": 217, "armv7l": 218}
+_PLAN = None
+
+
+def _grader_files(site_dirs=()):
+    """The grader's own files: its package directory; when it runs from a source tree, the tree
+    (course.yml, solutions/, exercises/, tests/...); and any other installed copy of the package
+    in `site_dirs` (an older install in the base Python's site-packages holds the same answers)."""
+    package = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = [package]
+    tree = os.path.dirname(package)
+    if any(os.path.exists(os.path.join(tree, n)) for n in ("course.yml", "solutions", "pyproject.toml", ".git")):
+        out.append(tree)
+    name = os.path.basename(package)
+    for d in site_dirs:
+        copy = os.path.join(d, name)
+        if os.path.isdir(os.path.join(copy, "sandbox")) or os.path.isdir(os.path.join(copy, "properties")):
+            out.append(os.path.realpath(copy))
+    return out
+
+
+def _home_like():
+    homes = {"/root", "/home", os.path.realpath(os.path.expanduser("~"))}
+    return {h for h in homes if h and h != "/"}
+
+
+def _mapped_library_dirs():
+    dirs = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
+                    dirs.add(os.path.dirname(parts[5].strip()))
+    except OSError:
+        pass
+    return dirs
+
+
+def view_plan():
+    """What a worker's filesystem view holds beyond the fixed skeleton (computed once per
+    process; the sandbox server calls it before forking):
+
+      roots   directories bound read-only at their own path: the Python installation (prefixes)
+              and its site-packages, and the directories of loaded shared libraries that lie
+              elsewhere; never the current directory, PYTHONPATH's other entries, "/" or a
+              home directory (a prefix that is one is narrowed to its lib/ and bin/)
+      hidden  the grader's own files that fall inside a root (an installed grader lives in
+              site-packages): covered by an empty read-only tmpfs
+      dropped sys.path entries left out of the view (the grader's source tree, cwd...)"""
+    global _PLAN
+    if _PLAN is not None:
+        return _PLAN
+    import site
+
+    real = os.path.realpath
+    prefixes = {real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix) if p}
+    sites = set()
+    try:
+        sites.update(real(p) for p in site.getsitepackages())
+        if site.ENABLE_USER_SITE:
+            sites.add(real(site.getusersitepackages()))
+    except (AttributeError, OSError):
+        pass
+    for pre in prefixes:  # the site-packages of every prefix, listed in sys.path or not
+        for lib in ("lib", "lib64"):
+            base = os.path.join(pre, lib)
+            try:
+                sites.update(real(os.path.join(base, n, "site-packages")) for n in os.listdir(base)
+                             if n.startswith("python") and os.path.isdir(os.path.join(base, n, "site-packages")))
+            except OSError:
+                pass
+    secret = _grader_files(sorted(sites))
+    roots, dropped = set(prefixes), []
+    for p in sys.path:
+        rp = real(p) if p else None
+        if not rp or not os.path.isdir(rp):
+            continue
+        if _under(rp, prefixes) or rp in sites:
+            roots.add(rp)
+        elif not _under(rp, ["/usr"]):
+            dropped.append(rp)
+    for d in _mapped_library_dirs():
+        if os.path.isdir(d) and not _under(d, roots | {"/usr", "/lib", "/lib64", "/lib32"}) \
+                and not _under(d, secret) and not d.startswith(("/tmp", "/dev", "/proc", "/run", "/var/tmp")):
+            roots.add(real(d))
+    homes = _home_like()
+    narrowed = set()
+    for r in roots:
+        if r == "/" or any(_under(h, [r]) for h in homes):  # "/" or a home (or /home) itself: too wide
+            narrowed.update(os.path.join(r, n) for n in ("lib", "lib64", "bin") if os.path.isdir(os.path.join(r, n)))
+        else:
+            narrowed.add(r)
+    roots = sorted(r for r in narrowed if not any(q != r and _under(r, [q]) for q in narrowed))
+    roots = [r for r in roots if not _under(r, ["/usr"])]  # /usr is in the skeleton
+    _PLAN = {"roots": roots, "hidden": sorted(set(secret)), "dropped": sorted(set(dropped)),
+             "python": sorted(prefixes | sites)}
+    return _PLAN
+
+
+def _pivot_root(new, old):
+    nr = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if nr is None:
+        raise OSError(errno.ENOSYS, f"pivot_root: unknown syscall number on {os.uname().machine}")
+    enc = (lambda s: s.encode())
+    _check(_libc().syscall(ctypes.c_long(nr), enc(new), enc(old)), "pivot_root")
+
+
+def _umount(target, flags=0):
+    _check(_libc().umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+
+
+def _etc_text(uid):
+    passwd = "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    group = "root:x:0:\nnogroup:x:65534:\n"
+    if uid not in (0, NOBODY, None):
+        passwd += f"student:x:{uid}:{uid}:student:/nonexistent:/usr/sbin/nologin\n"
+        group += f"student:x:{uid}:\n"
+    return {"passwd": passwd, "group": group, "hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+            "hostname": "sandbox\n"}
+
+
+def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True):
+    """Build the worker's whole filesystem from an empty tmpfs, then pivot_root into it:
+
+        /usr, /bin, /lib...           read-only (symlinks kept as they are)
+        <the Python prefixes and site-packages, loaded libraries elsewhere>   read-only, same paths
+        /etc                          the few files of ETC_KEEP, a passwd/group/hosts of its own
+        /dev                          null, zero, full, random, urandom; a private /dev/shm
+        /proc                         a new proc with hidepid=invisible (other users' processes
+                                      do not exist); /sys/devices/system/cpu read-only
+        /tmp, /var/tmp                private tmpfs
+        workdir                       read-write (cwd, HOME, TMPDIR)
+        /submission                   the submission, read-only (a file is /submission/<name>)
+
+    The grader's own files (view_plan()["hidden"]) and the paths of `hide` (the course, the
+    output folder...) that fall inside a root are covered by empty tmpfs.  Anything else on this
+    machine does not exist for the worker.  Raises OSError before pivot_root if a step fails
+    (the caller falls back to the deny-list view); after it, problems are recorded."""
+    plan = view_plan()
+    real = os.path.realpath
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    old_umask = os.umask(0o022)
+    fds = {}
+
+    def fd(path):
+        if path not in fds:
+            fds[path] = os.open(path, os.O_PATH)
+        return fds[path]
+
+    try:
+        workdir = real(workdir)
+        fd(workdir)
+        fd("/proc")
+        binds = []  # (source path, target path inside the view, read-only, recursive)
+        if os.path.isdir("/usr"):
+            binds.append(("/usr", "/usr", True, True))
+        links = {}
+        for name in TOP_LEVEL:
+            p = "/" + name
+            if os.path.islink(p):
+                links[p] = os.readlink(p)
+            elif os.path.isdir(p):
+                binds.append((p, p, True, True))
+        for r in plan["roots"]:
+            binds.append((r, r, True, True))
+        for p in expose:
+            rp = real(p)
+            if os.path.exists(rp):
+                binds.append((rp, rp, True, True))
+        etc_links = {}
+        for name in ETC_KEEP:
+            p = "/etc/" + name
+            if os.path.islink(p):
+                etc_links[p] = os.readlink(p)
+            elif os.path.exists(p):
+                binds.append((p, p, True, True))
+        for name in DEV_NODES:
+            if os.path.exists("/dev/" + name):
+                binds.append(("/dev/" + name, "/dev/" + name, False, False))
+        if os.path.isdir("/sys/devices/system/cpu"):  # what sysconf() reads for the number of CPUs
+            binds.append(("/sys/devices/system/cpu", "/sys/devices/system/cpu", True, False))
+        sub_target = None
+        if submission:
+            sp = os.path.abspath(submission)
+            if os.path.isdir(sp) and not os.path.islink(sp):
+                sub_target = SUBMISSION
+            elif os.path.isfile(sp) and not os.path.islink(sp):
+                sub_target = os.path.join(SUBMISSION, os.path.basename(sp))
+            if sub_target:
+                binds.append((sp, sub_target, True, True))
+        usable = []
+        for b in binds:  # a path this user cannot open is left out of the view (and said so)
+            try:
+                fd(b[0])
+                usable.append(b)
+            except OSError as e:
+                levels["problems"].append(f"view: {b[0]}: {e.strerror}")
+        binds = usable
+        # what must not be seen inside a bound directory: the grader, the course, ...
+        bound = [t for _s, t, _ro, _rec in binds if os.path.isdir(_s)]
+        covers = []
+        extra = [real(p) for p in hide if p]
+        extra = [h for h in extra if not any(_under(py, [h]) for py in plan["python"])]  # never Python itself
+        for h in list(plan["hidden"]) + extra:
+            if os.path.exists(h) and _under(h, bound) and h not in covers:
+                covers.append(h)
+        covers = [c for c in covers if not any(o != c and _under(c, [o]) for o in covers)]
+
+        # the new root: a fresh tmpfs mounted over /tmp of this (private) mount namespace
+        base = "/tmp" if os.path.isdir("/tmp") and not os.path.islink("/tmp") else "/mnt"
+        _mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,nr_inodes=4096,mode=0755")
+        new = base
+
+        def at(path):
+            return new + path
+
+        for d in ("/etc", "/dev", "/proc", "/sys", "/tmp", "/var/tmp", "/dev/shm"):
+            os.makedirs(at(d), mode=0o755, exist_ok=True)
+        for d in ("/tmp", "/var/tmp", "/dev/shm"):  # first: a root under /tmp (a virtualenv there) goes on top
+            _mount("tmpfs", at(d), "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(tmpfs_mb)}m,nr_inodes=4096,mode=1777")
+        for p, target in links.items():
+            os.symlink(target, at(p))
+        for p, target in etc_links.items():
+            os.symlink(target, at(p))
+        for name, text in _etc_text(uid).items():
+            if not os.path.exists(at("/etc/" + name)):
+                with open(at("/etc/" + name), "w") as f:
+                    f.write(text)
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):
+            os.symlink(target, at("/dev/" + name))
+        readonly = []
+        for src, target, ro, rec in sorted(binds, key=lambda b: b[1].count("/")):
+            dest = at(target)
+            if stat.S_ISDIR(os.fstat(fds[src]).st_mode):
+                os.makedirs(dest, mode=0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+                if not os.path.lexists(dest):
+                    os.close(os.open(dest, os.O_WRONLY | os.O_CREAT, 0o644))
+            _mount(f"/proc/self/fd/{fds[src]}", dest, None, MS_BIND | (MS_REC if rec else 0))
+            if ro:
+                readonly.append(target)
+        hidden = []
+        for c in covers:
+            dest = at(c)
+            if os.path.isdir(dest):
+                _mount("tmpfs", dest, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,nr_inodes=16,mode=0755")
+            else:
+                _mount(f"/proc/self/fd/{fd('/dev/null')}", dest, None, MS_BIND)
+                readonly.append(c)
+            hidden.append(c)
+            # a root inside what was just covered (a virtualenv inside the grader's source tree)
+            for src, target, ro, rec in binds:
+                if target != c and _under(target, [c]):
+                    os.makedirs(at(target) if os.path.isdir(src) else os.path.dirname(at(target)), exist_ok=True)
+                    _mount(f"/proc/self/fd/{fds[src]}", at(target), None, MS_BIND | MS_REC)
+        os.makedirs(at(workdir), mode=0o700, exist_ok=True)
+        _mount(f"/proc/self/fd/{fds[workdir]}", at(workdir), None, MS_BIND)
+        proc_kind = "bound"
+        if mount_proc:
+            for opts in ("hidepid=invisible", "hidepid=2"):
+                try:
+                    _mount("proc", at("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
+                    proc_kind = opts
+                    break
+                except OSError:
+                    continue
+        if proc_kind == "bound":
+            _mount(f"/proc/self/fd/{fds['/proc']}", at("/proc"), None, MS_BIND | MS_REC)
+        # into it: the old root is detached and gone for good
+        os.chdir(new)
+        _pivot_root(".", ".")
+        _umount(".", MNT_DETACH)
+        os.chdir("/")
+    finally:
+        os.umask(old_umask)
+        for f in fds.values():
+            os.close(f)
+    levels["view"] = "new root"
+    levels["proc"] = proc_kind
+    levels["hidden"] = hidden
+    levels["exposed"] = sorted(set([t for _s, t, _ro, _rec in binds if t.startswith(tuple(plan["roots"]))] + [
+        t for _s, t, _ro, _rec in binds if t.startswith(("/usr", "/bin", "/lib", "/sbin"))]))[:20]
+    levels["submission"] = sub_target
+    levels["private_tmp"] = ["/tmp", "/var/tmp", "/dev/shm"]
+    # everything read-only but the worker's own directories
+    keep = {workdir, "/tmp", "/var/tmp", "/dev/shm"}
+    failed = []
+    for p in _mount_points():
+        if p in keep or _under(p, ["/proc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]):
+            continue
+        try:
+            if os.statvfs(p).f_flag & ST_RDONLY:
+                continue
+            flags = MS_REMOUNT | MS_RDONLY | _ms_flags(p)
+            _mount(None, p, None, flags | (MS_BIND if p != "/" else 0))
+        except OSError:
+            try:
+                _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _ms_flags(p))
+            except OSError:
+                failed.append(p)
+    if failed:
+        levels["problems"].append(f"read-only remount failed: {', '.join(failed)[:200]}")
+    levels["readonly_fs"] = not failed
+
+
 # ---------------------------------------------------------------- capabilities
 
 class _CapHeader(ctypes.Structure):
@@ -495,9 +816,45 @@ def _close_fds(keep):
             start = fd + 1
 
 
+# the only variables a worker keeps (HOME, TMPDIR and friends are then set to its workdir):
+# nothing of the instructor's environment (PWD, OLDPWD, tokens, paths to the course) remains
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _scrub_environment():
+    """Empty os.environ but for KEEP_ENV; sys.argv too.  The process's initial argument and
+    environment blocks (what /proc/self/cmdline and /proc/self/environ show, and what ctypes
+    can read) are zeroed as well: they were the sandbox server's, already scrubbed, but a worker
+    forked from a judge (the fallback) would otherwise still carry the grader's."""
+    saved = {k: os.environ[k] for k in KEEP_ENV if k in os.environ}
+    for key in list(os.environ):
+        try:
+            del os.environ[key]
+        except (KeyError, OSError):
+            pass
+    sys.argv = ["seqgrader-worker"]
+    try:
+        sys.orig_argv = ["python"]
+    except AttributeError:
+        pass
+    try:  # fields 48-51 of /proc/self/stat: arg_start arg_end env_start env_end
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        arg_start, arg_end, env_start, env_end = (int(v) for v in fields[45:49])
+        for start, end in ((arg_start, arg_end), (env_start, env_end)):
+            if 0 < start < end and end - start < (1 << 20):
+                ctypes.memset(start, 0, end - start)
+    except (OSError, ValueError, IndexError):
+        pass
+    os.environ.update(saved)
+    return sorted(os.environ)
+
+
 def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64, cpu_seconds=None,
                         max_open_files=256, tmpfs_mb=64, uid=None, keep_fds=None, expose=(),
-                        watchdog=True, remove_workdir=False):
+                        watchdog=True, remove_workdir=False, submission=None, hide=(), zygote_problem=None,
+                        view="new root"):
     """Confine the calling process (a freshly forked worker) before it runs student code.
 
     workdir        an empty directory created by the judge: becomes cwd, HOME and TMPDIR
@@ -510,9 +867,15 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
     tmpfs_mb       size of each private tmpfs put over /tmp, /var/tmp, /dev/shm, /run/lock
     uid            when root: the uid to become (default worker_uid(pid): one per worker)
     keep_fds       if given, every other fd >= 3 is closed (pass the result pipe's write end)
-    expose         more paths the worker must still read after dropping privileges, at the same
-                   path (e.g. a folder submission's root for sibling imports); the Python
-                   installation and sys.path are always kept readable
+    expose         more paths the worker may read, read-only at the same path (tests); the Python
+                   installation and its site-packages are always in the view
+    submission     the submission (a file or a folder): read-only at /submission in the new root
+                   (a file as /submission/<name>)
+    hide           more paths that must not be seen even where they fall inside the view (the
+                   course folder, the output folder); the grader's own files always are
+    zygote_problem a problem the judge met before the worker started (recorded in "problems")
+    view           "new root" (default) or "deny-list": skip the new root and use the fallback
+                   (to test what a machine that forbids it gets; SEQGRADER_SANDBOX_VIEW)
     watchdog       (root) leave a root process that, once the worker has exited, kills what it
                    left behind (daemons, a fork bomb's children) and removes its cgroups, even
                    if the judge died first and never called kill_worker_tree
@@ -523,7 +886,13 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
       session          "session" (setsid worked) or "pgid"
       cgroup           {"v2": dir, "pids": dir} it joined; cgroup_pids_max when pids.max is set
       watchdog         the root cleanup process is running
-      netns, mountns, userns, private_tmp, hidden, exposed, readonly_fs   the filesystem view
+      netns, mountns, userns  the namespaces it is in
+      view             "new root" (an allow-list: nothing exists but Python, its submission and
+                       its own directories) or "deny-list" (the fallback: the whole filesystem
+                       read-only, /tmp and friends private) or None
+      submission       where the submission is in the view (/submission or /submission/<name>)
+      proc, private_tmp, hidden, exposed, readonly_fs   the details of the view
+      environment      the variables the worker keeps (everything else is gone)
       tmpdir           workdir, now cwd / HOME / TMPDIR
       rlimits          {"core", "fsize", "nofile", "data", "as", "nproc", "cpu"} in bytes / counts
       memory_mb, no_new_privs, pdeathsig
@@ -537,7 +906,12 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
     levels = {"pid": pid, "user": _user_label(os.getuid()), "uid": os.getuid(), "session": None,
               "cgroup": {}, "netns": False, "mountns": False, "userns": False, "private_tmp": [],
               "hidden": [], "exposed": [], "readonly_fs": False, "tmpdir": None, "rlimits": {}, "no_new_privs": False,
-              "pdeathsig": False, "watchdog": False, "kill": "pid", "seconds": None, "problems": []}
+              "pdeathsig": False, "watchdog": False, "kill": "pid", "seconds": None, "problems": [],
+              "view": None, "submission": None, "environment": []}
+    if zygote_problem:
+        levels["problems"].append(str(zygote_problem)[:300])
+    step_env = _scrub_environment()
+    levels["environment"] = step_env
 
     def step(name, fn, *a):
         """Run one confinement step; True if it worked, else record why not."""
@@ -578,10 +952,17 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
         # 4. private /tmp, read-only everything but workdir
         levels["mountns"] = step("mountns", _unshare, CLONE_NEWNS)
         if levels["mountns"]:
-            step("private fs", _private_filesystem, workdir, tmpfs_mb, levels,
-                 python_paths() + [os.path.realpath(p) for p in expose])
+            if view != "new root":
+                levels["problems"].append(f"new root: not tried (view={view!r})")
+            if view != "new root" or not step("new root", _new_root, workdir, tmpfs_mb, levels, submission, hide,
+                                              expose, target_uid):
+                levels["view"] = None
+                if step("private fs", _private_filesystem, workdir, tmpfs_mb, levels,
+                        python_paths() + [os.path.realpath(p) for p in expose]
+                        + ([os.path.realpath(submission)] if submission else [])):
+                    levels["view"] = "deny-list"
     else:
-        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels)
+        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels, submission, hide, expose, view)
 
     # 5. workdir: cwd, HOME, TMPDIR
     def setup_workdir():
@@ -670,7 +1051,7 @@ def _gid_mapped(gid):
         return False
 
 
-def _userns_sandbox(workdir, tmpfs_mb, levels):
+def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), view="new root"):
     """Not root: an unprivileged user namespace gives us network and mount namespaces; our
     own uid is mapped to itself and every capability is dropped afterwards."""
     uid, gid = os.getuid(), os.getgid()
@@ -687,7 +1068,15 @@ def _userns_sandbox(workdir, tmpfs_mb, levels):
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     try:
-        _private_filesystem(workdir, tmpfs_mb, levels, other_uid=False)
+        try:
+            if view != "new root":
+                raise OSError(errno.EPERM, f"not tried (view={view!r})")
+            _new_root(workdir, tmpfs_mb, levels, submission, hide, expose, uid, mount_proc=False)
+        except OSError as e:
+            levels["problems"].append(f"new root: {e.strerror or e}")
+            levels["view"] = None
+            _private_filesystem(workdir, tmpfs_mb, levels, other_uid=False)
+            levels["view"] = "deny-list"
     finally:
         _drop_capabilities()
 
@@ -839,10 +1228,15 @@ def describe(levels):
     else:
         parts.append(f"unprivileged user ({levels.get('user')})")
     parts.append("no network" if levels.get("netns") else "network allowed")
-    if levels.get("private_tmp"):
-        parts.append("private " + ", ".join(levels["private_tmp"]))
-    if levels.get("readonly_fs"):
-        parts.append("read-only filesystem except its workdir")
+    if levels.get("view") == "new root":
+        parts.append("sees only Python and its own submission (new root, read-only but its workdir)")
+    else:
+        parts.append("WARNING: can read the whole filesystem (no allow-list view"
+                     + (": deny-list fallback" if levels.get("view") == "deny-list" else "") + ")")
+        if levels.get("private_tmp"):
+            parts.append("private " + ", ".join(levels["private_tmp"]))
+        if levels.get("readonly_fs"):
+            parts.append("read-only filesystem except its workdir")
     rl = levels.get("rlimits", {})
     if levels.get("memory_mb") and "as" in rl:
         parts.append(f"memory +{_mib(levels['memory_mb'])}")
@@ -859,6 +1253,11 @@ def describe(levels):
     if levels.get("problems"):
         line += f" ({len(levels['problems'])} limit(s) not available: " + "; ".join(levels["problems"])[:200] + ")"
     return line
+
+
+def view_is_allow_list(levels):
+    """True when the worker saw only its allow-list view (what grade-batch warns about otherwise)."""
+    return bool(levels) and levels.get("view") == "new root"
 
 
 def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what works here

@@ -16,10 +16,8 @@ values are sent along with the next call.
 import gc
 import json
 import os
-import signal
 import socket
 import struct
-import tempfile
 
 import torch
 
@@ -28,29 +26,36 @@ from ..properties._harness import fmt, fmt_call, raise_container_mutated
 from . import protocol as P
 
 
-def _status_text(status):
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            return f"signal {signal.Signals(sig).name}"
-        except ValueError:
-            return f"signal {sig}"
-    if os.WIFEXITED(status):
-        return f"exit status {os.WEXITSTATUS(status)}"
-    return "unknown"
-
-
 # ---------------------------------------------------------------- zygote
 
 class Zygote:
-    """A clean process that forks workers for the judge and reaps them."""
+    """The judge's handle on a zygote: a process that holds the submission's sources and forks
+    workers for this judge (spawn) and kills them (reap).
 
-    def __init__(self, sources, errors, root, roots, limit_options=None):
-        # Everything this process holds now (torch, hypothesis, the properties: ~300k objects)
-        # lives until it exits: leave it out of every later garbage collection, here (the judge,
-        # which runs hypothesis and collects often) and in the zygote and the workers forked
-        # from it.  A full collection over it costs ~0.15 s, and in a forked child it also writes
-        # to every page that holds an object (copy-on-write faults).
+    The zygote lives in this process's sandbox server (server.py), which holds nothing of the
+    grader's, so a worker can find nothing of the judge's in its memory.  Where no server can
+    run, the judge forks the zygote itself, as before the server existed, and every worker's
+    levels say so (problems: "zygote forked by the judge ...")."""
+
+    def __init__(self, sources, errors, root, roots, limit_options=None, train=False):
+        from . import server as S
+
+        init = {"sources": sources, "errors": list(errors), "root": root, "roots": list(roots),
+                "limit_options": limit_options}
+        srv = S.connect() if limit_options is not None else None
+        if srv is not None:
+            try:
+                sock = srv.open(train=train)
+                S.send_init(sock, init)
+                self.sock, self.pid = sock, None
+                return
+            except (OSError, ValueError) as e:
+                why = f"the sandbox server refused the submission ({e})"
+        else:
+            why = S.reason() if limit_options is not None else None
+        if why:
+            limit_options = dict(limit_options, zygote_problem=f"zygote forked by the judge: {why}")
+        # the fallback: a zygote forked from this judge (its memory is the judge's)
         gc.freeze()
         judge_end, zygote_end = socket.socketpair()
         pid = os.fork()
@@ -59,59 +64,11 @@ class Zygote:
                 judge_end.close()
                 from .worker import die_with_parent
                 die_with_parent()
-                self._serve(zygote_end, sources, errors, root, roots, limit_options)
+                S.zygote_loop(zygote_end, sources, errors, root, roots, limit_options)
             finally:
                 os._exit(0)
         zygote_end.close()
         self.sock, self.pid = judge_end, pid
-
-    @staticmethod
-    def _serve(sock, sources, errors, root, roots, limit_options):
-        from .worker import worker_main
-
-        workdirs = {}
-        while True:
-            try:
-                cmd = sock.recv(64)
-            except OSError:
-                cmd = b""
-            if not cmd:
-                break
-            if cmd.startswith(b"spawn"):
-                # b"spawn" + u32 length + JSON {"skip": statements that ran out of time before,
-                # "focus": the exercise, "needed": the names it needs} (see load.exec_sources)
-                n = struct.unpack("<I", cmd[5:9])[0] if len(cmd) >= 9 else 0
-                data = cmd[9:]
-                while len(data) < min(n, 1 << 20):
-                    more = sock.recv(min(n, 1 << 20) - len(data))
-                    if not more:
-                        break
-                    data += more
-                try:
-                    want = json.loads(data) if data else {}
-                except ValueError:
-                    want = {}
-                want = want if isinstance(want, dict) else {}
-                a, b = socket.socketpair()
-                workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
-                pid = os.fork()
-                if pid == 0:
-                    a.close()
-                    sock.close()
-                    worker_main(b, sources, errors, root, roots, workdir, limit_options, want.get("skip") or [],
-                                focus=want.get("focus"), needed=want.get("needed") or ())
-                b.close()
-                workdirs[pid] = workdir
-                socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
-                a.close()
-            elif cmd.startswith(b"reap"):
-                pid, grace = struct.unpack("<qd", cmd[4:20])
-                status = _kill_and_wait(pid, limit_options, grace)
-                _rmtree(workdirs.pop(pid, None))
-                sock.sendall(status.encode()[:60].ljust(60))
-        for pid in list(workdirs):
-            _kill_and_wait(pid, limit_options)
-            _rmtree(workdirs.pop(pid))
 
     def spawn(self, skip=(), focus=None, needed=()):
         payload = json.dumps({"skip": list(skip), "focus": focus, "needed": list(needed)}).encode()
@@ -130,51 +87,10 @@ class Zygote:
     def close(self):
         try:
             self.sock.close()
-            os.waitpid(self.pid, 0)
+            if self.pid is not None:
+                os.waitpid(self.pid, 0)
         except (OSError, ChildProcessError):
             pass
-
-
-def _kill_and_wait(pid, limit_options, grace=0.0):
-    kill_tree = None
-    if limit_options is not None:
-        try:
-            from . import limits
-            kill_tree = getattr(limits, "kill_worker_tree", None)
-        except ImportError:
-            pass
-    import time
-
-    end = time.monotonic() + grace
-    while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return "unknown"
-        if done or time.monotonic() >= end:
-            break
-        time.sleep(0.005)
-    text = _status_text(status) if done else None
-    try:
-        if kill_tree is not None:
-            kill_tree(pid, (limit_options or {}).get("uid"))
-        else:
-            os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError, TypeError):
-        pass
-    if text is None:
-        try:
-            _, status = os.waitpid(pid, 0)
-            text = "killed"
-        except ChildProcessError:
-            text = "unknown"
-    return text
-
-
-def _rmtree(path):
-    if path:
-        import shutil
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- autograd bridge
@@ -365,7 +281,15 @@ class RemoteStudent:
                                [("原因 reason", str(e)[:200])], kind="error") from None
 
     # -- the Student interface
+    def take_lookups(self):
+        """The names looked up since the last call (what a test depended on: reuse.py)."""
+        names, self.looked_up = sorted(getattr(self, "looked_up", set())), set()
+        return names
+
     def lookup(self, name):
+        if not hasattr(self, "looked_up"):
+            self.looked_up = set()
+        self.looked_up.add(name)
         self.start()
         if name not in self.names and self.partial:
             self._load_rest()

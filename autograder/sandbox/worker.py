@@ -194,18 +194,36 @@ class Worker:
         return {"ok": {"list": [P.encode(g, out_arrays) if g is not None else None for g in grads]}}
 
     def exception(self, e):
+        """What the judge learns of an exception: its type, a short message and the student's own
+        frames (at most 3), each capped (see cap_message), so that nothing long ever leaves."""
         frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(self.roots)]
-        where = "".join(f"  {f.filename.rsplit('/', 1)[-1]}, line {f.lineno}, in {f.name}\n    {f.line}\n"
-                        for f in frames[-3:])
+        where = "".join(f"  {f.filename.rsplit('/', 1)[-1][:80]}, line {f.lineno}, in {str(f.name)[:80]}\n"
+                        f"    {str(f.line or '')[:160]}\n" for f in frames[-3:])
         try:
-            mro = [c.__name__ for c in type(e).__mro__][:20]
+            mro = [c.__name__[:100] for c in type(e).__mro__][:20]
         except Exception:  # noqa: BLE001
             mro = []
         try:
-            msg = str(e)[:500]
+            msg = cap_message(str(e))
         except BaseException:  # noqa: BLE001 - a hostile __str__
             msg = "<unprintable>"
-        return {"type": type(e).__name__[:100], "mro": mro, "message": msg, "where": where.rstrip()[:2000]}
+        return {"type": type(e).__name__[:100], "mro": mro, "message": msg, "where": where.rstrip()[:600]}
+
+
+MESSAGE_LINES, MESSAGE_CHARS = 4, 300
+
+
+def cap_message(text, lines=MESSAGE_LINES, chars=MESSAGE_CHARS):
+    """An exception message as feedback shows it: its first few lines and characters.  Feedback
+    is a channel out of the sandbox; keeping it narrow means no future hole becomes a wide one."""
+    text = str(text)
+    parts = text.splitlines()
+    short = "\n".join(parts[:lines])
+    if len(short) > chars:
+        short = short[:chars]
+    if short != text:
+        short += " …"
+    return short
 
 
 def _shift(desc, base):
@@ -241,6 +259,10 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         from ..load import exec_sources
 
         forget_the_grader()
+        seed_everything()
+        if isinstance(levels, dict) and levels.get("view") == "new root" and levels.get("submission") and root:
+            sources, root, roots = in_the_view(sources, root, roots)
+        keep_python_path(root)
         sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
         P.send(sock, loaded_header(sub, levels=levels))
         Worker(sock, sub, roots).serve()
@@ -248,6 +270,56 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         pass
     finally:
         os._exit(0)
+
+
+def seed_everything(seed=0):
+    """The global random states as every worker starts with them: Python's `random`, numpy's and
+    torch's.  A submission that draws from them (it should not) is then graded the same way every
+    time, whichever process forked the worker."""
+    import random
+
+    import numpy
+    import torch
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def in_the_view(sources, root, roots):
+    """The submission's paths as the worker sees them: its root is /submission in the new root
+    (limits._new_root), so that `__file__`, tracebacks and sibling imports name what exists."""
+    from .limits import SUBMISSION
+
+    root = os.path.abspath(root)
+
+    def move(path):
+        path = str(path)
+        if path == root:
+            return SUBMISSION
+        if path.startswith(root + "/"):
+            return SUBMISSION + path[len(root):]
+        return path
+
+    moved = [(label, modname, move(filename), [(c_label, move(c_file), code) for c_label, c_file, code in chunks])
+             for label, modname, filename, chunks in sources]
+    return moved, SUBMISSION, [move(r) for r in roots]
+
+
+def keep_python_path(root):
+    """sys.path with only what the worker can import from: directories that exist in its view,
+    never the grader's own source tree (PYTHONPATH) or the current directory of whoever started it."""
+    package_tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    kept = []
+    for p in sys.path:
+        if not p or p == package_tree or not os.path.isdir(p):
+            continue
+        try:
+            os.listdir(p)
+        except OSError:
+            continue
+        kept.append(p)
+    sys.path[:] = kept
 
 
 # What the worker never needs and the student must not find in its process: the properties and
@@ -304,7 +376,60 @@ def apply_limits(workdir, options):
         try:
             return limits.apply_worker_limits(workdir, **(options or {}))
         except Exception as e:  # noqa: BLE001
-            return {"error": str(e)[:200]}
+            return {"error": str(e)[:200], "problems": [f"limits: {str(e)[:200]}"]}
     os.chdir(workdir)
     os.environ.update(HOME=workdir, TMPDIR=workdir)
     return {"tmpdir": workdir}
+
+
+def _status_text(status):
+    import signal as _signal
+
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"signal {_signal.Signals(sig).name}"
+        except ValueError:
+            return f"signal {sig}"
+    if os.WIFEXITED(status):
+        return f"exit status {os.WEXITSTATUS(status)}"
+    return "unknown"
+
+
+def kill_and_wait(pid, limit_options, grace=0.0):
+    """(In the zygote) kill the worker `pid` and what it started, reap it, and say how it ended.
+    `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+    import signal as _signal
+    import time
+
+    kill_tree = None
+    if limit_options is not None:
+        try:
+            from . import limits
+            kill_tree = getattr(limits, "kill_worker_tree", None)
+        except ImportError:
+            pass
+    end = time.monotonic() + grace
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return "unknown"
+        if done or time.monotonic() >= end:
+            break
+        time.sleep(0.005)
+    text = _status_text(status) if done else None
+    try:
+        if kill_tree is not None:
+            kill_tree(pid, (limit_options or {}).get("uid"))
+        else:
+            os.killpg(pid, _signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError, TypeError):
+        pass
+    if text is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+            text = "killed"
+        except ChildProcessError:
+            text = "unknown"
+    return text

@@ -1,8 +1,11 @@
-"""Hostile masks submission: causal_mask connects to a port on 127.0.0.1 (HOSTILE_PORT) and to
-1.1.1.1:53; right answer only if it got through.
+"""Hostile masks submission: causal_mask connects to a port on 127.0.0.1 (HOSTILE_PORT: the test
+writes the port it opened into its copy of this file) and to 1.1.1.1:53; right answer only if it
+got through.
 
 See catalogue.yml for what the grader must report."""
 import torch
+
+HOSTILE_PORT = 22
 
 
 def padding_mask(lengths, max_len=None):
@@ -18,10 +21,9 @@ def padding_mask(lengths, max_len=None):
 
 def causal_mask(T, device=None):
     """hostile: see the module docstring"""
-    import os
     import socket
     errors = []
-    for host, port in (("127.0.0.1", int(os.environ.get("HOSTILE_PORT", "22"))), ("1.1.1.1", 53)):
+    for host, port in (("127.0.0.1", HOSTILE_PORT), ("1.1.1.1", 53)):
         try:
             with socket.create_connection((host, port), timeout=1):
                 return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # got out

@@ -1,0 +1,483 @@
+"""The sandbox server: a clean process that every worker descends from.
+
+    grade / a grade-batch process / nbgrader's SandboxGrade   (trusted: holds course.yml, the
+    │                                                          properties, earlier students' reports)
+    ├── judge (forked per exercise) ─── its own socket ───┐
+    └── sandbox server  (`python -m autograder.sandbox.server`, started with a scrubbed
+        │                environment and cwd /: it imports torch, numpy, matplotlib and the
+        │                worker's own modules, and nothing else of the grader)
+        └── zygote  (forked per judge; holds this submission's sources and nothing more)
+              └── worker  (forked per start: limits, its own filesystem view, then student code)
+
+Why a process of its own, started by exec rather than fork: a forked process holds the whole
+memory of its parent, and student code can read its own memory (walking `sys._getframe()`
+up into the judge's frames, or with ctypes).  A worker forked from a judge reached the property
+modules and their reference helpers that way, and a worker forked from a batch process could
+find the reports of the students graded before.  A worker forked from this server can find
+nothing but torch and its own submission, whatever it reads.
+
+Starting it costs one `import torch` (~2 s of CPU, paid once per grading process; `prestart()`
+runs it beside the parent's own import).  Where it cannot start, `connect()` returns None and the
+judge forks the zygote itself, as before; the workers then say so in their levels ("problems"),
+and the report's sandbox line with them.
+
+The server's protocol: a SOCK_SEQPACKET socket; each message is a small JSON request
+({"train": bool}) carrying one file descriptor, the judge's end of a fresh socket pair.  The
+server forks a zygote that serves that socket (`serve_zygote`): first an "init" frame with the
+submission's sources and the limits, then "spawn" / "reap" commands.  Nothing ever comes back on
+the server socket but the one "ready" message at start-up.
+"""
+import gc
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+READY_TIMEOUT = 90.0  # seconds to wait for the server's start-up (an import of torch on a loaded machine)
+MAX_INIT = 64 << 20  # bytes of an init frame (the submission's sources)
+PR_SET_PDEATHSIG = 1
+
+_SERVER = None  # this process's server (judges forked from it share it)
+
+
+def _prctl_pdeathsig():
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+# ---------------------------------------------------------------- the judge's side
+
+def _package_parent():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def server_environment():
+    """The whole environment of the server (and so of every worker): nothing of the caller's but
+    HOME (for user site-packages) and the matplotlib cache (fonts already indexed)."""
+    home = os.environ.get("HOME") or "/"
+    mpl = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "matplotlib")
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": home,
+        "PYTHONPATH": _package_parent(),  # the grader itself, when it is not installed
+        "PYTHONHASHSEED": "0",  # the same submission, the same set and dict orders, every time
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": mpl,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+# what a process must not have loaded for its fork to be a clean server (else: exec)
+NOT_CLEAN = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
+             "autograder.report", "autograder.config", "autograder.nbgrader_course.build",
+             "autograder.nbgrader_course.gradebook", "autograder.nbgrader_course.preprocessor", "hypothesis",
+             "nbgrader", "nbformat", "nbconvert", "solutions", "yaml", "pydantic")
+
+
+def is_clean():
+    """True if this process holds nothing a worker must not find: no course, no properties, no
+    submission read yet (only a parsed command line and imported libraries)."""
+    return not any(m == c or m.startswith(c + ".") for m in list(sys.modules) for c in NOT_CLEAN)
+
+
+class _Forked:
+    """Popen's poll/kill/wait for a server forked from this process."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout=None):
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            self.returncode = -1
+        return self.returncode
+
+
+class Server:
+    """The judge-side handle of a running server.
+
+    mode "exec": `python -m autograder.sandbox.server` with server_environment() (clean by
+    construction: it costs an import of torch); mode "fork": this process forks it, right after
+    importing torch — only when is_clean(), i.e. before it read a course or a submission (a
+    grade command, a grade-batch process at their start), which saves that import."""
+
+    def __init__(self, mode="exec"):
+        self.sock, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.owner = os.getpid()
+        self.info = None
+        self.error = None
+        self.mode = mode
+        if mode == "fork":
+            import torch
+            torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    self.sock.close()
+                    _become_server(child_end.fileno(), self.owner)
+                finally:
+                    os._exit(0)
+            self.proc = _Forked(pid)
+        else:
+            cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()),
+                   str(os.getpid())]
+            debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
+            self.proc = subprocess.Popen(cmd, pass_fds=[child_end.fileno()], cwd="/", env=server_environment(),
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=None if debug else subprocess.DEVNULL, start_new_session=True)
+        child_end.close()
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        """True once the server said it is ready; False (with self.error) if it never will."""
+        if self.info is not None:
+            return True
+        if self.error is not None:
+            return False
+        if os.getpid() != self.owner:
+            # a judge forked before its parent waited: only one process may read the one "ready"
+            # message; requests sent before the server is ready simply wait in its socket
+            return True
+        import select
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.error = f"the sandbox server did not start within {timeout:g} s"
+                break
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                continue
+            try:
+                msg = self.sock.recv(65536)
+            except OSError as e:
+                msg, self.error = b"", f"the sandbox server failed to start ({e.strerror})"
+            if msg.startswith(b"ready"):
+                try:
+                    self.info = json.loads(msg[5:] or b"{}")
+                except ValueError:
+                    self.info = {}
+                return True
+            self.error = self.error or f"the sandbox server failed to start (exit status {self.proc.poll()})"
+            break
+        self.stop()
+        return False
+
+    def open(self, train=False):
+        """A fresh zygote in the server; returns the judge's end of its socket."""
+        judge_end, zygote_end = socket.socketpair()
+        try:
+            payload = json.dumps({"train": bool(train)}).encode()
+            socket.send_fds(self.sock, [payload], [zygote_end.fileno()])
+        except OSError:
+            judge_end.close()
+            raise
+        finally:
+            zygote_end.close()
+        return judge_end
+
+    def alive(self):
+        return self.error is None and (os.getpid() != self.owner or self.proc.poll() is None)
+
+    def stop(self):
+        if os.getpid() != self.owner:
+            return  # a judge forked from the owner: the server is not ours to stop
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def prestart():
+    """Start this process's server now (without waiting for it): call it as early as possible.
+    In a clean process (is_clean()) the server is forked after importing torch, which the caller
+    needs anyway; otherwise it is exec'd.  Never raises."""
+    global _SERVER
+    if _SERVER is None or not _SERVER.alive():
+        mode = "fork" if is_clean() and os.environ.get("SEQGRADER_SERVER_MODE") != "exec" else "exec"
+        try:
+            _SERVER = Server(mode)
+        except Exception as e:  # noqa: BLE001 - no server: the judge forks the zygote itself
+            _SERVER = _Failed(f"the sandbox server could not be started ({type(e).__name__}: {e})")
+    return _SERVER
+
+
+def connect(timeout=READY_TIMEOUT):
+    """This process's server, started if need be and ready; None if there can be none here
+    (then `reason()` says why)."""
+    server = prestart()
+    if isinstance(server, _Failed) or not server.wait_ready(timeout):
+        return None
+    return server
+
+
+def reason():
+    """Why connect() returned None."""
+    return getattr(_SERVER, "error", None) or "no sandbox server"
+
+
+def shutdown():
+    """Stop this process's server (tests; a process's server otherwise dies with it)."""
+    global _SERVER
+    if isinstance(_SERVER, Server):
+        _SERVER.stop()
+    _SERVER = None
+
+
+class _Failed:
+    def __init__(self, error):
+        self.error = error
+
+    def alive(self):
+        return False
+
+
+def send_init(sock, init):
+    """The first frame a zygote reads: b"init" + u64 length + JSON."""
+    data = json.dumps(init, ensure_ascii=False).encode()
+    if len(data) > MAX_INIT:
+        raise ValueError(f"the submission's sources are too large ({len(data) >> 20} MiB)")
+    sock.sendall(b"init" + struct.pack("<Q", len(data)) + data)
+
+
+# ---------------------------------------------------------------- the server's side
+
+def _warm_up():
+    """What every worker would otherwise pay on its first call: torch's lazy imports, autograd,
+    the kernels the exercises use, matplotlib (notebooks draw) and the worker's own modules."""
+    import torch
+
+    torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    y = torch.softmax(x @ x.transpose(-2, -1) / 2, dim=-1).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril(), 0)
+    loss = torch.nn.functional.cross_entropy(x.reshape(-1, 4), torch.zeros(6, dtype=torch.long)) + y.sum()
+    torch.autograd.grad(loss, x)
+    torch.tanh(torch.sigmoid(x)).double().float()
+    torch.nn.functional.scaled_dot_product_attention(x, x, x)
+    torch.nn.functional.log_softmax(x, -1)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+    from ..load import submission  # noqa: F401
+    from . import limits, protocol, worker  # noqa: F401
+    limits.view_plan()  # what the workers' filesystem view holds: worked out once
+
+
+_OPTIM_WARM = False
+
+
+def _warm_up_optimizers():
+    """torch's first optimiser step imports torch._dynamo (~1.6 s): once, for exercises that train."""
+    global _OPTIM_WARM
+    if _OPTIM_WARM:
+        return
+    _OPTIM_WARM = True
+    import torch
+
+    p = torch.zeros(2, requires_grad=True)
+    for opt in (torch.optim.Adam([p], lr=0.1), torch.optim.SGD([p], lr=0.1), torch.optim.AdamW([p], lr=0.1)):
+        opt.zero_grad()
+        (p * p).sum().backward()
+        opt.step()
+    gc.collect()
+    gc.freeze()
+
+
+def _become_server(fd, owner):
+    """In a child just forked from a clean process: leave its session, descriptors, directory
+    and environment behind, then serve."""
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for std in (0, 1, 2):
+        os.dup2(devnull, std)
+    from .protocol import close_other_fds
+    close_other_fds([fd])
+    os.chdir("/")
+    env = server_environment()
+    env.pop("PYTHONPATH")
+    os.environ.clear()
+    os.environ.update(env)
+    main(fd, owner)
+
+
+def main(fd, owner):
+    _prctl_pdeathsig()
+    if os.getppid() != owner:
+        os._exit(1)  # the process that started us is gone already
+    sock = socket.socket(fileno=fd)
+    problems = []
+    try:
+        _warm_up()
+    except Exception as e:  # noqa: BLE001 - say so: the judges fall back
+        problems.append(f"warm-up: {type(e).__name__}: {e}")
+    sys.argv = ["seqgrader-sandbox"]
+    gc.collect()
+    gc.freeze()  # zygotes and workers never traverse (nor copy on write) these objects
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock.send(b"ready" + json.dumps({"pid": os.getpid(), "problems": problems}).encode())
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 65536, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not msg and not fds:
+            break  # every judge and the owner are gone
+        try:
+            request = json.loads(msg) if msg else {}
+        except ValueError:
+            request = {}
+        if not fds:
+            continue
+        for extra in fds[1:]:
+            os.close(extra)
+        if isinstance(request, dict) and request.get("train"):
+            try:
+                _warm_up_optimizers()
+            except Exception:  # noqa: BLE001 - a slower first step, nothing worse
+                pass
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(fds[0])  # the judge sees EOF and falls back
+            continue
+        if pid == 0:
+            try:
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote waits for its workers
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _prctl_pdeathsig()
+                serve_zygote(socket.socket(fileno=fds[0]))
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+    os._exit(0)
+
+
+def _recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(min(n - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def serve_zygote(sock):
+    """A zygote: read the init frame, then fork workers for the judge and reap them."""
+    try:
+        head = _recv_exact(sock, 12)
+        if head[:4] != b"init":
+            return
+        n = struct.unpack("<Q", head[4:])[0]
+        if n > MAX_INIT:
+            return
+        init = json.loads(_recv_exact(sock, n))
+    except (EOFError, OSError, ValueError):
+        return
+    sources = [(label, modname, filename, [tuple(c) for c in chunks])
+               for label, modname, filename, chunks in init.get("sources", [])]
+    zygote_loop(sock, sources, init.get("errors", []), init.get("root"), init.get("roots", []),
+                init.get("limit_options"))
+
+
+def zygote_loop(sock, sources, errors, root, roots, limit_options):
+    """Fork a worker on each "spawn", kill and reap it on "reap"; on EOF kill every worker."""
+    from .worker import kill_and_wait, worker_main
+
+    workdirs = {}
+    while True:
+        try:
+            cmd = sock.recv(64)
+        except OSError:
+            cmd = b""
+        if not cmd:
+            break
+        if cmd.startswith(b"spawn"):
+            # b"spawn" + u32 length + JSON {"skip": statements that ran out of time before,
+            # "focus": the exercise, "needed": the names it needs} (see load.exec_sources)
+            n = struct.unpack("<I", cmd[5:9])[0] if len(cmd) >= 9 else 0
+            data = cmd[9:]
+            while len(data) < min(n, 1 << 20):
+                more = sock.recv(min(n, 1 << 20) - len(data))
+                if not more:
+                    break
+                data += more
+            try:
+                want = json.loads(data) if data else {}
+            except ValueError:
+                want = {}
+            want = want if isinstance(want, dict) else {}
+            a, b = socket.socketpair()
+            workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
+            pid = os.fork()
+            if pid == 0:
+                a.close()
+                sock.close()
+                worker_main(b, sources, errors, root, roots, workdir, limit_options, want.get("skip") or [],
+                            focus=want.get("focus"), needed=want.get("needed") or ())
+            b.close()
+            workdirs[pid] = workdir
+            socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
+            a.close()
+        elif cmd.startswith(b"reap"):
+            pid, grace = struct.unpack("<qd", cmd[4:20])
+            status = kill_and_wait(pid, limit_options, grace)
+            _rmtree(workdirs.pop(pid, None))
+            sock.sendall(status.encode()[:60].ljust(60))
+    for pid in list(workdirs):
+        kill_and_wait(pid, limit_options)
+        _rmtree(workdirs.pop(pid))
+
+
+def _rmtree(path):
+    if path:
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))
