@@ -1,6 +1,6 @@
 """The feedback text of one test, in the course's language(s): TestResult.feedback, the JSON's
 "feedback", what Gradescope and the nbgrader cells show.  Words from report/messages.py."""
-from .messages import label as _label, pick as _pick, say, value as _value
+from .messages import label as _label, pair, pick as _pick, say, value as _value
 from .model import Status
 
 # the statuses' words, for callers that still look them up here: {status: (zh, en)}
@@ -48,15 +48,13 @@ PARTS_ZH = {"masks": "掩码", "positional_encoding": "位置编码", "attention
 
 
 def where(d, function):
-    """(zh, en): where a named mistake is, when not in the test's own function: another function,
-    or a part the student pasted in from an earlier exercise."""
+    """(zh, en), to follow a named mistake's title: where it is when not in the test's own
+    function: another function, or a part the student pasted in from an earlier exercise."""
     fn = d.get("function") or ""
     if d.get("part"):
-        ex = d["part"]
-        return (f"（在粘贴进来的 `{fn}` 里，来自 {PARTS_ZH.get(ex, ex)} 练习）",
-                f" (in the pasted part `{fn}`, from the {ex} exercise)")
+        return pair("diagnosis.in_part", fn=fn, ex=d["part"], exercise=PARTS_ZH.get(d["part"], d["part"]))
     if fn and fn != function:
-        return f"（在 `{fn}` 里）", f" (in `{fn}`)"
+        return pair("diagnosis.in_function", fn=fn)
     return "", ""
 
 
