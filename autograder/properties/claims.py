@@ -40,8 +40,19 @@ def _masks(value):
                 stack.extend(v)
 
 
+def _nonfinite(value):
+    if isinstance(value, (list, tuple)):
+        return any(_nonfinite(v) for v in value)
+    return value in ("nan", "inf", "-inf")
+
+
 def _large_inputs(cx):
-    return any(math.isfinite(x) and abs(x) >= LARGE for v in (cx.get("inputs") or {}).values() for x in _numbers(v))
+    """Large values: an input this large, or a result that overflowed (NaN or inf) from finite
+    inputs (scores are products of inputs: Q and K of 20 already give exp(283))."""
+    inputs = [x for v in (cx.get("inputs") or {}).values() for x in _numbers(v)]
+    if any(math.isfinite(x) and abs(x) >= LARGE for x in inputs):
+        return True
+    return all(math.isfinite(x) for x in inputs) and _nonfinite(cx.get("got"))
 
 
 def _fully_masked_row(cx):
