@@ -363,8 +363,33 @@ def _call_make(student, p, series=None):
     ref = make_ref(s, p.n_train, p.window, p.horizon)
     names = ("X_train", "y_train", "X_test", "y_test", "mean", "std")
     for x, r, what in zip(out, ref, names):
+        _windows_cross_the_boundary(x, r, what, p, student)
         check_tensor(x, what, shape=r.shape, student=student)
     return out, ref, names
+
+
+def _windows_cross_the_boundary(x, r, what, p, student):
+    """More windows than a period holds: some window takes inputs or its target across n_train."""
+    if what not in ("X_train", "y_train", "X_test", "y_test") or not isinstance(x, torch.Tensor) \
+            or x.dim() != r.dim() or x.dim() == 0 or x.shape[1:] != r.shape[1:] or x.shape[0] <= r.shape[0]:
+        return
+    train = what.endswith("_train")
+    period_zh, period_en = ("训练期", "training period") if train else ("测试期", "test period")
+    steps = p.n_train if train else p.series.shape[0] - p.n_train
+    k, m = int(x.shape[0]), int(r.shape[0])
+    fail(f"{what} 有 {k} 个窗口，可{period_zh}（{steps} 个时间步）只容得下 {m} 个"
+         f"（步数 - window - horizon + 1）：多出来的 {k - m} 个窗口跨过了训练期和测试期的边界"
+         f"（时间步 n_train = {p.n_train}）——" + ("训练窗口的输入或目标来自测试期，训练时就见到了未来。"
+                                               if train else "测试窗口的输入来自训练期。"),
+         f"{what} has {k} windows, but the {period_en} ({steps} steps) holds only {m} (steps - window - horizon + 1): "
+         f"the {k - m} extra window{'s cross' if k - m > 1 else ' crosses'} the boundary between training and test "
+         f"(step n_train = {p.n_train}): "
+         + ("a training window takes inputs or its target from the test period, so training sees the future."
+            if train else "a test window takes inputs from the training period."),
+         student=student, show=_pshow(p), what=what, picture="shape", got=x, extra={"expected_shape": list(r.shape)},
+         hint_zh="先切分，再对两个时期分别调用 sliding_windows：一个窗口（连同它的目标）必须完全落在一个时期里。",
+         hint_en="Split first, then call sliding_windows on each period on its own: a window, target included, must "
+                 "lie entirely inside one period.")
 
 
 def _pshow(p, **more):

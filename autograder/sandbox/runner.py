@@ -26,7 +26,7 @@ from ..errors import PropertyFailure, TestTimeout
 from . import replay
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
-DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose.py)
+DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose/)
 
 
 def _alarm(_signum, _frame):

@@ -1,6 +1,6 @@
 # exercise: tiny_lm
-# diagnosis: none
-# Not catalogued: the pasted encoding puts cos in the even columns and sin in the odd ones.
+# diagnosis: pe_sin_cos_swapped
+# The pasted encoding puts cos in the even columns and sin in the odd ones: the positional_encoding exercise's catalogued mistake, in a pasted part.
 import math
 
 import torch
