@@ -58,7 +58,7 @@ def read_csv(path):
 
 def strip(report):
     """A report without its timing and the batch's own entry."""
-    r = {k: v for k, v in report.items() if k not in ("seconds", "batch")}
+    r = {k: v for k, v in report.items() if k not in ("seconds", "timing", "batch")}
     r["exercises"] = [{**e, "tests": [{k: v for k, v in t.items() if k != "seconds"} for t in e["tests"]]}
                       for e in r["exercises"]]
     return r

@@ -95,8 +95,11 @@ def test_a_segfault_costs_only_its_test(tmp_path):
 
 def test_exit_at_import_is_reported(tmp_path):
     report, tests = grade_masks(tmp_path, "import os\nos._exit(0)\n" + MASKS)
-    assert all(t["status"] == "error" for t in tests.values())
-    assert "os._exit" in tests["padding_mask/shape_and_dtype"]["feedback"]
+    # nothing could be loaded: the whole submission is not graded (score 0), and says why
+    assert report["graded"] is False and report["score"] == 0
+    assert "os._exit" in report["not_graded_reason"]
+    assert all(t["status"] == "not_graded" and t["score"] == 0 for t in tests.values())
+    assert "ended while loading" in tests["padding_mask/shape_and_dtype"]["feedback"]
 
 
 def test_sys_exit_inside_a_function_is_a_crash_not_a_pass(tmp_path):

@@ -67,7 +67,8 @@ def experiment_facts(s):
     """Facts of a few tiny runs (3 steps of 14 sequences): the number of losses, finite, the same
     config again (another global random state) -> the same result, another seed -> other losses,
     another n_test -> the same losses, accuracy x n_test an integer, the flag -> other losses,
-    whether the losses move at all, and whether it fits a single training example."""
+    another learning rate -> the same first loss (it is taken before any update), whether the
+    losses move at all, and whether it fits a single training example."""
     import torch
 
     config = base_config(seed=5)
@@ -86,6 +87,8 @@ def experiment_facts(s):
     other_seed = _run(s, base_config(seed=6))
     other_n_test = _run(s, base_config(seed=5, n_test=13))
     other_flag = _run(s, base_config(seed=5, pe=False))
+    # the first loss is the one before any update: another learning rate leaves it as it is
+    other_lr = _run(s, base_config(seed=5, lr=0.2))
     # one training example, T = 2, no encoding: any correct run fits it (its loss falls to ~0), a run
     # that also trains on the test set cannot (without positions, A B and B A look the same)
     single = _run(s, base_config(seed=5, n_train=1, n_test=40, T=2, V=4, d=8, pe=False, steps=8, lr=0.5))
@@ -97,6 +100,7 @@ def experiment_facts(s):
             "another n_test -> same losses": other_n_test is not None and other_n_test[0] == losses,
             "accuracy is k / n_test": _integer(acc * 9),
             "the flag changes the losses": other_flag is not None and other_flag[0] != losses,
+            "another lr -> same first loss": other_lr is not None and other_lr[0][:1] == losses[:1],
             "the losses move": len(set(losses)) > 1,
             "fits a single training example": single is not None and bool(single[0])
             and single[0][-1] < 0.1 * single[0][0]}
