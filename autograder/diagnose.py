@@ -42,7 +42,7 @@ import time
 
 import torch
 
-from .catalogue import SOLUTIONS, load_catalogue
+from .catalogue import load_catalogue, reference_solution
 from .errors import MissingFunction, PropertyFailure, TestTimeout
 
 ATOL = RTOL = 1e-4
@@ -898,7 +898,7 @@ class _Namespace:
 def _trusted_student(exercise, code=None):
     from .properties._harness import Student
 
-    src = (SOLUTIONS / f"{exercise}.py").read_text(encoding="utf-8")
+    src = reference_solution(exercise).read_text(encoding="utf-8")
     ns = {"__name__": f"catalogue_{exercise}"}
     exec(compile(src + ("\n\n" + code if code else ""), f"<catalogue {exercise}>", "exec"), ns)  # noqa: S102 - trusted
     return Student(_Namespace(ns), (), exercise)

@@ -336,7 +336,7 @@ class ForkRunner:
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
         prepare(props)
         if self.replay:
-            replay.record(props, self.course.max_examples)
+            replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
         now = time.monotonic()
         pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
         running = {}
