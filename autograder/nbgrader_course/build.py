@@ -155,7 +155,7 @@ def hidden_tests(exercise, function, points={points:g}):
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # SandboxGrade grades this cell; a kernel never should
         raise RuntimeError("seqgrader: nbgrader autograde ran a hidden-tests cell in a kernel: nbgrader_config.py "
                            "must use SandboxGrade (seqgrader nbgrader-course writes it)")
-    print(f"🔒 {{function}}：隐藏测试（{{points:g}} 分）在作业评分时运行，这里不运行、不计分。\n"
+    print(f"🔒 {{function}}：隐藏测试（{{points:g}} 分）在作业评分时运行，这里不运行、不计分。\\n"
           f"   {{function}}: the hidden tests ({{points:g}} points) run when your work is graded; nothing is scored here.")
 
 
