@@ -24,22 +24,26 @@ def _write_atomic(path, text):
 
 
 def cmd_grade(args):
+    from .config import load_course
+
+    course = load_course(args.course, language=args.language, max_examples=args.max_examples)
+    exercises = args.exercise or course.assignment(args.assignment)
+    for ex in exercises:  # a bad course fails at once, before torch is imported
+        if ex in course.exercises:
+            course.reference(ex)
     if not args.in_process:
         from .sandbox import server
         server.prestart()  # its import of torch runs beside ours
-    from .config import load_course
     from .grading import grade
     from .report.text import render_text
     from .sandbox import ForkRunner, InProcessRunner
 
-    course = load_course(args.course, language=args.language, max_examples=args.max_examples)
     runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
 
     def progress(ex, test, status):
         if args.verbose:
             print(f"  {status:<8} {ex}/{test}", file=sys.stderr, flush=True)
 
-    exercises = args.exercise or course.assignment(args.assignment)
     report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
     if args.json:
         _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))

@@ -291,6 +291,10 @@ c.Validator.validate_all = False
 
 # Autograde even students who are not in the gradebook yet.
 c.Autograde.create_student = True
+
+# Late submissions: nbgrader compares each submission's timestamp.txt with the assignment's due date
+# (`nbgrader db assignment add NAME --duedate "2026-12-01 18:00:00 UTC"`); "zero" scores a late one 0.
+# c.LateSubmissionPlugin.penalty_method = "zero"
 '''
 
 

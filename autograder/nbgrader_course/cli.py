@@ -25,6 +25,7 @@ def next_steps(first):
     are; lines starting with # are comments)."""
     nbg, seq = _command("nbgrader"), _command("seqgrader")
     return f"""\
+  # optional, a due date for late penalties: {nbg} db assignment add {first} --duedate "YYYY-MM-DD HH:MM:SS UTC"
   {nbg} generate_assignment {first}      # release/{first}/: stubs, visible checks, conftest.py; no solutions
   # hand out release/{first}/ (or nbgrader release_assignment); students submit into
   # submitted/<student>/{first}/ with nbgrader's timestamp.txt (or nbgrader collect)
