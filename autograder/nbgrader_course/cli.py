@@ -54,6 +54,29 @@ def cmd_nbgrader_course(args):
     return 0
 
 
+def _hand_grades(course_dir, assignment, restore=None):
+    """The written answers someone has scored by hand: {(student, notebook, cell): needs_manual_grade}.
+    nbgrader's autograde asks for a new review of every hand grade it passes; the answers here are
+    the same ones, so `restore` puts the reviewers' flags back."""
+    from nbgrader.api import Gradebook
+
+    from .gradebook import _db_url
+
+    out = {}
+    with Gradebook(_db_url(course_dir)) as gb:
+        for sub in gb.assignment_submissions(assignment):
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    key = (sub.student.id, nb.name, grade.name)
+                    if grade.cell.cell_type == "markdown" and grade.manual_score is not None:
+                        if restore is None:
+                            out[key] = grade.needs_manual_grade
+                        elif key in restore:
+                            grade.needs_manual_grade = restore[key]
+        gb.db.commit()
+    return out
+
+
 def _autograde_from_reports(course_dir, assignment, grades):
     """nbgrader's own autograde, with SandboxGrade reading grade-batch's reports (no grading):
     timestamps, late penalties, restored test cells and autograded/ for generate_feedback.
@@ -62,8 +85,10 @@ def _autograde_from_reports(course_dir, assignment, grades):
         return {}
     cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force",
            f"--SandboxGrade.reports_dir={(Path(grades) / 'reports').resolve()}"]
+    reviewed = _hand_grades(course_dir, assignment)
     proc = subprocess.run(cmd, cwd=course_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    _hand_grades(course_dir, assignment, restore=reviewed)
     log = proc.stdout + proc.stderr
     failed = re.findall(r"error processing assignment '[^']*' for student '([^']+)'", log)
     if proc.returncode != 0 and not failed:
