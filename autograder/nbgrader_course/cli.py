@@ -104,7 +104,8 @@ def cmd_nbgrader_gradebook(args):
     reports = read_batch(args.grades)
     failed = _autograde_from_reports(args.course_dir, args.assignment, args.grades)
     totals = write_reports(args.course_dir, args.assignment, reports, course_id=args.course_id)
-    flagged = sorted(s for s, r in reports.items() if r.get("batch", {}).get("status", "graded") != "graded")
+    flagged = sorted(s for s, r in reports.items() if r.get("batch", {}).get("status", "graded") != "graded"
+                     or any(".ipynb: the notebook" in e for e in r.get("errors") or []))
     unexplained = sorted(set(failed) - set(flagged))
     print(f"wrote {len(totals)} submission(s) of {args.assignment!r} into {Path(args.course_dir) / 'gradebook.db'}"
           + (f"; flagged for manual grading (not graded): {', '.join(flagged)}" if flagged else ""), file=sys.stderr)

@@ -33,7 +33,18 @@ def notebook_problem(path):
 def flag_unreadable_notebooks(assignment=None, student=None, notebooks=(), **_):
     """nbgrader's pre-convert hook: see the module docstring.  `notebooks` are the submitted paths
     (submitted/<student>/<assignment>/<name>.ipynb); nbgrader's `assignment` and `student` are its
-    command-line patterns, so the ids come from the paths."""
+    command-line patterns, so the ids come from the paths.  nbgrader logs a failing hook only at
+    INFO level, so a failure here is printed on stderr."""
+    try:
+        _flag(notebooks)
+    except Exception as e:  # noqa: BLE001
+        import traceback
+
+        print(f"[seqgrader] ERROR: flagging unreadable notebooks failed: {type(e).__name__}: {e}\n"
+              + traceback.format_exc(), file=sys.stderr)
+
+
+def _flag(notebooks):
     problems = {}
     for nb in notebooks:
         reason = notebook_problem(nb)
