@@ -102,8 +102,8 @@ def _build_course(tmp, installed):
     course_file = tmp / "src" / "course.yml"
     data = yaml.safe_load(course_file.read_text(encoding="utf-8"))
     data["assignments"] = {ASSIGNMENT: EXERCISES}
-    for ex in data["exercises"].values():  # the endless loop costs seconds, not minutes
-        ex["timeout"] = 40
+    for ex in data["exercises"].values():  # the endless loop costs seconds, not minutes (6 tests x 5 s)
+        ex["timeout"] = 90
         for t in ex["tests"].values():
             t["timeout"] = 5
     course_file.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")

@@ -181,6 +181,13 @@ folder (one line per function: passed, not implemented yet, or failed and why), 
 """
 
 
+MANUAL_NOTE = """
+书面回答的单元格由助教手工评分（分数写在单元格上方的题目里），隐藏测试不评它。
+
+The written-answer cell is graded by hand (its points are in the question above it); the hidden tests do not grade it.
+"""
+
+
 def source_notebook(exercise, course, exercises_dir, solutions_dir, *, solutions=True):
     """The instructor's version of one exercise notebook (see the module docstring); with
     `solutions=False` the student's version (the stubs as they are, for the student kit)."""

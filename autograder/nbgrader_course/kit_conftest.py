@@ -114,7 +114,7 @@ class Notebook(pytest.File):
                 kind, function = "code", None
             label = grade_id if (meta.get("solution") and grade_id) else function if kind == "check" else f"cell {i + 1}"
             self.cells.append({"kind": kind, "function": function, "src": src, "label": label,
-                               "filename": f"<{self.path.name}: {label}>"})
+                               "filename": f"<{self.path.name}: cell {i + 1}, {label}>"})
         for cell in self.cells:
             if cell["kind"] == "check":
                 yield Check.from_parent(self, name=cell["function"], function=cell["function"])
