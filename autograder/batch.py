@@ -245,21 +245,18 @@ def one_line(text, limit=300):
 
 
 def classify(report):
-    """(status, note) of a report: "error: ..." when nothing of the submission could be graded."""
-    statuses = [t.get("status", "passed" if t.get("passed") else "failed")
-                for ex in report.get("exercises", []) for t in ex.get("tests", [])]
-    errors = report.get("errors", [])
-    verdict = any(s in ("passed", "failed") for s in statuses)
-    if not verdict and (errors or (statuses and all(s == "error" for s in statuses))):
-        if errors:
-            reason = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-        else:  # the process died or timed out while loading: every test says so
-            t = report["exercises"][0]["tests"][0]
-            reason = t.get("message_en") or t.get("feedback", "")
+    """(status, note) of a report: "error: ..." when nothing of the submission could be graded
+    (report/model.not_graded_reason, the one rule every report follows)."""
+    from .report.model import Status, not_graded_reason
+
+    reason = not_graded_reason({k: v for k, v in report.items() if k != "batch"})
+    if reason is not None:
         return "error: " + one_line(reason), ""
+    errors = report.get("errors", [])
     if errors:
         return "graded", one_line("; ".join(errors), 500)
-    if statuses and all(s == "missing" for s in statuses):
+    statuses = [Status.of(t) for ex in report.get("exercises", []) for t in ex.get("tests", [])]
+    if statuses and all(s == Status.MISSING for s in statuses):
         return "graded", "no exercise function found (or all are stubs)"
     return "graded", ""
 
@@ -278,24 +275,38 @@ def error_report(item, course, exercises, reason):
             "exercises": exs, "errors": [f"not graded: {reason}"], "seconds": 0.0}
 
 
-def gradescope_results(report):
-    """Gradescope's autograder results.json for one report."""
-    meta = report.get("batch", {})
-    status = meta.get("status", "graded")
-    if status != "graded":
-        return {"score": 0.0, "output": f"This submission could not be graded / 无法评分: {status[len('error: '):]}",
-                "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-                "extra_data": {"status": status}}
-    out = [f"Score 总分: {report['score']:g} / {report['max_score']:g}"]
-    if report.get("errors"):
-        out += ["", "加载提交时的问题 problems while loading the submission:"] + [f"  ! {e}" for e in report["errors"]]
+def gradescope_results(report, language="both"):
+    """Gradescope's autograder results.json for one report, in the course's language.
+
+    A submission that was not graded is never a silent 0: `output` says so, why and what to do,
+    and one test, "not graded", carries the only status the format has ("failed"), so that the
+    student sees it in red; the format needs a score, which stays 0 (extra_data: graded false)."""
+    from .report.feedback import feedback_text
+    from .report.messages import say
+    from .report.model import advice_key, not_graded_reason
+    from .report.text import render_text
+
+    reason = not_graded_reason(report)
+    if reason is not None:
+        text = render_text(report, language)
+        return {"score": 0.0, "output": text, "visibility": "visible", "stdout_visibility": "hidden",
+                "tests": [{"name": say("gradescope.not_graded_test", language), "score": 0.0, "max_score": 0.0,
+                           "status": "failed", "visibility": "visible",
+                           "output": say("test.not_graded", language, reason=reason)
+                           + ("\n" + say(advice_key(reason), language, sep="\n")
+                              if advice_key(reason) != "why.other" else "")}],
+                "extra_data": {"graded": False, "status": (report.get("batch") or {}).get("status", "error: " + reason),
+                               "not_graded_reason": reason}}
+    status = (report.get("batch") or {}).get("status", "graded")
+    out = render_text(report, language).split("\n\n==", 1)[0].rstrip() + "\n"  # the score and what to fix
+    same = report.get("language", "both") == language  # else the feedback is written again in `language`
     tests = [{"name": t["name"], "score": t["score"], "max_score": t["max_score"],
-              "output": t.get("feedback", ""), "status": "passed" if t.get("passed") else "failed",
-              "visibility": "visible"}
+              "output": t.get("feedback", "") if same else feedback_text(t, language),
+              "status": "passed" if t.get("passed") else "failed", "visibility": "visible"}
              for ex in report["exercises"] for t in ex["tests"]]
-    return {"score": report["score"], "execution_time": report.get("seconds", 0.0), "output": "\n".join(out),
+    return {"score": report["score"], "execution_time": report.get("seconds", 0.0), "output": out,
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"status": status, "max_score": report["max_score"]}}
+            "extra_data": {"graded": True, "status": status, "max_score": report["max_score"]}}
 
 
 def csv_row(student, report, exercises):
@@ -697,7 +708,7 @@ class Batch:
             self.scores.append(report["score"])
         gs = self.gradescope / item.student / "results.json"
         if not gs.exists():
-            write_atomic(gs, json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+            write_atomic(gs, json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
         if not self.html_path(item.student).exists():
             self.write_html(item.student, report, log)
         log.write(f"{_now()} kept {item.student} (report up to date)\n")
@@ -719,7 +730,7 @@ class Batch:
         if res.get("host"):
             report["batch"]["host"] = res["host"]
         write_atomic(self.gradescope / item.student / "results.json",
-                     json.dumps(gradescope_results(report), ensure_ascii=False, indent=1))
+                     json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
         self.write_html(item.student, report, log)
         write_atomic(self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1))  # last: the commit
         self.rows[item.student] = csv_row(item.student, report, self.exercises)

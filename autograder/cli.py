@@ -45,6 +45,10 @@ def cmd_grade(args):
             print(f"  {status:<8} {ex}/{test}", file=sys.stderr, flush=True)
 
     report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
+    if args.student:
+        report.student = args.student
+    if args.verbose or "WARNING" in (report.sandbox or ""):  # for the instructor (student pages do not show it);
+        print(f"({report.sandbox})", file=sys.stderr, flush=True)  # a worker that saw too much: always
     if args.json:
         _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     if args.html:
@@ -59,7 +63,7 @@ def cmd_grade(args):
             from .report.terminal import render_rich
             render_rich(report, course.language)
         else:
-            sys.stdout.write(render_text(report))
+            sys.stdout.write(render_text(report, course.language))
     return 0
 
 
@@ -154,8 +158,11 @@ def build_parser():
                    help="write the report as Markdown (its pictures go to the folder OUT's-stem_files/ beside it)")
     g.add_argument("--rich", action="store_true",
                    help="print the report with colours, tables and the counterexamples (rich) instead of plain text")
+    g.add_argument("--student", metavar="NAME",
+                   help="whose submission it is: the title of the reports (default: the file's or folder's name)")
     g.add_argument("-q", "--quiet", action="store_true", help="no report on stdout")
-    g.add_argument("-v", "--verbose", action="store_true", help="print each test as it finishes (stderr)")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="print each test as it finishes, and the sandbox's isolation level (stderr)")
     g.set_defaults(func=cmd_grade)
 
     d = sub.add_parser("dashboard", help="the instructor's dashboard (HTML) of a grade-batch output folder",

@@ -7,7 +7,9 @@ from .errors import ConfigError
 from .properties import load_all
 from .properties._harness import grading_profile
 from .report.feedback import feedback_text
-from .report.model import ExerciseResult, Report, TestResult
+from .report.messages import pair
+from .report.model import (ExerciseResult, Report, Status, TestResult, exercise_not_graded_reason,
+                           not_graded_reason)
 
 
 def check_course(course, exercises=None):
@@ -70,9 +72,41 @@ def grade(path, course, runner, exercises=None, progress=None):
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,
                                             got["load_errors"]))
-    return Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
-                  max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
-                  errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels))
+    report = Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
+                    max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
+                    errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels),
+                    language=course.language)
+    return mark_not_graded(report, course.language)
+
+
+def mark_not_graded(report, language):
+    """A submission nothing of which could be graded (a corrupt notebook, a file that does not
+    parse, a process that died loading it) is marked so: `graded` false and the reason; each test
+    says "not graded: <reason>" instead of blaming a function for being missing.  The scores stay
+    0, as the contract asks, but no report shows them as a grade (report/model.not_graded_reason).
+    Likewise one exercise of a folder submission whose own file could not be read
+    (ExerciseResult.not_graded_reason, report/model.exercise_not_graded_reason)."""
+    reason = not_graded_reason(report)
+    if reason is not None:
+        report.graded, report.not_graded_reason = False, reason
+        for ex in report.exercises:
+            _not_graded_tests(ex, reason, language)
+        return report
+    for ex in report.exercises:  # a folder submission: one exercise's own file may be unreadable
+        why = exercise_not_graded_reason(ex)
+        if why is not None:
+            ex.not_graded_reason = why
+            _not_graded_tests(ex, why, language)
+    return report
+
+
+def _not_graded_tests(ex, reason, language):
+    zh, en = pair("test.not_graded", reason=reason)
+    for t in ex.tests:
+        t.status = Status.NOT_GRADED.value
+        t.message_zh, t.message_en = zh, en
+        t.details, t.counterexample, t.diagnosis, t.hint_zh, t.hint_en = [], {}, [], "", ""
+        t.feedback = feedback_text(t, language)
 
 
 def _describe(levels):

@@ -149,8 +149,13 @@ def phases(args, profile=None):
     exercises = course.assignment(None)
     sources, read_errors, root = read_sources(path)
     roots = [str(p) for p in find_files(path)]
-    options = {"remove_workdir": True, "expose": [root] if Path(path).is_dir() else []}
-    print(f"\nphases (one exercise after the other in this process; parent's imports + warm-up {warm:.2f}s)")
+    options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": R.hidden_paths(path, course)}
+    from autograder.sandbox import server
+    t = time.perf_counter()
+    server.connect()  # this process is not clean (properties loaded): its sandbox server is exec'd, once
+    started = time.perf_counter() - t
+    print(f"\nphases (one exercise after the other in this process; parent's imports + warm-up {warm:.2f}s; "
+          f"sandbox server {started:.2f}s)")
     print(f"{'exercise':22} {'tests':>5} {'start':>7} | {'tests':>7} {'judge':>7} {'worker':>7} | "
           f"{'frames':>6} {'KiB':>7} {'waited':>7} {'ms/rpc':>6} | {'bare':>7} {'bare':>7}")
     print(f"{'':22} {'':>5} {'wall':>7} | {'wall':>7} {'CPU':>7} {'CPU':>7} | "

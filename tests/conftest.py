@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BOB = ROOT / "examples" / "submissions" / "bob.ipynb"
 
 
 def run_grade(submission, tmp_path, *extra):
@@ -192,3 +193,15 @@ def installed():
         yield {"place": place, "wheel": wheel, "venv": venv, "bin": venv / "bin", "student": student / "bin"}
     finally:
         subprocess.run(["rm", "-rf", str(place)])  # ~70,000 links: faster than shutil.rmtree
+
+
+@pytest.fixture(scope="session")
+def bob(tmp_path_factory):
+    """bob.ipynb graded by the real command line, with every report format (once per session:
+    tests/test_reports.py and tests/test_report_views.py share it)."""
+    tmp = tmp_path_factory.mktemp("bob")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(BOB), "--json", str(tmp / "bob.json"),
+                           "--html", str(tmp / "bob.html"), "--markdown", str(tmp / "bob.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return tmp, proc, json.loads((tmp / "bob.json").read_text(encoding="utf-8"))

@@ -188,7 +188,8 @@ def test_status_is_never_a_silent_zero():
     row = csv_row("x", {**report, "batch": {"status": "error: boom", "note": ""}}, EXERCISES)
     assert row["status"] == "error: boom" and row["total"] == "" and all(row[e] == "" for e in EXERCISES)
     gs = gradescope_results({**report, "batch": {"status": "error: boom"}})
-    assert gs["tests"] == [] and "boom" in gs["output"]
+    assert [t["status"] for t in gs["tests"]] == ["failed"] and "boom" in gs["output"]  # "not graded", in red
+    assert gs["extra_data"]["graded"] is False and "boom" in gs["tests"][0]["output"]
 
 
 FAKE_WORKER = textwrap.dedent("""
@@ -253,7 +254,8 @@ def test_a_grader_exception_is_an_error_row_not_a_crash(tmp_path):
     assert batch.rows["x"]["status"] == status and batch.rows["x"]["total"] == ""
     assert report["batch"]["retry"] is True  # a grader failure is tried again by the next run
     assert batch.kept_report(item, "fp") is None
-    assert json.loads((tmp_path / "gradescope" / "x" / "results.json").read_text())["tests"] == []
+    gs = json.loads((tmp_path / "gradescope" / "x" / "results.json").read_text())
+    assert [t["status"] for t in gs["tests"]] == ["failed"] and "RuntimeError: boom" in gs["output"]
 
 
 # ---------------------------------------------------------------- slow: whole batches
@@ -311,8 +313,9 @@ def test_gradescope_files_are_valid(flat_batch):
             for t in gs["tests"]:
                 assert set(t) >= {"name", "score", "max_score", "output", "status"}
                 assert t["status"] in ("passed", "failed") and (t["status"] == "passed") == (t["score"] == t["max_score"])
-        else:
-            assert gs["tests"] == [] and report["batch"]["status"][len("error: "):] in gs["output"]
+        else:  # not graded: said in the output and by one failed test, never a silent 0
+            assert [t["status"] for t in gs["tests"]] == ["failed"] and gs["extra_data"]["graded"] is False
+            assert report["batch"]["status"][len("error: "):] in gs["output"]
 
 
 @pytest.mark.slow

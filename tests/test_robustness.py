@@ -117,7 +117,8 @@ def test_slow_import_times_out_cleanly(tmp_path, short_course):
 def test_corrupt_notebook_is_an_error_not_a_silent_zero(tmp_path):
     report, tests = grade_masks(tmp_path, '{"cells": [', name="sub.ipynb")
     assert any("not valid JSON" in e or "cannot be read" in e for e in report["errors"])
-    assert all(t["status"] == "missing" for t in tests.values())
+    assert report["graded"] is False and "not valid JSON" in report["not_graded_reason"]
+    assert all(t["status"] == "not_graded" and "not defined" not in t["feedback"] for t in tests.values())
 
 
 def test_modifying_an_input_in_place_fails(tmp_path):

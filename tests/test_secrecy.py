@@ -191,3 +191,14 @@ def test_a_machine_that_forbids_the_new_root_is_warned_about(tmp_path):
     assert "WARNING: can read the whole filesystem" in report["sandbox"], report["sandbox"]
     assert "WARNING: 1 submission(s) were graded by workers that could read the whole filesystem" in proc.stdout
     assert report["score"] == 20.0
+
+
+def test_grade_warns_the_instructor_when_the_view_fell_back(tmp_path):
+    env = dict(os.environ, SEQGRADER_SANDBOX_VIEW="deny-list")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", ROOT / "solutions" / "masks.py", "--exercise",
+                           "masks", "-q", "--json", tmp_path / "r.json"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0 and "WARNING: can read the whole filesystem" in proc.stderr, proc.stderr[-2000:]
+    ok = subprocess.run([sys.executable, "-m", "autograder", "grade", ROOT / "solutions" / "masks.py", "--exercise",
+                         "masks", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert "WARNING" not in ok.stderr, ok.stderr[-2000:]

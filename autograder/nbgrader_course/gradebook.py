@@ -23,6 +23,7 @@ plain `nbgrader autograde`; then `write_reports` adds the comments and the flags
 from pathlib import Path
 
 from ..errors import GraderError
+from ..report.messages import say
 from .cell import function_result
 
 
@@ -58,7 +59,7 @@ def read_timestamp(folder):
         raise GraderError(f"{path}: not a timestamp nbgrader can read: {text[:80]!r}") from None
 
 
-def flag_notebook(gb, assignment, student, notebook, reason):
+def flag_notebook(gb, assignment, student, notebook, reason, language="both"):
     """Notebook `notebook` of this submission could not be graded: 0 points, its hidden-tests cells
     *needs manual grade*, `reason` as every comment; a written answer keeps its hand grade."""
     sub_nb = gb.find_submission_notebook(notebook, assignment, student)
@@ -70,7 +71,7 @@ def flag_notebook(gb, assignment, student, notebook, reason):
         grade.auto_score = 0.0
         grade.needs_manual_grade = grade.name.startswith("hidden_")
     for comment in sub_nb.comments:
-        comment.auto_comment = f"seqgrader: not graded / 未评分 — {reason}"
+        comment.auto_comment = say("nbgrader.comment_not_graded", language, reason=reason)
 
 
 def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
@@ -98,7 +99,7 @@ def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
             for nb_name in notebooks:
                 problem = status if status != "graded" else unreadable(report, nb_name)
                 if problem is not None:
-                    flag_notebook(gb, assignment, student, nb_name, problem)
+                    flag_notebook(gb, assignment, student, nb_name, problem, report.get("language") or "both")
                     continue
                 sub_nb = gb.find_submission_notebook(nb_name, assignment, student)
                 for grade in sub_nb.grades:

@@ -21,7 +21,7 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .model import pick
+from .model import level, pick
 
 
 def esc(x):
@@ -68,20 +68,21 @@ def collect(grades_dir):
         html_report = (folder / "reports" / f"{s}.html").is_file()
         if status != "graded":
             errored.append({"student": s, "status": status, "note": note, "errors": (r or {}).get("errors", [])})
-            table.append({"student": s, "score": None, "max_score": None, "status": status, "html": html_report})
+            table.append({"student": s, "score": None, "max_score": None, "status": status, "html": html_report,
+                          "note": note})
             continue
         graded.append(s)
         if r is None:  # a row without its report: the scores of the CSV only
             score = _float(row.get("total"))
             table.append({"student": s, "score": score, "max_score": _float(row.get("max_score")),
-                          "status": status, "html": html_report})
+                          "status": status, "html": html_report, "note": note})
             if score is not None:
                 totals.append(score)
             continue
         totals.append(float(r.get("score", 0.0)))
         max_total = float(r.get("max_score", 0.0))
         table.append({"student": s, "score": float(r.get("score", 0.0)), "max_score": max_total,
-                      "status": status, "html": html_report})
+                      "status": status, "html": html_report, "note": note})
         for ex in r.get("exercises", []):
             exercise_max[ex["id"]] = float(ex.get("max_score", 0.0))
             exercise_scores[ex["id"]].append(float(ex.get("score", 0.0)))
@@ -116,6 +117,17 @@ def histograms(data):
     """PNG: one histogram per exercise and one of the total (graded submissions)."""
     from .plots import _save, _setup
 
+    fig = histogram_figure(data)
+    return None if fig is None else _save(fig, _setup())
+
+
+def histogram_figure(data):
+    """The figure of `histograms`: integer scores get one bar per score and integer ticks, the
+    counts of students integer ticks."""
+    from matplotlib.ticker import MaxNLocator
+
+    from .plots import _setup
+
     plt = _setup()
     panels = [(ex, data["exercise_scores"][ex], data["exercise_max"].get(ex, 0)) for ex in data["exercise_scores"]]
     if data["totals"]:
@@ -132,18 +144,24 @@ def histograms(data):
             continue
         name, scores, top = panels[k]
         top = float(top) or max(scores + [1])
-        bins = [top * i / 10 for i in range(11)]
+        integer = float(top).is_integer() and all(float(x).is_integer() for x in scores)
+        if integer and top <= 30:  # one bar per possible score, centred on it
+            bins = [i - 0.5 for i in range(int(top) + 2)]
+        else:
+            bins = [top * i / 10 for i in range(11)]
         ax.hist([min(max(s, 0.0), top) for s in scores], bins=bins, color="#2b6cb0" if name != "total" else "#1b7f3b",
                 edgecolor="white")
         mean = sum(scores) / len(scores) if scores else 0
         ax.axvline(mean, color="#c0162c", linestyle="--", linewidth=1.2)
         ax.set_title(f"{name}  (n={len(scores)}, mean {mean:.1f} / {top:g})", fontsize=10)
-        ax.set_xlim(0, top)
+        ax.set_xlim(bins[0], bins[-1])
         ax.set_xlabel("score")
         ax.set_ylabel("students")
-        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of students
+        if integer:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # integer scores
     fig.tight_layout()
-    return _save(fig, plt)
+    return fig
 
 
 # ---------------------------------------------------------------- the page
@@ -166,7 +184,10 @@ th { background: #eef1f6; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .bar { background: #e4e7ee; height: 12px; border-radius: 6px; min-width: 160px; position: relative; }
 .bar span { display: block; height: 12px; border-radius: 6px; background: var(--ok); }
-.bar span.low { background: var(--bad); }
+.bar span.level-good { background: var(--ok); }
+.bar span.level-fair { background: #d69e2e; }
+.bar span.level-poor { background: var(--bad); }
+td.note { color: var(--muted); font-size: 0.9em; }
 .errored td { color: var(--bad); }
 .mistake-title { font-weight: 700; }
 img.hist { max-width: 100%; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
@@ -246,7 +267,7 @@ def render_dashboard(grades_dir, language="both"):
         body.append(f'<table class="pass-rates"><tr><th>{L("测试", "Test")}</th><th class="num">{L("通过", "passed")}</th>'
                     f'<th></th></tr>')
         for name, rate, p, tot in d["pass_rates"]:
-            low = " class=\"low\"" if rate < 0.5 else ""
+            low = f' class="level-{level(p, tot)}"'
             body.append(f'<tr data-test="{esc(name)}"><td><code>{esc(name)}</code></td>'
                         f'<td class="num">{p}/{tot} ({100 * rate:.0f}%)</td>'
                         f'<td><div class="bar"><span{low} style="width:{100 * rate:.1f}%"></span></div></td></tr>')
@@ -255,14 +276,15 @@ def render_dashboard(grades_dir, language="both"):
     # every student
     body.append(f'<h2 id="students">{L("所有学生", "Every student")}</h2>')
     body.append(f'<table class="students"><tr><th>{L("学生", "Student")}</th><th class="num">{L("总分", "Total")}</th>'
-                f'<th>{L("状态", "Status")}</th></tr>')
+                f'<th>{L("状态", "Status")}</th><th>{L("备注（加载时的问题）", "Notes (load problems)")}</th></tr>')
     for row in d["table"]:
         name = esc(row["student"])
         if row["html"]:
             name = f'<a href="reports/{esc(row["student"])}.html">{name}</a>'
         score = "–" if row["score"] is None else f'{row["score"]:g} / {row["max_score"] or 0:g}'
         cls = "" if row["status"] == "graded" else ' class="errored"'
-        body.append(f'<tr{cls}><td>{name}</td><td class="num">{score}</td><td>{esc(row["status"])}</td></tr>')
+        body.append(f'<tr{cls} data-student="{esc(row["student"])}"><td>{name}</td><td class="num">{score}</td>'
+                    f'<td>{esc(row["status"])}</td><td class="note">{esc(row.get("note", ""))}</td></tr>')
     body.append("</table>")
     title = pick(language, "班级成绩总览", "Class dashboard")
     lang_attr = {"zh": "zh", "en": "en"}.get(language, "zh")

@@ -1,52 +1,78 @@
-"""The feedback text of one test, in the course's language(s)."""
-from .model import pick as _pick  # the text in the course's language
+"""The feedback text of one test, in the course's language(s): TestResult.feedback, the JSON's
+"feedback", what Gradescope and the nbgrader cells show.  Words from report/messages.py."""
+from .messages import label as _label, pick as _pick, say, value as _value
+from .model import Status
 
-STATUS = {
-    "passed": ("通过", "passed"),
-    "failed": ("未通过", "failed"),
-    "missing": ("缺失", "missing"),
-    "error": ("出错", "error"),
-    "timeout": ("超时", "time-out"),
-}
+# the statuses' words, for callers that still look them up here: {status: (zh, en)}
+STATUS = {s.value: s.words() for s in Status}
+
+
+class _Fields:
+    """A test's dict (JSON report) read like a TestResult."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def __getattr__(self, key):
+        v = self._t.get(key)
+        return v if v is not None else ([] if key in ("details", "diagnosis") else "")
+
+    def get(self, key, default=None):
+        return self._t.get(key, default)
 
 
 def feedback_text(res, language="both"):
-    """Plain text: the property, what went wrong, the counterexample, where to look."""
-    lines = [f"{_pick(language, *STATUS[res.status])}: {_pick(language, res.property_zh, res.property_en)}"]
-    if res.status == "passed":
+    """Plain text: the property, what went wrong, the named mistake, the counterexample, the hint.
+    `res` is a TestResult or a test's dict of a JSON report."""
+    if isinstance(res, dict):
+        res = _Fields(res)
+    status = Status.of(res)
+    head = _pick(language, *status.words())
+    prop = _pick(language, res.property_zh, res.property_en)
+    lines = [f"{head}: {prop}" if prop else head]
+    if status == Status.PASSED:
         return lines[0]
     lines += diagnosis_lines(res, language)
     if language in ("zh", "both") and res.message_zh:
         lines.append(res.message_zh)
-    if language in ("en", "both") and res.message_en:
+    if language in ("en", "both") and res.message_en and res.message_en != res.message_zh:
         lines.append(res.message_en)
-    for label, text in res.details:
-        if language == "en":
-            label = label.split(" ", 1)[-1] if " " in label and not label.isascii() else label
-        text = str(text)
-        lines.append(f"{label}:" + ("\n    " + text.replace("\n", "\n    ") if "\n" in text else f" {text}"))
+    lines += detail_lines(res.details, language)
     hint = _pick(language, res.hint_zh, res.hint_en, sep="\n    ")
     if hint:
-        lines.append(("提示 hint" if language == "both" else "提示" if language == "zh" else "hint") + ":\n    " + hint)
+        lines.append(say("test.hint", language, sep=" ") + ":\n    " + hint)
     return "\n".join(lines)
+
+
+def detail_lines(details, language, skip=()):
+    """The values a property showed ([[label, text]]), each label and free text in the language."""
+    lines = []
+    for lab, text in details or []:
+        if lab in skip:
+            continue
+        lab = _label(lab, language)
+        text = _value(text, language)
+        lines.append(f"{lab}:" + ("\n    " + text.replace("\n", "\n    ") if "\n" in text else f" {text}"))
+    return lines
 
 
 def diagnosis_lines(res, language="both"):
     """The catalogued mistake(s) the failure matches (autograder/diagnose.py): title, explanation,
     hint.  Nothing when no mistake matched: then the property's own message stands alone."""
     lines = []
+    if isinstance(res, dict):
+        res = _Fields(res)
+    function = res.function
     for d in getattr(res, "diagnosis", None) or []:
         fn = d.get("function") or ""
-        where_zh = f"（在 `{fn}` 里）" if fn and fn != res.function else ""
-        where_en = f" (in `{fn}`)" if fn and fn != res.function else ""
-        head = {"zh": "诊断：这是一个常见错误", "en": "Diagnosis: a known mistake", "both": "诊断 diagnosis"}[language]
+        where_zh = f"（在 `{fn}` 里）" if fn and fn != function else ""
+        where_en = f" (in `{fn}`)" if fn and fn != function else ""
         title = _pick(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)
-        lines.append(f"{head}: {title}")
+        lines.append(f"{say('diagnosis.short', language, sep=' ')}: {title}")
         expl = _pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n    ")
         if expl:
             lines.append("    " + expl)
         hint = _pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n    ")
         if hint:
-            lines.append(("    怎么改 fix: " if language == "both" else "    怎么改：" if language == "zh" else "    fix: ")
-                         + hint.replace("\n    ", "\n    " + " " * 4))
+            lines.append(f"    {say('diagnosis.fix', language, sep=' ')}: " + hint.replace("\n    ", "\n    " + " " * 4))
     return lines

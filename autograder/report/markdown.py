@@ -2,25 +2,26 @@
 
     render_markdown(report, language="both", images=None) -> str
 
-Same content as the HTML page (report/html.py) in Markdown: the total, a score table, then each
-failed test with the named mistake, the call and its inputs, expected and the student's values as
-tables (wrong entries in bold, marked ✗) and the hint.  `images`, a folder, makes the pictures
-too (PNG files written there and linked by a path relative to the folder's parent, where the
-Markdown file is expected to live); without it there are no pictures.
+The same order as the HTML page (report/html.py): the score, what to fix (one line per function,
+linked to its details), the score per exercise, then the details function by function: each named
+mistake once, the first failed test in full (the call and its inputs, expected and the student's
+values as tables, wrong entries in bold and marked ✗, the hint), the function's other failed tests
+folded in <details>.  `images`, a folder, makes the pictures too (PNG files written there and
+linked by a path relative to the folder's parent, where the Markdown file is expected to live);
+without it there are no pictures.  A submission that was not graded says so, and why.
 """
 from pathlib import Path
 
-from .model import as_dict, cell_text as _v, cx_slices, pick
+from .messages import label as label_of, pair, pick, say, value as value_of
+from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
+                    fix_headline, fixes, not_graded_reason, student_of)
 
-STATUS = {"passed": ("通过", "passed"), "failed": ("未通过", "failed"), "missing": ("缺失", "missing"),
-          "error": ("出错", "error"), "timeout": ("超时", "time-out")}
+STATUS = {s.value: s.words() for s in Status}
 
 
 def _md(x):
     """Text in a table cell or inline: pipes escaped, one line."""
     return str(x).replace("|", "\\|").replace("\n", " ")
-
-
 
 
 def md_table(rows, differs=None):
@@ -37,84 +38,120 @@ def md_table(rows, differs=None):
     return "\n".join(out)
 
 
-def _input(v):
+def _input(v, language):
     if isinstance(v, dict) and "shape" in v:
         head = f"shape {tuple(v['shape'])}, {v.get('dtype', '')}"
         vals = v.get("values")
         if vals is None or len(v["shape"]) > 2 or len(v["shape"]) == 0:
             return f"`{vals}` ({head})" if len(v["shape"]) == 0 else head
         return head + "\n\n" + md_table(vals)
-    return f"`{_md(v)}`"
+    return f"`{_md(value_of(v, language, sep=' / ') if isinstance(v, str) else v)}`"
+
+
+def _blocks(language, zh, en, fmt="{}"):
+    """Chinese then English, each its own line (both), or the course's language."""
+    if language == "both" and zh and en and zh != en:
+        return [fmt.format(zh) + "  ", fmt.format(en)]
+    text = pick(language, zh, en)
+    return [fmt.format(text)] if text else []
+
+
+def _test(t, language, images, counter):
+    """The body of one failed test: property, message, call, inputs, tables, picture, hint."""
+    L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
+    out = []
+    if t.get("property_zh") or t.get("property_en"):
+        out += [f"*{L('test.must_hold')}: {pick(language, t.get('property_zh', ''), t.get('property_en', ''))}*", ""]
+    out += _blocks(language, t.get("message_zh", ""), t.get("message_en", ""), "**{}**") + [""]
+    cx = t.get("counterexample") or {}
+    if cx.get("call"):
+        out += [f"{L('cx.call')}: `{cx['call']}`", ""]
+    for name, v in (cx.get("inputs") or {}).items():
+        out += [f"- `{_md(label_of(name, language))}`: {_input(v, language)}", ""]
+    words = {"expected": L("word.expected"), "got": L("word.got"), "before": L("word.before"), "after": L("word.after")}
+    names = cx.get("labels") or ["expected", "got"]
+    for idx, e, g, d in cx_slices(cx):
+        where = cx.get("what", "") + (f"[{', '.join(map(str, idx))}, :, :]" if idx else "")
+        if e is not None:
+            out += [f"{words.get(names[0], names[0])} `{where}`:", "", md_table(e, d), ""]
+        out += [f"{words.get(names[1], names[1])} `{where}`" + (f" ({L('cx.wrong_mark')})" if d else "") + ":",
+                "", md_table(g, d), ""]
+    if images is not None and cx:
+        from .plots import picture
+        png = picture(cx, language)
+        if png:
+            folder = Path(images)
+            folder.mkdir(parents=True, exist_ok=True)
+            counter[0] += 1
+            name = f"{t['name'].replace('/', '__')}.png"
+            (folder / name).write_bytes(png)
+            out += [f"![{L('cx.picture')}]({folder.name}/{name})", ""]
+    hint = pick(language, t.get("hint_zh", ""), t.get("hint_en", ""))
+    if hint:
+        out += [f"**{L('test.hint')}**: {hint}", ""]
+    return out
 
 
 def render_markdown(report, language="both", images=None):
     r = as_dict(report)
-    L = lambda zh, en: pick(language, zh, en)  # noqa: E731
-    who = (r.get("batch") or {}).get("student") or r.get("submission", "")
-    out = [f"# {L('成绩报告', 'Grade report')}: {who}", "",
-           f"**{L('总分', 'Score')}: {r.get('score', 0):g} / {r.get('max_score', 0):g}**", ""]
-    status = (r.get("batch") or {}).get("status", "graded")
-    if status != "graded":
-        out += [f"> {L('无法评分', 'Could not be graded')}: {status}", ""]
-    if r.get("errors"):
-        out += [f"## {L('加载提交时的问题', 'Problems while loading the submission')}", ""]
-        out += [f"- `{_md(e)}`" for e in r["errors"]] + [""]
-    out += [f"## {L('各练习得分', 'Scores per exercise')}", "",
-            f"| {L('练习 / 测试', 'Exercise / test')} | {L('状态', 'Status')} | {L('得分', 'Score')} |", "|---|---|---:|"]
+    L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
+    who = student_of(r)
+    out = [f"# {L('report.title')}: {who}", ""]
+    reason = not_graded_reason(r)
+    if reason is not None:
+        out += [f"**{L('report.score')}: {L('report.not_graded')}**", ""]
+        out += _blocks(language, *pair("report.not_graded_why"), "> {}") + ["", f"    {reason}", ""]
+        if advice_key(reason) != "why.other":
+            out += _blocks(language, *pair(advice_key(reason))) + [""]
+        out += _blocks(language, *pair("report.not_graded_next"), "_{}_") + [""]
+        return "\n".join(out)
+    out += [f"**{L('report.score')}: {r.get('score', 0):g} / {r.get('max_score', 0):g}**", ""]
+    groups = fixes(r)
+    if groups:
+        out += [f"## {L('report.to_fix')} ({len(groups)})", ""]
+        for i, g in enumerate(groups, 1):
+            lost = L("report.not_graded") if g.get("not_graded") else L("report.lost", points=f"{g['lost']:g}")
+            out.append(f"{i}. [`{g['function']}`](#{g['anchor']}) ({g['exercise']}, {lost}): "
+                       f"{pick(language, *fix_headline(g))}")
+        out.append("")
+    else:
+        out += [f"**{L('report.all_passed')}**", ""]
+    out += [f"## {L('report.scores')}", "",
+            f"| {L('report.exercise')} | {L('report.status')} | {L('report.points')} |", "|---|---|---:|"]
     for ex in r.get("exercises", []):
         tests = ex.get("tests", [])
         n_pass = sum(1 for t in tests if t.get("passed"))
-        out.append(f"| **{ex['id']}** | {n_pass}/{len(tests)} {L('通过', 'passed')} | **{ex['score']:g} / {ex['max_score']:g}** |")
-        for t in tests:
-            mark = "✓" if t.get("passed") else "✗"
-            out.append(f"| &nbsp;&nbsp;{_md(t['name'].split('/', 1)[-1])} | {mark} {L(*STATUS.get(t.get('status'), STATUS['failed']))} "
-                       f"| {t['score']:g} / {t['max_score']:g} |")
+        if exercise_not_graded_reason(ex) is not None:
+            out.append(f"| {ex['id']} | {L('report.not_graded')} | – / {ex['max_score']:g} |")
+            continue
+        out.append(f"| {ex['id']} | {L('report.passed_of', p=n_pass, n=len(tests))} | {ex['score']:g} / {ex['max_score']:g} |")
     out.append("")
-    n_img = 0
-    for ex in r.get("exercises", []):
-        for t in ex.get("tests", []):
-            if t.get("passed"):
-                continue
-            out += [f"## ✗ `{t['name']}` ({t['score']:g} / {t['max_score']:g})", ""]
-            if t.get("property_zh") or t.get("property_en"):
-                out += [f"*{L('要求', 'Must hold')}: {L(t.get('property_zh', ''), t.get('property_en', ''))}*", ""]
-            for zh, en in [(t.get("message_zh", ""), t.get("message_en", ""))]:
-                if language in ("zh", "both") and zh:
-                    out.append(f"**{zh}**  ")
-                if language in ("en", "both") and en:
-                    out.append(f"**{en}**")
-            out.append("")
-            for d in t.get("diagnosis") or []:
-                out += [f"> **{L('诊断', 'Diagnosis')}: {L(d.get('title_zh', ''), d.get('title_en', ''))}**", ">",
-                        f"> {L(d.get('explanation_zh', ''), d.get('explanation_en', ''))}", ">",
-                        f"> {L('怎么改', 'How to fix it')}: {L(d.get('hint_zh', ''), d.get('hint_en', ''))}", ""]
-            cx = t.get("counterexample") or {}
-            if cx.get("call"):
-                out += [f"{L('调用', 'Call')}: `{cx['call']}`", ""]
-            for name, v in (cx.get("inputs") or {}).items():
-                out += [f"- `{_md(name)}`: {_input(v)}", ""]
-            words = {"expected": L("期望", "expected"), "got": L("你的结果", "yours"),
-                     "before": L("之前", "before"), "after": L("之后", "after")}
-            names = cx.get("labels") or ["expected", "got"]
-            for idx, e, g, d in cx_slices(cx):
-                where = cx.get("what", "") + (f"[{', '.join(map(str, idx))}, :, :]" if idx else "")
-                if e is not None:
-                    out += [f"{words.get(names[0], names[0])} `{where}`:", "", md_table(e, d), ""]
-                out += [f"{words.get(names[1], names[1])} `{where}`" + (f" ({L('✗ = 不对', '✗ = wrong')})" if d else "") + ":",
-                        "", md_table(g, d), ""]
-            if images is not None and cx:
-                from .plots import picture
-                png = picture(cx, language)
-                if png:
-                    folder = Path(images)
-                    folder.mkdir(parents=True, exist_ok=True)
-                    n_img += 1
-                    name = f"{t['name'].replace('/', '__')}.png"
-                    (folder / name).write_bytes(png)
-                    out += [f"![{L('期望与你的结果', 'expected vs yours')}]({folder.name}/{name})", ""]
-            hint = L(t.get("hint_zh", ""), t.get("hint_en", ""))
-            if hint:
-                out += [f"**{L('提示', 'Hint')}**: {hint}", ""]
-    if r.get("sandbox"):
-        out += [f"_({r['sandbox']})_", ""]
+    if r.get("errors"):
+        out += [f"## {L('report.load_problems')}", ""]
+        out += [f"- `{_md(e)}`" for e in r["errors"]] + [""]
+    counter = [0]
+    if groups:
+        out += [f"## {L('report.details')}", ""]
+    for g in groups:
+        if g.get("not_graded"):
+            out += [f'<a id="{g["anchor"]}"></a>', "", f"### `{g['exercise']}`: {L('report.not_graded')}", "",
+                    f"    {g['not_graded']}", ""]
+            if advice_key(g["not_graded"]) != "why.other":
+                out += _blocks(language, *pair(advice_key(g["not_graded"]))) + [""]
+            continue
+        lost = L("report.lost", points=f"{g['lost']:g}")
+        out += [f'<a id="{g["anchor"]}"></a>', "", f"### `{g['function']}` ({g['exercise']}, {lost})", ""]
+        for d in g["diagnoses"]:
+            out += [f"> **{L('diagnosis.short')}: {pick(language, d.get('title_zh', ''), d.get('title_en', ''))}**", ">"]
+            out += [f"> {line}" for line in _blocks(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))]
+            out += [">", f"> {L('diagnosis.fix')}: {pick(language, d.get('hint_zh', ''), d.get('hint_en', ''))}", ""]
+        first, rest = g["tests"][0], g["tests"][1:]
+        out += [f"#### ✗ `{first['name']}` ({first['score']:g} / {first['max_score']:g})", ""]
+        out += _test(first, language, images, counter)
+        for t in rest:
+            zh, en = STATUS.get(t.get("status"), STATUS["failed"])
+            out += ["<details>", f"<summary>✗ {t['name']} ({t['score']:g} / {t['max_score']:g}, {pick(language, zh, en)})"
+                                 "</summary>", ""]
+            out += _test(t, language, images, counter)
+            out += ["</details>", ""]
     return "\n".join(out)

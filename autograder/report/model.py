@@ -1,5 +1,39 @@
-"""Results are data: a test's result, an exercise's, the whole report.  Renderers live beside."""
+"""Results are data: a test's result, an exercise's, the whole report.  Renderers live beside.
+
+Shared by the renderers: `Status` (a test's status and its words), `not_graded_reason` (the one rule
+for a submission nothing of which could be graded: never shown as a zero), `level` (the colour of
+a score), `student_of` (whose report it is) and `fixes` (what to fix, function by function: the
+short list at the top of every report and the grouping of its details).
+"""
+import re
 from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from .messages import pair, pick  # noqa: F401 - pick: the renderers' and the dashboard's import
+
+
+class Status(str, Enum):
+    """A test's status, as stored in TestResult.status and the JSON."""
+    PASSED = "passed"
+    FAILED = "failed"          # the property does not hold
+    MISSING = "missing"        # the function is not defined (or is a stub)
+    ERROR = "error"            # the student's code raised, or its process died
+    TIMEOUT = "timeout"        # the test did not finish in time
+    NOT_GRADED = "not_graded"  # nothing of the submission could be graded (see not_graded_reason)
+
+    @classmethod
+    def of(cls, t):
+        """The status of a test (a TestResult or its dict); an unknown one counts as failed."""
+        get = t.get if hasattr(t, "get") else (lambda k: getattr(t, k, None))
+        try:
+            return cls(get("status") or ("passed" if get("passed") else "failed"))
+        except ValueError:
+            return cls.FAILED
+
+    def words(self):
+        """(zh, en) of the status."""
+        return pair(f"status.{self.value}")
 
 
 @dataclass
@@ -11,7 +45,7 @@ class TestResult:
     max_score: float
     passed: bool
     feedback: str
-    status: str = "passed"  # passed | failed | missing | error | timeout
+    status: str = "passed"  # a Status value: passed | failed | missing | error | timeout | not_graded
     property_zh: str = ""
     property_en: str = ""
     message_zh: str = ""
@@ -46,6 +80,7 @@ class ExerciseResult:
     max_score: float
     tests: list
     load_errors: list = field(default_factory=list)
+    not_graded_reason: str = ""  # set when the exercise's own file could not be read (see grading.py)
 
 
 @dataclass
@@ -56,7 +91,13 @@ class Report:
     exercises: list
     errors: list = field(default_factory=list)
     seconds: float = 0.0
-    sandbox: str = ""  # the isolation level in force while the student's code ran
+    sandbox: str = ""  # the isolation level in force while the student's code ran (for the instructor)
+    # False when nothing of the submission could be graded (a corrupt notebook, nothing loadable):
+    # the scores are 0 as the contract asks, but no report shows them as a grade; why in the reason
+    graded: bool = True
+    not_graded_reason: str = ""
+    student: str = ""  # whose submission (grade --student); the reports' title, else the file's name
+    language: str = "both"  # the language of the feedback texts (course.yml's, or --language)
 
     def to_dict(self):
         return asdict(self)
@@ -78,13 +119,152 @@ def cell_text(v):
     return str(v)
 
 
-def pick(language, zh, en, sep=" / "):
-    """The text in the course's language: zh, en, or both (Chinese first)."""
-    if language == "zh":
-        return zh or en
-    if language == "en":
-        return en or zh
-    return sep.join(s for s in (zh, en) if s)
+def one_line(text, limit=300):
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def not_graded_reason(report):
+    """Why nothing of this submission could be graded, or None when it was graded.
+
+    The one rule (grade, grade-batch, every renderer): a report the grader marked so (`graded`
+    false), a grade-batch row whose status is "error: ...", or a report where no test reached a
+    verdict (passed or failed) and the submission could not be loaded (load errors), or every test
+    ended in the same kind of error (the process died or timed out while loading)."""
+    r = as_dict(report)
+    status = (r.get("batch") or {}).get("status")
+    if status and status != "graded":
+        return status[len("error: "):] if status.startswith("error: ") else status
+    if r.get("graded") is False:
+        return r.get("not_graded_reason") or "?"
+    tests = [t for ex in r.get("exercises", []) for t in ex.get("tests", [])]
+    statuses = [Status.of(t) for t in tests]
+    errors = r.get("errors") or []
+    if any(s in (Status.PASSED, Status.FAILED) for s in statuses):
+        return None
+    if errors:
+        return one_line(errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+    if statuses and all(s in (Status.ERROR, Status.NOT_GRADED) for s in statuses):
+        t = tests[0]
+        return one_line(t.get("message_en") or t.get("feedback", ""))
+    return None
+
+
+def exercise_not_graded_reason(exercise):
+    """Why one exercise of a graded submission could not be graded, or None: its own file
+    (`<exercise>.ipynb` / `<exercise>.py` in a folder submission) could not be read or parsed at
+    all, and none of its tests reached a verdict.  (A missing file, or an error in another file,
+    is not this: then the functions are simply missing.)"""
+    ex = exercise if isinstance(exercise, dict) else asdict(exercise)
+    tests = ex.get("tests", [])
+    if any(Status.of(t) in (Status.PASSED, Status.FAILED) for t in tests):
+        return None
+    if tests and all(Status.of(t) == Status.NOT_GRADED for t in tests) and ex.get("not_graded_reason"):
+        return ex["not_graded_reason"]
+    name = ex.get("id", "")
+    for e in ex.get("load_errors") or []:
+        if e.startswith(f"{name}.ipynb: the notebook") or e.startswith(f"{name}.py: SyntaxError"):
+            return one_line(e)
+    return None
+
+
+def advice_key(reason):
+    """The catalogue key (messages.py "why.*") of what to do about a submission that was not
+    graded, from the reason (load/submission.py's and the sandbox's words)."""
+    r = reason.lower()
+    if "json" in r or "notebook cannot be read" in r:
+        return "why.json"
+    if "syntaxerror" in r or "indentationerror" in r:
+        return "why.syntax"
+    if "did not finish" in r or "time-out" in r or "timed out" in r:
+        return "why.timeout"
+    return "why.other"
+
+
+def level(score, max_score):
+    """The colour class of a score: "good" (>= 90 %), "fair" (>= 60 %), "poor"; "none" without one."""
+    if not isinstance(score, (int, float)) or not isinstance(max_score, (int, float)) or max_score <= 0:
+        return "none"
+    f = score / max_score
+    return "good" if f >= 0.9 else "fair" if f >= 0.6 else "poor"
+
+
+def student_of(report):
+    """Whose report this is: grade-batch's student, `grade --student`, else the submission's name
+    (the file's stem or the folder's name; never a temporary path)."""
+    r = as_dict(report)
+    who = (r.get("batch") or {}).get("student") or r.get("student")
+    if who:
+        return str(who)
+    sub = str(r.get("submission") or "")
+    if not sub:
+        return ""
+    p = Path(sub)
+    return p.stem if p.suffix in (".py", ".ipynb") else p.name
+
+
+def fixes(report):
+    """What to fix, one entry per function, in the order of the exercises and their tests:
+
+        {"exercise", "function", "anchor", "tests": [failed test dicts], "lost": points,
+         "diagnoses": [each named mistake once], "status": Status of the first test,
+         "not_graded": None, or why the exercise was not graded (then "function" is the exercise
+                       and "tests" is empty: no test is shown for it)}
+
+    A test belongs to the function its named mistake is in (a padding_mask mistake failing an
+    attention_mask test is padding_mask's to fix), else to its own function.  [] when every test
+    passed or when the submission was not graded."""
+    r = as_dict(report)
+    if not_graded_reason(r) is not None:
+        return []
+    groups = {}
+    for ex in r.get("exercises", []):
+        why = exercise_not_graded_reason(ex)
+        if why is not None:
+            groups[(ex["id"], None)] = {"exercise": ex["id"], "function": ex["id"], "anchor": f"fix-{ex['id']}",
+                                        "tests": [], "lost": 0.0, "diagnoses": [], "status": Status.NOT_GRADED,
+                                        "not_graded": why}
+            continue
+        for t in ex.get("tests", []):
+            if t.get("passed"):
+                continue
+            diag = t.get("diagnosis") or []
+            fn = (diag[0].get("function") if diag else "") or t.get("function") or t["name"].split("/")[1]
+            key = (ex["id"], fn)
+            g = groups.get(key)
+            if g is None:
+                anchor = "fix-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{ex['id']}-{fn}")
+                g = groups[key] = {"exercise": ex["id"], "function": fn, "anchor": anchor, "tests": [],
+                                   "lost": 0.0, "diagnoses": [], "status": Status.of(t), "not_graded": None}
+            g["tests"].append(t)
+            g["lost"] += float(t.get("max_score") or 0) - float(t.get("score") or 0)
+            for d in diag:
+                key_d = d.get("id") or (d.get("title_en"), d.get("title_zh"))
+                if all((e.get("id") or (e.get("title_en"), e.get("title_zh"))) != key_d for e in g["diagnoses"]):
+                    g["diagnoses"].append(d)
+    return list(groups.values())
+
+
+def fix_headline(group):
+    """(zh, en): the one line that says what is wrong with a function: its named mistake(s), else
+    what its first failed test says (a missing function, a time-out, a crash: the message; a
+    property that does not hold: the property)."""
+    if group.get("not_graded"):
+        return pair("test.not_graded", reason=group["not_graded"])
+    if group["diagnoses"]:
+        return ("；".join(d.get("title_zh", "") for d in group["diagnoses"] if d.get("title_zh")),
+                "; ".join(d.get("title_en", "") for d in group["diagnoses"] if d.get("title_en")))
+    t = group["tests"][0]
+    if Status.of(t) in (Status.MISSING, Status.TIMEOUT, Status.ERROR):
+        return (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0]
+    return (pair("test.fails", prop=_first_clause(t.get("property_zh", "")))[0],
+            pair("test.fails", prop=_first_clause(t.get("property_en", "")))[1])
+
+
+def _first_clause(text, limit=110):
+    """A property's first clause (up to its first semicolon), at most `limit` characters."""
+    text = re.split(r"；|; ", text, maxsplit=1)[0].strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def cx_slices(cx, limit=4):

@@ -12,11 +12,15 @@ drawn depends on its "kind":
     tensor    heatmaps of expected, the student's, and their difference (only when asked for)
     shape     the expected and the actual shape as two rectangles, to scale
 
-Text inside the pictures is Chinese only where a CJK font is installed (else English), so that a
-picture never shows empty boxes; the page around it is bilingual anyway.
+Words come from report/messages.py in the report's language; Chinese only where a CJK font is
+installed (else English), so that a picture never shows an empty box: every character drawn is in
+the font in use (`missing_glyphs`, checked by tests/test_reports.py).  A grid's cells are at least
+MIN_CELL pixels wide; weights and tensors get a colour bar; drawing prints nothing.
 """
 import base64
+import functools
 import io
+import json
 import math
 
 PNG_DPI = 100
@@ -29,37 +33,112 @@ def data_uri(png):
 # ---------------------------------------------------------------- set-up
 
 _FONT = None
+CJK_NAMES = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans CJK", "Source Han Sans SC", "Source Han Sans",
+             "SimHei", "Droid Sans Fallback", "Noto Serif CJK SC", "AR PL UMing", "AR PL UKai")
+CJK_FILES = ("wqy-zenhei", "notosanscjk", "sourcehansans", "simhei", "droidsansfallback", "notoserifcjk",
+             "uming", "ukai", "wqy-microhei")
+
+
+def _cjk_font():
+    """The name of an installed CJK font, or "".  Looked up in matplotlib's font list, and, when
+    that list (cached on disk by matplotlib) predates the font's installation, among the font
+    files themselves, which are then added: the pictures do not depend on the cache's age."""
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    for want in CJK_NAMES:
+        if want in names:
+            return want
+    found = []
+    for path in font_manager.findSystemFonts():
+        base = path.rsplit("/", 1)[-1].lower().replace("-", "").replace("_", "")
+        for rank, key in enumerate(CJK_FILES):
+            if key.replace("-", "") in base:
+                found.append((rank, path))
+    for _, path in sorted(found):
+        try:
+            font_manager.fontManager.addfont(path)
+            name = font_manager.FontProperties(fname=path).get_name()
+        except Exception:  # noqa: BLE001 - an unreadable font file: try the next
+            continue
+        if name:
+            return name
+    return ""
 
 
 def _setup():
-    """Agg backend and a CJK font when there is one; returns the matplotlib.pyplot module."""
+    """Agg backend, a CJK font when there is one (DejaVu Sans behind it for any glyph it lacks);
+    returns the matplotlib.pyplot module.  Nothing is printed: matplotlib's font look-up notes
+    ("findfont: Failed to find font weight normal for WenQuanYi Zen Hei, now using 500") are
+    silenced, the font is fine."""
     global _FONT
+    import logging
+
     import matplotlib
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-    from matplotlib import font_manager
 
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     if _FONT is None:
-        _FONT = ""
-        for f in font_manager.fontManager.ttflist:
-            if any(k in f.name for k in ("WenQuanYi", "Noto Sans CJK", "Noto Serif CJK", "Source Han", "SimHei",
-                                         "Droid Sans Fallback", "AR PL")):
-                _FONT = f.name
-                break
-    if _FONT:
-        plt.rcParams["font.sans-serif"] = [_FONT, "DejaVu Sans"]
+        _FONT = _cjk_font()
+    plt.rcParams["font.family"] = [_FONT, "DejaVu Sans"] if _FONT else ["DejaVu Sans"]
     plt.rcParams["axes.unicode_minus"] = False
     return plt
 
 
+def font_in_use():
+    """The font the pictures' text is drawn with (the CJK font, or DejaVu Sans)."""
+    _setup()
+    return _FONT or "DejaVu Sans"
+
+
+def missing_glyphs(fig):
+    """[(text, character)] of every text in the figure `fig` with a character that none of the
+    fonts it is drawn with holds (it would show as an empty box)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    out = []
+    cache = {}
+    for t in fig.findobj(Text):
+        s = t.get_text()
+        if not s or not t.get_visible():
+            continue
+        prop = t.get_fontproperties()
+        try:
+            paths = font_manager.fontManager._find_fonts_by_props(prop)
+        except Exception:  # noqa: BLE001 - older matplotlib: the first font only
+            paths = [font_manager.findfont(prop)]
+        fonts = []
+        for p in paths:
+            key = str(p)
+            if key not in cache:
+                cache[key] = FT2Font(key)
+            fonts.append(cache[key])
+        for ch in set(s):
+            if ch.isspace() or ch == "$":
+                continue
+            if not any(f.get_char_index(ord(ch)) for f in fonts):
+                out.append((s, ch))
+    return out
+
+
+def _zh(language):
+    """Chinese in the pictures: only in zh / both, and only with a CJK font (no empty boxes)."""
+    return bool(_FONT) and language in ("zh", "both")
+
+
+def _w(key, language):
+    """A word of the catalogue for a picture: in the picture's language (English without a CJK font)."""
+    from .messages import say
+    return say(key, language if _zh(language) else "en", sep=" ")
+
+
 def _words(language):
     """(expected, yours, difference) in the picture's language."""
-    zh = bool(_FONT) and language in ("zh", "both")
-    if zh and language == "zh":
-        return "期望", "你的结果", "差值"
-    if zh:
-        return "期望 expected", "你的 yours", "差 difference"
-    return "expected", "yours", "difference"
+    return _w("word.expected", language), _w("word.got", language), _w("word.difference", language)
 
 
 # ---------------------------------------------------------------- nested lists
@@ -110,11 +189,10 @@ def _outline(ax, d, r0=0, c0=0):
 
 
 def _axes_words(kind, language):
-    zh = bool(_FONT) and language == "zh"
     if kind in ("mask", "weights"):
-        return ("键 j" if zh else "key j"), ("查询 i" if zh else "query i")
+        return _w("axis.key", language), _w("axis.query", language)
     if kind == "encoding":
-        return ("维度" if zh else "dimension"), ("位置 t" if zh else "position t")
+        return _w("axis.dimension", language), _w("axis.position", language)
     return "", ""
 
 
@@ -146,20 +224,48 @@ def picture(cx, language="both", kinds=PICTURED):
     page say as much, since a picture costs about half a second and a class has many failures."""
     if not isinstance(cx, dict) or cx.get("kind") not in kinds:
         return None
-    kind = cx["kind"]
     try:
-        if kind == "shape":
-            return _shape_picture(cx, language)
-        if kind == "encoding":
-            return _encoding_picture(cx, language)
-        if kind in ("mask", "weights", "tensor"):
-            return _grid_picture(cx, language, kind)
+        key = json.dumps(cx, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return _picture(key, language, tuple(kinds))
+
+
+@functools.lru_cache(maxsize=256)
+def _picture(key, language, kinds):
+    """The PNG of a counterexample (its JSON `key`), drawn once per process: classmates who make
+    the same mistake share the pinned examples that show it, and so their pictures."""
+    try:
+        fig = figure(json.loads(key), language, kinds)
+        if fig is None:
+            return None
+        return _save(fig, _setup(), tight=True)
     except Exception:  # noqa: BLE001 - a picture must never cost a report
         return None
+
+
+def figure(cx, language="both", kinds=PICTURED):
+    """The matplotlib figure of `picture` (tests look at its texts and sizes), or None."""
+    if not isinstance(cx, dict) or cx.get("kind") not in kinds:
+        return None
+    kind = cx["kind"]
+    if kind == "shape":
+        return _shape_figure(cx, language)
+    if kind == "encoding":
+        return _encoding_figure(cx, language)
+    if kind in ("mask", "weights", "tensor"):
+        return _grid_figure(cx, language, kind)
     return None
 
 
-def _grid_picture(cx, language, kind):
+MIN_CELL = 40        # pixels: the smallest cell of a small grid (at most 12 x 12), big enough to read its value
+MIN_CELL_LARGE = 24  # pixels: the smallest cell of a larger grid (a window of at most 24 x 16)
+
+
+def _grid_figure(cx, language, kind):
+    """Heatmaps of expected and the student's (and their difference for "tensor"), side by side,
+    wrong cells outlined; each cell at least MIN_CELL (MIN_CELL_LARGE) pixels; small grids carry
+    their values, weights and tensors a colour bar.  The figure is laid out in inches, by hand."""
     import numpy as np
 
     s = _slices(cx)
@@ -170,18 +276,22 @@ def _grid_picture(cx, language, kind):
     w_exp, w_got, w_diff = _words(language)
     labels = cx.get("labels") or ["expected", "got"]
     if labels[0] == "before":
-        w_exp, w_got = ("之前 before", "之后 after") if _FONT and language != "en" else ("before", "after")
+        w_exp, w_got = _w("word.before", language), _w("word.after", language)
     R, C = e.shape
+    small = max(R, C) <= 12
+    cs = max((MIN_CELL if small else MIN_CELL_LARGE) / PNG_DPI, min(0.55, 5.0 / max(R, C)))  # inches per cell
+    annotate = small and R * C <= 64
+    bar = kind in ("weights", "tensor")
     panels = 3 if kind == "tensor" else 2
-    cell = 0.42 if max(R, C) <= 12 else 0.22
-    fig_w = max(2.4, C * cell + 1.4) * panels
-    fig_h = max(2.0, R * cell + 1.3)
-    fig, axes = plt.subplots(1, panels, figsize=(min(fig_w, 15), min(fig_h, 8)), squeeze=False)
-    annotate = R * C <= 64  # small: the values are written in the cells, no colour bar needed
-    fig.subplots_adjust(left=0.8 / fig.get_figwidth() * panels / 2, right=0.98 if annotate else 0.92,
-                        bottom=0.9 / fig.get_figheight(), top=1 - 0.45 / fig.get_figheight(),
-                        wspace=0.35 if annotate else 0.5)
-    axes = axes[0]
+    left, gap, bar_w, bar_room = 0.8, 0.45, 0.14, (0.75 if bar else 0.0)
+    cell_h = max(cs, 1.2 / R)  # a grid at least as high as the axis label beside it
+    cell_w = cell_h if C <= 2 else cs
+    img_w, img_h = C * cell_w, R * cell_h
+    slot = max(img_w, 1.9)  # room for the title above a narrow grid
+    top, bottom = 0.5, 0.75
+    W = panels * (left + slot + bar_room) + (panels - 1) * gap + 0.2
+    H = top + img_h + bottom
+    fig = plt.figure(figsize=(W, H))
     xl, yl = _axes_words(kind, language)
     offset = cx.get("offset", [0, 0]) if len(cx.get("offset", [])) == 2 else (0, 0)
     if kind == "mask":
@@ -197,9 +307,12 @@ def _grid_picture(cx, language, kind):
         diff = g - e
         lim = float(np.nanmax(np.abs(np.r_[diff[np.isfinite(diff)], 1e-9])))
         mats.append((diff, w_diff, {"cmap": "PuOr", "vmin": -lim, "vmax": lim}))
-    for ax, (m, title, o) in zip(axes, mats):
+    x = 0.1
+    for m, title, o in mats:
+        x0 = x + left + (slot - img_w) / 2
+        ax = fig.add_axes((x0 / W, bottom / H, img_w / W, img_h / H))
         shown = np.where(np.isfinite(m), m, np.nan)
-        im = ax.imshow(shown, interpolation="nearest", aspect="equal", **o)
+        im = ax.imshow(shown, interpolation="nearest", aspect="auto", **o)
         _outline(ax, d)
         ax.set_title(f"{title}  {label}", fontsize=10)
         ax.set_xlabel(xl)
@@ -213,12 +326,17 @@ def _grid_picture(cx, language, kind):
                     light = kind == "mask" and v > 0.5 or kind == "weights" and v < 0.5 * o["vmax"]
                     ax.text(c, r, text, ha="center", va="center", fontsize=8,
                             color="white" if light else "black")
-        if kind != "mask" and not annotate:
-            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    return _save(fig, plt, tight=True)
+        if bar:
+            cax = fig.add_axes(((x0 + img_w + 0.12) / W, bottom / H, bar_w / W, img_h / H))
+            cb = fig.colorbar(im, cax=cax)
+            cb.ax.tick_params(labelsize=8)
+            if kind == "weights":
+                cb.set_label(_w("axis.weight", language), fontsize=8)
+        x += left + slot + bar_room + gap
+    return fig
 
 
-def _encoding_picture(cx, language):
+def _encoding_figure(cx, language):
     """Top: one small plot per column (expected dashed, the student's solid) over the position t, so
     that a swapped sin / cos or a wrong frequency shows at a glance; below: both tables as heatmaps."""
     import numpy as np
@@ -237,9 +355,12 @@ def _encoding_picture(cx, language):
     bad_cols = [c for c in range(D) if d[:, c].any()]
     if bad_cols and not any(c in cols for c in bad_cols):
         cols = cols[:2] + bad_cols[:2]
-    fig = plt.figure(figsize=(12, 6.2), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.25])
-    line_axes = top.subplots(1, len(cols), squeeze=False)[0]
+    # laid out by hand (a grid of 2 rows): constrained layout with sub-figures costs seconds a picture
+    fig = plt.figure(figsize=(12, 6.6))
+    grid = fig.add_gridspec(2, 8, height_ratios=[1, 1.25], left=0.06, right=0.97, bottom=0.08, top=0.95,
+                            hspace=0.45, wspace=1.2)
+    n = len(cols)
+    line_axes = [fig.add_subplot(grid[0, 2 * k:2 * k + 2]) for k in range(n)]
     t = np.arange(T) + offset[0]
     for ax, c in zip(line_axes, cols):
         wrong = bool(d[:, c].any())
@@ -247,13 +368,14 @@ def _encoding_picture(cx, language):
                 label=w_exp)
         ax.plot(t, g[:, c], "-", color="#e0102a" if wrong else "#1b7f3b", linewidth=1.3,
                 marker="x" if T <= 16 else None, markersize=5, label=w_got)
-        ax.set_title(f"{label}[:, {offset[1] + c}]" + ("  ✗" if wrong else ""), fontsize=10,
+        ax.set_title(f"{label}[:, {offset[1] + c}]" + (" " + _w("word.wrong", language) if wrong else ""), fontsize=10,
                      color="#e0102a" if wrong else "black")
         ax.set_xlabel(yl)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     line_axes[0].legend(fontsize=8)
     lim = float(np.nanmax(np.abs(np.r_[e[np.isfinite(e)], g[np.isfinite(g)], 1e-9])))
-    for ax, m, title in zip(bottom.subplots(1, 2), (e, g), (w_exp, w_got)):
+    for k, (m, title) in enumerate(zip((e, g), (w_exp, w_got))):
+        ax = fig.add_subplot(grid[1, 4 * k:4 * k + 4])
         im = ax.imshow(np.where(np.isfinite(m), m, np.nan), cmap="RdBu_r", vmin=-lim, vmax=lim,
                        interpolation="nearest", aspect="auto")
         _outline(ax, d)
@@ -261,11 +383,11 @@ def _encoding_picture(cx, language):
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
         _ticks(ax, m.shape, offset)
-        bottom.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    return _save(fig, plt, tight=True)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return fig
 
 
-def _shape_picture(cx, language):
+def _shape_figure(cx, language):
     exp, got = cx.get("expected_shape") or cx.get("shape"), cx.get("got_shape") or cx.get("shape")
     if "got_shape" not in cx and "expected_shape" not in cx:
         return None
@@ -291,4 +413,4 @@ def _shape_picture(cx, language):
         ax.set_title(f"{title}: {tuple(shape)}", fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
-    return _save(fig, plt, tight=True)
+    return fig

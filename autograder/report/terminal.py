@@ -1,28 +1,32 @@
-"""Terminal report with rich: a score table, then a panel per failed test with the named mistake,
-the counterexample as small tables (wrong entries in red, marked ✗) and the hint.
+"""Terminal report with rich (`grade --rich`), in the order of the HTML page: the score (coloured),
+what to fix (one line per function), the score per exercise, then function by function: each named
+mistake once, the first failed test in full (the counterexample as small tables, wrong entries in
+red and marked ✗, the hint), the function's other failed tests one line each.
 
-    render_rich(report, language="both", console=None)   prints it (`grade --rich`)
+    render_rich(report, language="both", console=None)   prints it
     render_rich_text(report, language="both", width=100) -> str   the same, as plain text (tests)
 """
 import io
 
-from .model import as_dict, cell_text as _v, cx_slices, pick
+from .messages import label as label_of, pick, say, value as value_of
+from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
+                    fix_headline, fixes, level, not_graded_reason, student_of)
 
-STATUS = {"passed": ("通过", "passed", "green"), "failed": ("未通过", "failed", "red"),
-          "missing": ("缺失", "missing", "red"), "error": ("出错", "error", "red"),
-          "timeout": ("超时", "time-out", "red")}
-
-
+COLOUR = {"good": "green", "fair": "yellow", "poor": "red", "none": "bright_black"}
+STATUS = {s.value: (*s.words(), "green" if s == Status.PASSED else "red") for s in Status}
 
 
 def _array(rows, differs, title):
+    """A small table under its caption; the caption is never cut (its width counted in cells: a
+    Chinese character takes two)."""
+    from rich.cells import cell_len
     from rich.table import Table
 
     if not rows or not isinstance(rows[0], list):
         rows, differs = [rows], ([differs] if differs is not None else None)
     n = max(len(r) for r in rows)
     t = Table(title=title, show_header=True, header_style="dim", box=None, pad_edge=False, title_justify="left",
-              min_width=len(title) + 1)
+              min_width=cell_len(title) + 1)
     t.add_column("", style="dim")
     for j in range(n):
         t.add_column(str(j), justify="right")
@@ -35,79 +39,120 @@ def _array(rows, differs, title):
     return t
 
 
-def _renderables(r, language):
+def _test_parts(t, language):
     from rich.columns import Columns
+    from rich.text import Text
+
+    L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
+    parts = []
+    msg = pick(language, t.get("message_zh", ""), t.get("message_en", ""), sep="\n")
+    if msg:
+        parts.append(Text(msg, style="bold"))
+    cx = t.get("counterexample") or {}
+    if cx.get("call"):
+        parts.append(Text(L("cx.call") + ": " + cx["call"], style="cyan"))
+    for name, v in (cx.get("inputs") or {}).items():
+        name = label_of(name, language)
+        if isinstance(v, dict) and "shape" in v:
+            vals = v.get("values")
+            if vals is not None and 0 < len(v["shape"]) <= 2 and len(str(vals)) < 400:
+                parts.append(_array(vals, None, f"{name} {tuple(v['shape'])}"))
+            else:
+                parts.append(Text(f"{name}: shape {tuple(v['shape'])} {v.get('dtype', '')}"
+                                  + (f" = {vals}" if len(v["shape"]) == 0 else "")))
+        else:
+            parts.append(Text(f"{name}: {value_of(v, language) if isinstance(v, str) else v}"))
+    names = cx.get("labels") or ["expected", "got"]
+    words = {"expected": L("word.expected"), "got": L("word.got"), "before": L("word.before"), "after": L("word.after")}
+    for idx, e, g, d in cx_slices(cx, limit=2):
+        where = cx.get("what", "") + (f"[{', '.join(map(str, idx))}]" if idx else "")
+        tables = []
+        if e is not None:
+            tables.append(_array(e, d, f"{words.get(names[0], names[0])} {where}"))
+        tables.append(_array(g, d, f"{words.get(names[1], names[1])} {where}"))
+        parts.append(Columns(tables, padding=(0, 4)))
+    hint = pick(language, t.get("hint_zh", ""), t.get("hint_en", ""), sep="\n")
+    if hint:
+        parts.append(Text(L("test.hint") + ": " + hint, style="blue"))
+    return parts
+
+
+def _renderables(r, language):
+    from rich.console import Group
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
-    L = lambda zh, en: pick(language, zh, en)  # noqa: E731
+    L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
     out = []
-    who = (r.get("batch") or {}).get("student") or r.get("submission", "")
-    out.append(Text.from_markup(f"[bold]{escape(L('成绩报告', 'Grade report'))}[/]: {escape(str(who))}   "
-                                f"[bold]{r.get('score', 0):g} / {r.get('max_score', 0):g}[/]"))
+    who = student_of(r)
+    reason = not_graded_reason(r)
+    if reason is not None:
+        out.append(Text.from_markup(f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
+                                    f"[bold bright_black]{escape(L('report.not_graded'))}[/]"))
+        body = [say("report.not_graded_why", language, sep="\n"), "  " + reason]
+        if advice_key(reason) != "why.other":
+            body += ["", say(advice_key(reason), language, sep="\n")]
+        body += ["", say("report.not_graded_next", language, sep="\n")]
+        out.append(Panel(Text("\n".join(body)), border_style="bright_black"))
+        return out
+    colour = COLOUR[level(r.get("score"), r.get("max_score"))]
+    out.append(Text.from_markup(f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
+                                f"[bold {colour}]{r.get('score', 0):g} / {r.get('max_score', 0):g}[/]"))
+    groups = fixes(r)
+    if groups:
+        out.append(Text(f"{L('report.to_fix')} ({len(groups)}):", style="bold"))
+        for i, g in enumerate(groups, 1):
+            lost = L("report.not_graded") if g.get("not_graded") else L("report.lost", points=f"{g['lost']:g}")
+            out.append(Text.from_markup(f"  {i}. [bold]{escape(g['function'])}[/] [red]({escape(g['exercise'])}, {escape(lost)})[/]"
+                                        f": {escape(pick(language, *fix_headline(g)))}"))
+    else:
+        out.append(Text(L("report.all_passed"), style="bold green"))
     table = Table(show_header=True, header_style="bold")
-    table.add_column(L("练习", "Exercise"))
-    table.add_column(L("得分", "Score"), justify="right")
-    table.add_column(L("通过", "Passed"), justify="right")
+    table.add_column(L("report.exercise"))
+    table.add_column(L("report.points"), justify="right")
+    table.add_column(L("report.status"), justify="right")
     for ex in r.get("exercises", []):
         tests = ex.get("tests", [])
         n_pass = sum(1 for t in tests if t.get("passed"))
-        color = "green" if n_pass == len(tests) else "red"
-        table.add_row(escape(ex["id"]), f"{ex['score']:g} / {ex['max_score']:g}", f"[{color}]{n_pass}/{len(tests)}[/]")
+        if exercise_not_graded_reason(ex) is not None:
+            table.add_row(escape(ex["id"]), f"– / {ex['max_score']:g}", f"[bright_black]{escape(L('report.not_graded'))}[/]")
+            continue
+        c = COLOUR[level(ex.get("score"), ex.get("max_score"))]
+        table.add_row(escape(ex["id"]), f"[{c}]{ex['score']:g} / {ex['max_score']:g}[/]", f"{n_pass}/{len(tests)}")
     out.append(table)
     for e in r.get("errors") or []:
         out.append(Text.from_markup(f"[yellow]! {escape(str(e))}[/]"))
-    for ex in r.get("exercises", []):
-        for t in ex.get("tests", []):
-            if t.get("passed"):
-                continue
-            zh, en, color = STATUS.get(t.get("status"), STATUS["failed"])
-            parts = []
-            msg = pick(language, t.get("message_zh", ""), t.get("message_en", ""), sep="\n")
-            if msg:
-                parts.append(Text(msg, style="bold"))
-            for d in t.get("diagnosis") or []:
-                body = "\n".join(s for s in (
-                    pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
-                    L("怎么改", "How to fix it") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"))
-                    if s)
-                parts.append(Panel(Text(body), title=escape(L("诊断", "Diagnosis") + ": "
-                                                            + pick(language, d.get("title_zh", ""), d.get("title_en", ""))),
-                                   border_style="yellow", title_align="left"))
-            cx = t.get("counterexample") or {}
-            if cx.get("call"):
-                parts.append(Text(L("调用", "Call") + ": " + cx["call"], style="cyan"))
-            for name, v in (cx.get("inputs") or {}).items():
-                if isinstance(v, dict) and "shape" in v:
-                    vals = v.get("values")
-                    if vals is not None and 0 < len(v["shape"]) <= 2 and len(str(vals)) < 400:
-                        parts.append(_array(vals, None, f"{name} {tuple(v['shape'])}"))
-                    else:
-                        parts.append(Text(f"{name}: shape {tuple(v['shape'])} {v.get('dtype', '')}"
-                                          + (f" = {vals}" if len(v["shape"]) == 0 else "")))
-                else:
-                    parts.append(Text(f"{name}: {v}"))
-            names = cx.get("labels") or ["expected", "got"]
-            words = {"expected": L("期望", "expected"), "got": L("你的结果", "yours"),
-                     "before": L("之前", "before"), "after": L("之后", "after")}
-            for idx, e, g, d in cx_slices(cx, limit=2):
-                where = cx.get("what", "") + (f"[{', '.join(map(str, idx))}]" if idx else "")
-                tables = []
-                if e is not None:
-                    tables.append(_array(e, d, f"{words.get(names[0], names[0])} {where}"))
-                tables.append(_array(g, d, f"{words.get(names[1], names[1])} {where}"))
-                parts.append(Columns(tables, padding=(0, 4)))
-            hint = pick(language, t.get("hint_zh", ""), t.get("hint_en", ""), sep="\n")
-            if hint:
-                parts.append(Text(L("提示", "Hint") + ": " + hint, style="blue"))
-            from rich.console import Group
-            out.append(Panel(Group(*parts), border_style=color, title_align="left",
-                             title=f"[{color}]✗ {escape(L(zh, en))}[/] {escape(t['name'])} "
-                                   f"({t['score']:g}/{t['max_score']:g})"))
-    if r.get("sandbox"):
-        out.append(Text(f"({r['sandbox']})", style="dim"))
+    for g in groups:
+        if g.get("not_graded"):
+            body = [g["not_graded"]]
+            if advice_key(g["not_graded"]) != "why.other":
+                body += [say(advice_key(g["not_graded"]), language, sep="\n")]
+            out.append(Panel(Text("\n".join(body)), border_style="bright_black", title_align="left",
+                             title=escape(f"{g['exercise']}: {L('report.not_graded')}")))
+            continue
+        out.append(Text.from_markup(f"\n[bold]== {escape(g['function'])}[/] ({escape(g['exercise'])})"))
+        for d in g["diagnoses"]:
+            body = "\n".join(s for s in (
+                pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
+                L("diagnosis.fix") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"))
+                if s)
+            out.append(Panel(Text(body), title=escape(L("diagnosis.short") + ": "
+                                                    + pick(language, d.get("title_zh", ""), d.get("title_en", ""))),
+                             border_style="yellow", title_align="left"))
+        first, rest = g["tests"][0], g["tests"][1:]
+        zh, en, colour = STATUS.get(first.get("status"), STATUS["failed"])
+        out.append(Panel(Group(*_test_parts(first, language)), border_style=colour, title_align="left",
+                         title=f"[{colour}]✗ {escape(pick(language, zh, en))}[/] {escape(first['name'])} "
+                               f"({first['score']:g}/{first['max_score']:g})"))
+        for t in rest:  # one line each; the message only when it is not the one above
+            zh, en, colour = STATUS.get(t.get("status"), STATUS["failed"])
+            msg = pick(language, (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0])
+            if (t.get("message_zh"), t.get("message_en")) == (first.get("message_zh"), first.get("message_en")):
+                msg = ""
+            out.append(Text.from_markup(f"  [{colour}]✗[/] {escape(t['name'])} ({t['score']:g}/{t['max_score']:g})"
+                                        + (f": {escape(msg)}" if msg else "")))
     return out
 
 

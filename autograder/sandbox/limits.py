@@ -592,8 +592,14 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
                 sub_target = os.path.join(SUBMISSION, os.path.basename(sp))
             if sub_target:
                 binds.append((sp, sub_target, True, True))
-        for src, _t, _ro, _rec in binds:
-            fd(src)
+        usable = []
+        for b in binds:  # a path this user cannot open is left out of the view (and said so)
+            try:
+                fd(b[0])
+                usable.append(b)
+            except OSError as e:
+                levels["problems"].append(f"view: {b[0]}: {e.strerror}")
+        binds = usable
         # what must not be seen inside a bound directory: the grader, the course, ...
         bound = [t for _s, t, _ro, _rec in binds if os.path.isdir(_s)]
         covers = []

@@ -81,20 +81,84 @@ def server_environment():
     }
 
 
-class Server:
-    """The judge-side handle of a running server."""
+# what a process must not have loaded for its fork to be a clean server (else: exec)
+NOT_CLEAN = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
+             "autograder.report", "autograder.config", "autograder.nbgrader_course.build",
+             "autograder.nbgrader_course.gradebook", "autograder.nbgrader_course.preprocessor", "hypothesis",
+             "nbgrader", "nbformat", "nbconvert", "solutions", "yaml", "pydantic")
 
-    def __init__(self):
+
+def is_clean():
+    """True if this process holds nothing a worker must not find: no course, no properties, no
+    submission read yet (only a parsed command line and imported libraries)."""
+    return not any(m == c or m.startswith(c + ".") for m in list(sys.modules) for c in NOT_CLEAN)
+
+
+class _Forked:
+    """Popen's poll/kill/wait for a server forked from this process."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout=None):
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            self.returncode = -1
+        return self.returncode
+
+
+class Server:
+    """The judge-side handle of a running server.
+
+    mode "exec": `python -m autograder.sandbox.server` with server_environment() (clean by
+    construction: it costs an import of torch); mode "fork": this process forks it, right after
+    importing torch — only when is_clean(), i.e. before it read a course or a submission (a
+    grade command, a grade-batch process at their start), which saves that import."""
+
+    def __init__(self, mode="exec"):
         self.sock, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()), str(os.getpid())]
-        debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
-        self.proc = subprocess.Popen(cmd, pass_fds=[child_end.fileno()], cwd="/", env=server_environment(),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=None if debug else subprocess.DEVNULL, start_new_session=True)
-        child_end.close()
         self.owner = os.getpid()
         self.info = None
         self.error = None
+        self.mode = mode
+        if mode == "fork":
+            import torch
+            torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    self.sock.close()
+                    _become_server(child_end.fileno(), self.owner)
+                finally:
+                    os._exit(0)
+            self.proc = _Forked(pid)
+        else:
+            cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()),
+                   str(os.getpid())]
+            debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
+            self.proc = subprocess.Popen(cmd, pass_fds=[child_end.fileno()], cwd="/", env=server_environment(),
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=None if debug else subprocess.DEVNULL, start_new_session=True)
+        child_end.close()
 
     def wait_ready(self, timeout=READY_TIMEOUT):
         """True once the server said it is ready; False (with self.error) if it never will."""
@@ -164,12 +228,14 @@ class Server:
 
 
 def prestart():
-    """Start this process's server now (without waiting): call it as early as possible, so
-    that its import of torch runs beside the caller's own.  Never raises."""
+    """Start this process's server now (without waiting for it): call it as early as possible.
+    In a clean process (is_clean()) the server is forked after importing torch, which the caller
+    needs anyway; otherwise it is exec'd.  Never raises."""
     global _SERVER
     if _SERVER is None or not _SERVER.alive():
+        mode = "fork" if is_clean() and os.environ.get("SEQGRADER_SERVER_MODE") != "exec" else "exec"
         try:
-            _SERVER = Server()
+            _SERVER = Server(mode)
         except Exception as e:  # noqa: BLE001 - no server: the judge forks the zygote itself
             _SERVER = _Failed(f"the sandbox server could not be started ({type(e).__name__}: {e})")
     return _SERVER
@@ -255,6 +321,23 @@ def _warm_up_optimizers():
         opt.step()
     gc.collect()
     gc.freeze()
+
+
+def _become_server(fd, owner):
+    """In a child just forked from a clean process: leave its session, descriptors, directory
+    and environment behind, then serve."""
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for std in (0, 1, 2):
+        os.dup2(devnull, std)
+    from .protocol import close_other_fds
+    close_other_fds([fd])
+    os.chdir("/")
+    env = server_environment()
+    env.pop("PYTHONPATH")
+    os.environ.clear()
+    os.environ.update(env)
+    main(fd, owner)
 
 
 def main(fd, owner):

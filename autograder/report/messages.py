@@ -1,0 +1,245 @@
+"""Every student-facing word of the reports, once per language: the message catalogue.
+
+    say(key, language, **fields)   the text of `key` in zh, en, or both ("中文 / English")
+    pair(key, **fields)            (zh, en) of `key`
+    pick(language, zh, en)         a (zh, en) pair from elsewhere (a property, a catalogued mistake)
+    label(text, language)          a label a property gave a value it shows ("期望 expected mask")
+                                   in one language ("期望 mask" / "expected mask")
+    value(text, language)          a free-text value a property wrote in both languages
+                                   ("中文 / English" or Chinese lines, then English lines), in one
+
+The renderers (text.py, feedback.py, html.py, markdown.py, terminal.py, plots.py, dashboard.py) and
+the Gradescope / nbgrader outputs take their own words from MESSAGES and nothing else; what the
+properties and the catalogued mistakes say comes with both languages already (message_zh /
+message_en, title_zh / title_en ...).  The labels of the values a property shows ("调用 call",
+"期望 expected mask", "logits（原始 original）") are stored bilingual in the JSON, as before; `label`
+turns them into one language with the GLOSSARY below and a few general rules, so a new property
+needs no change here as long as its labels follow one of the forms listed at `label`.
+
+In `both`, Chinese comes first and English beside it, never the same words twice.
+"""
+import re
+
+# ---------------------------------------------------------------- the catalogue
+
+MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
+    # the page
+    "report.title": ("成绩报告", "Grade report"),
+    "report.submission": ("提交的文件", "Submission"),
+    "report.score": ("总分", "Score"),
+    "report.not_graded": ("未评分", "Not graded"),
+    "report.not_graded_why": ("这份提交没有被评分（这不是 0 分）：", "This submission was not graded (this is not a zero): "),
+    "report.not_graded_next": ("修好上面的问题后重新提交；如果你认为这是评分器的问题，请联系助教。",
+                               "Fix the problem above and submit again; if you think the grader is at fault, "
+                               "tell the teaching staff."),
+    "report.all_passed": ("全部测试通过！", "Every test passed!"),
+    "report.to_fix": ("要修改的地方", "What to fix"),
+    "report.to_fix_count": ("{n} 个函数要修改", "{n} function(s) to fix"),
+    "report.lost": ("扣 {points} 分", "−{points} points", "−{points} 分 points"),
+    "report.n_tests": ("{n} 个测试没通过", "{n} failed test(s)", "{n} 个测试没通过 failed"),
+    "report.details_link": ("详情", "details"),
+    "report.scores": ("各练习得分", "Scores per exercise"),
+    "report.exercise": ("练习", "Exercise"),
+    "report.exercise_test": ("练习 / 测试", "Exercise / test"),
+    "report.status": ("状态", "Status"),
+    "report.points": ("得分", "Score"),
+    "report.passed_of": ("{p}/{n} 通过", "{p}/{n} passed", "{p}/{n} 通过 passed"),
+    "report.every_test": ("每个测试的得分", "Every test's score"),
+    "report.load_problems": ("加载提交时的问题", "Problems while loading the submission"),
+    "report.details": ("详情：按函数", "Details, function by function"),
+    "report.in_function": ("问题在 `{fn}` 里（{tests} 的测试也因此失败）", "The mistake is in `{fn}` (so tests of {tests} fail too)"),
+    "report.other_tests": ("同一个函数的其他 {n} 个失败的测试（点击展开）", "{n} more failed test(s) of this function (click to open)"),
+    "report.same_diagnosis": ("诊断同上", "same diagnosis as above"),
+    "report.test_of": ("测试", "test"),
+    # a test
+    "test.must_hold": ("要求", "Must hold"),
+    "test.fails": ("没有满足：{prop}", "fails: {prop}"),
+    "test.hint": ("提示", "Hint"),
+    "test.more": ("更多信息", "More information"),
+    "test.not_graded": ("未评分：{reason}", "not graded: {reason}"),
+    # a named mistake
+    "diagnosis.head": ("诊断：你的代码很可能犯了这个常见错误", "Diagnosis: your code most likely makes this common mistake"),
+    "diagnosis.short": ("诊断", "Diagnosis"),
+    "diagnosis.fix": ("怎么改", "How to fix it"),
+    "diagnosis.likely": ("可能的错误", "likely mistakes"),
+    # a counterexample
+    "cx.title": ("反例（最小的失败输入）", "Counterexample (the smallest failing input)"),
+    "cx.call": ("调用", "Call"),
+    "cx.click": ("点击展开", "click to show"),
+    "cx.expected_shape": ("期望的形状", "expected shape"),
+    "cx.your_shape": ("你的形状", "your shape"),
+    "cx.wrong_one": ("1 个元素不对（红框标出）", "1 wrong entry (outlined in red)"),
+    "cx.wrong_n": ("{n} 个元素不对（红框标出）", "{n} wrong entries (outlined in red)"),
+    "cx.partial": ("只显示了一部分", "only a part is shown"),
+    "cx.from": ("从 {at} 开始", "from {at}"),
+    "cx.wrong_mark": ("✗ = 不对", "✗ = wrong"),
+    "cx.wrong_cell": ("不对", "wrong"),
+    "cx.picture": ("期望与你的结果对比图", "picture: expected vs yours"),
+    "cx.too_large": ("太大，没有显示", "too large to show"),
+    "word.expected": ("期望", "expected"),
+    "word.got": ("你的结果", "yours"),
+    "word.before": ("之前", "before"),
+    "word.after": ("之后", "after"),
+    "word.difference": ("差值", "difference"),
+    "word.wrong": ("（有错）", "(wrong)"),
+    "axis.key": ("键 j", "key j"),
+    "axis.query": ("查询 i", "query i"),
+    "axis.dimension": ("维度", "dimension"),
+    "axis.position": ("位置 t", "position t"),
+    "axis.weight": ("权重", "weight"),
+    "mask.allowed": ("True：可以看", "True: may attend"),
+    "mask.blocked": ("False：屏蔽", "False: blocked"),
+    # statuses (Status in model.py)
+    "status.passed": ("通过", "passed"),
+    "status.failed": ("未通过", "failed"),
+    "status.missing": ("缺失", "missing"),
+    "status.error": ("出错", "error"),
+    "status.timeout": ("超时", "time-out"),
+    "status.not_graded": ("未评分", "not graded"),
+    # what to do when a submission was not graded, by what went wrong
+    "why.json": ("这个 notebook 文件不完整或损坏了（不是合法的 JSON）：在 Jupyter 里打开它，保存（File → Save），"
+                 "确认能正常打开后再提交。",
+                 "The notebook file is cut off or damaged (not valid JSON): open it in Jupyter, save it "
+                 "(File → Save), check that it opens, and submit it again."),
+    "why.syntax": ("文件里有语法错误，Python 一行都运行不了：按上面给出的行号改正后再提交。",
+                   "The file has a syntax error, so Python cannot run any of it: fix it at the line given "
+                   "above and submit again."),
+    "why.timeout": ("运行你的顶层代码（导入、演示单元格）没有在时限内结束：把耗时的演示和训练移到函数里，"
+                    "或者删掉它们。",
+                    "Running your top-level code (imports, demo cells) did not finish in time: move long "
+                    "demos and training runs into functions, or remove them."),
+    "why.other": ("", ""),
+    # the plain-text, terminal and Gradescope views
+    "text.submission": ("提交", "Submission"),
+    "text.tests_passed": ("{p}/{n} 个测试通过", "{p}/{n} tests passed", "{p}/{n} 个测试通过 tests passed"),
+    "gradescope.not_graded_test": ("未评分", "Not graded"),
+    # the nbgrader cells
+    "nbgrader.load_problems": ("载入时的问题", "problems while loading your code"),
+    "nbgrader.not_graded": ("未评分（这不是 0 分）：{reason}", "not graded (this is not a zero): {reason}"),
+    "nbgrader.comment_not_graded": ("seqgrader：未评分 — {reason}", "seqgrader: not graded — {reason}"),
+}
+
+
+def pair(key, **fields):
+    zh, en = MESSAGES[key][:2]
+    return zh.format(**fields), en.format(**fields)
+
+
+def pick(language, zh, en, sep=" / "):
+    """The text in the course's language: zh, en, or both (Chinese first); one of them when the
+    other is empty or the two are the same."""
+    if language == "zh":
+        return zh or en
+    if language == "en":
+        return en or zh
+    if zh and en and zh == en:
+        return zh
+    return sep.join(s for s in (zh, en) if s)
+
+
+def say(key, language, sep=" / ", **fields):
+    """A catalogue entry in the language.  An entry may hold a third text, its short form for
+    `both` where "中文 English" would say a number twice ("−4 分 points", not "扣 4 分 −4 points")."""
+    entry = MESSAGES[key]
+    if language == "both" and len(entry) > 2:
+        return entry[2].format(**fields)
+    return pick(language, *pair(key, **fields), sep=sep)
+
+
+# ---------------------------------------------------------------- text in two languages
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def has_cjk(text):
+    return bool(_CJK.search(str(text)))
+
+
+# Labels whose forms the general rules below do not cover: (zh, en).
+GLOSSARY = {
+    "每个词元的交叉熵 per-token cross-entropy (0 = padded)": ("每个词元的交叉熵（0 = 填充）", "per-token cross-entropy (0 = padded)"),
+    "输入的_dtype input dtype": ("输入的 dtype", "input dtype"),
+    "改变后的 X X with a new future": ("改变未来后的 X", "X with a new future"),
+    "改变后的 X X with new padding": ("改变填充后的 X", "X with new padding"),
+    "改变填充后 x with other padding": ("改变填充后的 x", "x with other padding"),
+    "实际 got (每行长度 lengths)": ("实际（每行长度）", "got (lengths of the rows)"),
+    "被选中后变成 mask_id 的比例": ("被选中后变成 mask_id 的比例", "share of the selected that became mask_id"),
+}
+
+# The Chinese word and its English one at the head of a label, followed by the name of the value:
+# "期望 expected mask" -> "期望 mask" / "expected mask".
+HEADS = [("期望", "expected"), ("实际", "got"), ("改变后的", "after"), ("改变后", "changed"),
+         ("原来的", "before"), ("之前", "before"), ("之后", "after"), ("调用前", "before"),
+         ("调用后", "after")]
+
+_HEAD = re.compile(r"^(?P<zh>[^\sA-Za-z]+) (?P<en>[A-Za-z][^\u3000-\u9fff\uff00-\uffef]*)$")
+_PAREN = re.compile(r"^(?P<name>[^（(]*?)\s?[（(](?P<zh>[^\sA-Za-z）)]+) (?P<en>[^（）()\u3000-\u9fff]+)[）)]$")
+
+
+def label_pair(text):
+    """(zh, en) of a label a property gave a value; (text, text) for a label in no language
+    (an argument's name: "lengths", "Q").  Forms understood:
+
+        中文 english words          "调用 call", "手算 by hand", "门的设置 gate setting"
+        中文 english name           "期望 expected mask" (a head word of HEADS, then the value's name)
+        name（中文 english）          "logits（原始 original）", "b_ih (饱和后 saturated)"
+        anything in GLOSSARY"""
+    text = str(text)
+    if text in GLOSSARY:
+        return GLOSSARY[text]
+    if not has_cjk(text):
+        return text, text
+    for zh, en in HEADS:
+        if text.startswith(f"{zh} {en} "):
+            rest = text[len(zh) + len(en) + 2:]
+            return f"{zh} {rest}".strip(), f"{en} {rest}".strip()
+    m = _PAREN.match(text)
+    if m:
+        name = m.group("name").strip()
+        return f"{name}（{m.group('zh')}）", f"{name} ({m.group('en').strip()})"
+    m = _HEAD.match(text)
+    if m:
+        return m.group("zh"), m.group("en")
+    return text, text
+
+
+def label(text, language, sep=" "):
+    """A label in the language; in `both` as the property wrote it ("期望 expected mask"), which
+    already says each word once in each language (a GLOSSARY label in its two clean halves)."""
+    if language == "both" and str(text) not in GLOSSARY:
+        return str(text)
+    return pick(language, *label_pair(text), sep=sep)
+
+
+_DIFFERS = re.compile(r"^(?P<where>.+): expected (?P<e>.+), got (?P<g>.+)$")
+
+
+def value_pair(text):
+    """(zh, en) of a free-text value a property wrote in both languages, else None: "中文 / English"
+    on one line, or Chinese lines followed by English lines; and the harness's list of differing
+    entries ("mask[0, 1]: expected True, got False"), which is written in English only."""
+    text = str(text)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if lines and all(_DIFFERS.match(ln) for ln in lines):
+        zh = "\n".join("{where}：期望 {e}，实际 {g}".format(**_DIFFERS.match(ln).groupdict()) for ln in lines)
+        return zh, text
+    if not has_cjk(text) or text.startswith("tensor"):
+        return None
+    parts = text.split(" / ")
+    if len(parts) == 2 and has_cjk(parts[0]) and not has_cjk(parts[1]) and _LATIN_WORD.search(parts[1]):
+        return parts[0].strip(), parts[1].strip()
+    lines = text.split("\n")
+    zh = [ln for ln in lines if has_cjk(ln)]
+    en = [ln for ln in lines if not has_cjk(ln) and _LATIN_WORD.search(ln)]
+    if zh and en and len(zh) + len(en) == len([ln for ln in lines if ln.strip()]):
+        return "\n".join(zh), "\n".join(en)
+    return None
+
+
+def value(text, language, sep="\n"):
+    """A value in one language when a property wrote it in two; as it is otherwise."""
+    p = value_pair(text)
+    if p is None or language == "both":  # in both: as the property wrote it, each language once
+        return str(text)
+    return pick(language, *p, sep=sep)

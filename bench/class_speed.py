@@ -1,0 +1,230 @@
+"""Benchmark: a whole class graded with `grade-batch`, as a real class looks.
+
+    .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
+                                          [--compare K]
+
+Generates N distinct submissions of the first assignment (the five core exercises), each
+function drawn the way a class writes them: most from the reference solution or one of the
+correct variants written differently (tests/files/correct/alt*), one or two catalogued mistakes
+in most students (autograder/catalogue/*.yml), a few submissions with an unloadable file (a
+syntax error) or an endless loop.  Formats mix as in a class: a folder of one .py per exercise,
+one .py holding everything, or a folder of notebooks (one cell per definition).  No two
+submissions are the same bytes.  Then it grades them with `grade-batch --workers W` (a fresh
+output folder) and prints
+
+  total        wall time of the command, CPU time of all its processes (cpuacct cgroup when this
+               machine lets us make one)
+  start-up     from the start until the first submission is written (imports, warm-up)
+  marginal     the time per submission after that: (last - first) / (N - 1), the figure that
+               decides how long a class of 1,000 takes
+  checksum     sha256 of every student's per-exercise scores (the same class must give the same)
+  --compare K  grades K submissions alone with `grade` and checks the same scores
+
+Nothing here is a test; run it on a quiet machine.
+"""
+import argparse
+import ast
+import csv
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+EXERCISES = ["masks", "positional_encoding", "attention", "recurrent", "masked_loss"]
+LOOP = "\n\ndef {name}(*args, **kwargs):  # never returns\n    while True:\n        pass\n"
+
+
+def top_level_defs(source):
+    """{name: source text} of the top-level functions and classes of a file."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            start = node.lineno - 1 - len(node.decorator_list)
+            out[node.name] = "\n".join(lines[start:node.end_lineno])
+    return out
+
+
+def ingredients():
+    """Per exercise: the reference source, the correct variants of each function, the mistakes."""
+    from autograder.catalogue import load_catalogue
+
+    out = {}
+    for ex in EXERCISES:
+        ref = (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
+        variants = {}
+        for alt in sorted((ROOT / "tests" / "files" / "correct").glob(f"alt*/{ex}.py")):
+            for name, text in top_level_defs(alt.read_text(encoding="utf-8")).items():
+                variants.setdefault(name, []).append((alt.parent.name, text))
+        mistakes = [e for _, e in load_catalogue(ex)]
+        out[ex] = {"reference": ref, "functions": list(top_level_defs(ref)), "variants": variants,
+                   "mistakes": mistakes}
+    return out
+
+
+def student_files(rng, parts, sid):
+    """{exercise: source} of one student, and what went into it."""
+    n_wrong = rng.choices([0, 1, 2], weights=[35, 40, 25])[0]
+    wrong = rng.sample(EXERCISES, n_wrong)
+    loop = rng.random() < 0.02
+    broken = rng.random() < 0.03
+    files, recipe = {}, []
+    for ex in EXERCISES:
+        p = parts[ex]
+        src = f"# submission of student {sid:04d}: {ex}\n" + p["reference"]
+        for name in p["functions"]:  # some functions written another (correct) way
+            if p["variants"].get(name) and rng.random() < 0.15:
+                alt, text = rng.choice(p["variants"][name])
+                src += f"\n\n# {name} written my own way\n{text}\n"
+                recipe.append(f"{ex}.{name}={alt}")
+        if ex in wrong:
+            entry = rng.choice(p["mistakes"])
+            src += f"\n\n# --- {entry['id']}\n{entry['code']}\n"
+            recipe.append(f"{ex}:{entry['id']}")
+        files[ex] = src
+    if loop:
+        ex = rng.choice(EXERCISES)
+        name = rng.choice(parts[ex]["functions"])
+        files[ex] += LOOP.format(name=name)
+        recipe.append(f"{ex}.{name}=loop")
+    if broken:
+        ex = rng.choice(EXERCISES)
+        files[ex] += "\n\ndef unfinished(:\n"
+        recipe.append(f"{ex}=syntax error")
+    return files, recipe
+
+
+def notebook(source):
+    cells = []
+    try:
+        tree = ast.parse(source)
+        lines = source.splitlines()
+        starts = [n.lineno - 1 - len(getattr(n, "decorator_list", [])) for n in tree.body] + [len(lines)]
+        chunks = ["\n".join(lines[a:b]) for a, b in zip([0] + starts[1:-1], starts[1:])]
+    except SyntaxError:  # a broken file stays one (broken) cell
+        chunks = [source]
+    for chunk in chunks:
+        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                      "source": chunk})
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+
+
+def write_class(folder, n, seed):
+    rng = random.Random(seed)
+    parts = ingredients()
+    recipes = {}
+    for i in range(n):
+        sid = f"s{i:04d}"
+        files, recipe = student_files(rng, parts, i)
+        kind = rng.choices(["folder", "single", "notebooks"], weights=[50, 30, 20])[0]
+        if kind == "single":
+            (folder / f"{sid}.py").write_text("\n\n".join(files[ex] for ex in EXERCISES), encoding="utf-8")
+        else:
+            d = folder / sid
+            d.mkdir()
+            for ex, src in files.items():
+                if kind == "folder":
+                    (d / f"{ex}.py").write_text(src, encoding="utf-8")
+                else:
+                    (d / f"{ex}.ipynb").write_text(notebook(src), encoding="utf-8")
+        recipes[sid] = {"format": kind, "recipe": recipe}
+    return recipes
+
+
+def cpu_meter():
+    from grade_speed import CpuMeter
+    return CpuMeter()
+
+
+def graded_times(log):
+    """Timestamps (datetime) of the submissions written by the last run in batch.log."""
+    lines = log.read_text(encoding="utf-8").splitlines()
+    start = max(i for i, ln in enumerate(lines) if " start: " in ln)
+    return [datetime.fromisoformat(ln.split()[0]) for ln in lines[start:] if " graded " in ln]
+
+
+def checksum(grades_csv):
+    rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
+    text = "\n".join(",".join(r[k] for k in ["student", *EXERCISES, "total", "status"]) for r in rows)
+    return hashlib.sha256(text.encode()).hexdigest()[:16], rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--students", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", metavar="DIR", help="generate the class (and the grades) here and keep them")
+    ap.add_argument("--compare", type=int, default=0, metavar="K",
+                    help="also grade K random submissions alone with `grade` and compare the scores")
+    args = ap.parse_args()
+
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="class-speed-"))
+    klass, out = base / "class", base / "grades"
+    if klass.exists():
+        shutil.rmtree(klass)
+    if out.exists():
+        shutil.rmtree(out)
+    klass.mkdir(parents=True)
+    recipes = write_class(klass, args.students, args.seed)
+    digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in klass.rglob("*") if p.is_file()}
+    kinds = {k: sum(1 for r in recipes.values() if r["format"] == k) for k in ("folder", "single", "notebooks")}
+    wrong = sum(1 for r in recipes.values() for x in r["recipe"] if ":" in x)
+    print(f"class: {args.students} submissions in {klass} ({kinds}); {wrong} catalogued mistakes, "
+          f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('=loop'))} endless loops, "
+          f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('syntax error'))} syntax errors; "
+          f"{len(digests)} distinct files")
+    (base / "recipes.json").write_text(json.dumps(recipes, indent=1), encoding="utf-8")
+
+    meter = cpu_meter()
+    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
+           str(args.workers), "-q"]
+    t0 = datetime.now()
+    wall, cpu = meter.run(cmd)
+    meter.close()
+    times = graded_times(out / "batch.log")
+    first = (min(times) - t0).total_seconds() if times else float("nan")
+    span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
+    marginal = span / (len(times) - 1) if len(times) > 1 else float("nan")
+    digest, rows = checksum(out / "grades.csv")
+    print(f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({meter.kind}); {wall / args.students:.2f} s per submission")
+    print(f"start-up     {first:.1f} s until the first submission was written")
+    print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
+          f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
+    errors = sum(1 for r in rows if r["status"] != "graded")
+    print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
+    if args.compare:
+        rng = random.Random(args.seed + 1)
+        sample = rng.sample(sorted(recipes), min(args.compare, len(recipes)))
+        by = {r["student"]: r for r in rows}
+        same = 0
+        for sid in sample:
+            path = klass / sid if (klass / sid).exists() else klass / f"{sid}.py"
+            rep = base / f"alone-{sid}.json"
+            subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--json", str(rep), "-q"],
+                           cwd=ROOT, check=False)
+            alone = {e["id"]: e["score"] for e in json.loads(rep.read_text(encoding="utf-8"))["exercises"]}
+            batch = {ex: float(by[sid][ex]) for ex in EXERCISES if by[sid][ex] != ""}
+            ok = alone == batch
+            same += ok
+            if not ok:
+                print(f"  DIFFERENT {sid}: grade {alone} vs grade-batch {batch}")
+        print(f"compare      {same} / {len(sample)} submissions: the same scores alone and in the batch")
+    if not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

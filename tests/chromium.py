@@ -1,0 +1,145 @@
+"""A real headless Chromium (Debian's `chromium`) driven over the DevTools protocol through a pipe
+(--remote-debugging-pipe: no port, no extra package): one browser for many pages, each opened at
+a given window size, its screenshot taken as a person would see it, and JavaScript evaluated in it
+to read the DOM.  Used by tests/test_report_views.py.
+
+    with Chromium(profile_dir) as browser:
+        page = browser.open(path, size=(1280, 800))
+        page.screenshot(png_path)            # what fits in the window
+        page.eval("document.title")          # any JSON-able value
+"""
+import base64
+import json
+import os
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--hide-scrollbars", "--font-render-hinting=none"]
+
+
+class ChromiumError(RuntimeError):
+    pass
+
+
+class Chromium:
+    def __init__(self, profile, timeout=60):
+        if not Path(CHROMIUM).exists():
+            raise ChromiumError("chromium is not installed: these tests render the reports in a real browser. "
+                                "Install Debian's package with `apt-get install -y chromium` (.ci/run does it).")
+        self.timeout = timeout
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+
+        def fds():  # the child reads commands on fd 3 and writes answers on fd 4
+            os.dup2(to_child_r, 3)
+            os.dup2(from_child_w, 4)
+
+        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
+                                      "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, preexec_fn=fds, pass_fds=(3, 4), close_fds=True)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._id = 0
+        self._buf = b""
+        self._events = []
+
+    # ------------------------------------------------------------ the protocol
+    def send(self, method, params=None, session=None):
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._to_child, json.dumps(msg).encode() + b"\0")
+        want = self._id
+        while True:
+            m = self._read()
+            if m.get("id") == want:
+                if "error" in m:
+                    raise ChromiumError(f"{method}: {m['error']}")
+                return m.get("result", {})
+            self._events.append(m)
+
+    def wait_event(self, method, session=None):
+        for i, m in enumerate(self._events):
+            if m.get("method") == method and m.get("sessionId") == session:
+                return self._events.pop(i)
+        while True:
+            m = self._read()
+            if m.get("method") == method and m.get("sessionId") == session:
+                return m
+            self._events.append(m)
+
+    def _read(self):
+        deadline = time.monotonic() + self.timeout
+        while b"\0" not in self._buf:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self._from_child], [], [], max(0.0, left))
+            if not ready:
+                raise ChromiumError("no answer from chromium")
+            chunk = os.read(self._from_child, 1 << 20)
+            if not chunk:
+                raise ChromiumError(f"chromium exited (status {self.proc.poll()})")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(line)
+
+    # ------------------------------------------------------------ pages
+    def open(self, path, size=(1280, 800)):
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        page = Page(self, target, session)
+        self.send("Page.enable", session=session)
+        self.send("Emulation.setDeviceMetricsOverride", {"width": size[0], "height": size[1], "deviceScaleFactor": 1,
+                                                         "mobile": False}, session=session)
+        self.send("Page.navigate", {"url": Path(path).resolve().as_uri()}, session=session)
+        self.wait_event("Page.loadEventFired", session)
+        page.eval("document.fonts.ready.then(() => true)")
+        return page
+
+    def close(self):
+        try:
+            self.send("Browser.close")
+        except (ChromiumError, OSError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self._to_child, self._from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Page:
+    def __init__(self, browser, target, session):
+        self.browser, self.target, self.session = browser, target, session
+
+    def eval(self, expression):
+        res = self.browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                     "awaitPromise": True}, session=self.session)
+        if "exceptionDetails" in res:
+            raise ChromiumError(f"JavaScript failed: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    def screenshot(self, path):
+        data = self.browser.send("Page.captureScreenshot", {"format": "png"}, session=self.session)["data"]
+        Path(path).write_bytes(base64.b64decode(data))
+        return Path(path)
+
+    def close(self):
+        self.browser.send("Target.closeTarget", {"targetId": self.target})
