@@ -331,8 +331,9 @@ def build_course(out, course, course_file=None, *, assignments=None, exercises_d
     for name in names:
         course.assignment(name)  # raises ConfigError for an unknown one
     if out.exists() and any(out.iterdir()) and not force:
-        if not (out / "nbgrader_config.py").exists():
-            raise ConfigError(f"{out} exists and is not an nbgrader course; choose an empty folder")
+        if not (out / "nbgrader_config.py").exists() and not (out / "course.yml").exists():
+            raise ConfigError(f"{out} exists and is neither a course folder nor an nbgrader course; "
+                              f"choose an empty folder")
     built = {}
     for name in names:
         folder = out / "source" / name
