@@ -139,8 +139,8 @@ class Course(BaseModel):
 def _course_part(root, name):
     own = Path(root) / name
     if own.is_dir():
-        return own
-    builtin = BUILTIN / name
+        return own.resolve()  # a submission-like folder: the loader follows no link
+    builtin = (BUILTIN / name).resolve()
     if not builtin.is_dir():
         raise ConfigError(f"the course {root} has no {name}/ folder and the built-in one is missing from this "
                           f"installation ({builtin}): reinstall seqgrader, or add {own}")

@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-SOLUTIONS = HERE.parent / "default_course" / "solutions"  # the built-in course's (package data)
+SOLUTIONS = (HERE.parent / "default_course" / "solutions").resolve()  # the built-in course's (package data)
 _current = None  # the graded course's solutions/ (use_solutions)
 
 
