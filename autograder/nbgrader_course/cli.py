@@ -54,7 +54,7 @@ def cmd_nbgrader_course(args):
     return 0
 
 
-def _hand_grades(course_dir, assignment, restore=None):
+def _hand_grades(course_dir, assignment, course_id, restore=None):
     """The written answers someone has scored by hand: {(student, notebook, cell): needs_manual_grade}.
     nbgrader's autograde asks for a new review of every hand grade it passes; the answers here are
     the same ones, so `restore` puts the reviewers' flags back."""
@@ -63,7 +63,7 @@ def _hand_grades(course_dir, assignment, restore=None):
     from .gradebook import _db_url
 
     out = {}
-    with Gradebook(_db_url(course_dir)) as gb:
+    with Gradebook(_db_url(course_dir), course_id) as gb:
         for sub in gb.assignment_submissions(assignment):
             for nb in sub.notebooks:
                 for grade in nb.grades:
@@ -77,7 +77,7 @@ def _hand_grades(course_dir, assignment, restore=None):
     return out
 
 
-def _autograde_from_reports(course_dir, assignment, grades):
+def _autograde_from_reports(course_dir, assignment, grades, course_id):
     """nbgrader's own autograde, with SandboxGrade reading grade-batch's reports (no grading):
     timestamps, late penalties, restored test cells and autograded/ for generate_feedback.
     Returns {student: nbgrader's error} for the submissions it could not process."""
@@ -85,10 +85,10 @@ def _autograde_from_reports(course_dir, assignment, grades):
         return {}
     cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force",
            f"--SandboxGrade.reports_dir={(Path(grades) / 'reports').resolve()}"]
-    reviewed = _hand_grades(course_dir, assignment)
+    reviewed = _hand_grades(course_dir, assignment, course_id)
     proc = subprocess.run(cmd, cwd=course_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
-    _hand_grades(course_dir, assignment, restore=reviewed)
+    _hand_grades(course_dir, assignment, course_id, restore=reviewed)
     log = proc.stdout + proc.stderr
     failed = re.findall(r"error processing assignment '[^']*' for student '([^']+)'", log)
     if proc.returncode != 0 and not failed:
@@ -102,7 +102,7 @@ def cmd_nbgrader_gradebook(args):
     if not (Path(args.course_dir) / "nbgrader_config.py").is_file():
         raise GraderError(f"{args.course_dir} has no nbgrader_config.py: give the folder `nbgrader-course` wrote")
     reports = read_batch(args.grades)
-    failed = _autograde_from_reports(args.course_dir, args.assignment, args.grades)
+    failed = _autograde_from_reports(args.course_dir, args.assignment, args.grades, args.course_id)
     totals = write_reports(args.course_dir, args.assignment, reports, course_id=args.course_id)
     flagged = sorted(s for s, r in reports.items() if r.get("batch", {}).get("status", "graded") != "graded"
                      or any(".ipynb: the notebook" in e for e in r.get("errors") or []))

@@ -62,9 +62,16 @@ def _flag(notebooks):
         if not db.exists():
             print(f"[seqgrader] no gradebook at {db}: the flag could not be written", file=sys.stderr)
             continue
+        import sqlite3
+        from contextlib import closing
+
         from nbgrader.api import Gradebook, MissingEntry
 
-        with Gradebook(f"sqlite:///{db.resolve()}") as gb:
+        with closing(sqlite3.connect(str(db))) as con:  # the course owning the assignment (no stray course row)
+            row = con.execute("SELECT course_id FROM assignment WHERE name = ?", (assignment_id,)).fetchone()
+        if row is None:
+            continue  # not an assignment of this gradebook: nbgrader stops on it too
+        with Gradebook(f"sqlite:///{db.resolve()}", row[0]) as gb:
             try:
                 gb.find_notebook(path.stem, assignment_id)
             except MissingEntry:
