@@ -377,11 +377,14 @@ def worker_main(config_json):
     from .sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True)  # many submissions
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
+                        reuse=cfg.get("reuse", True))
     for line in sys.stdin:
         job = json.loads(line)
+        hits = runner.reuse.hits if runner.reuse else 0
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
+        out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
         proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
         proto.flush()
 
@@ -651,7 +654,8 @@ class Batch:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
             self.course.reference(ex)  # missing: one clear error now, not an error row per student
-        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises}
+        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
+                        "reuse": not getattr(args, "no_reuse", False)}
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
         self.out = Path(args.out)
         self.reports = self.out / "reports"
@@ -740,7 +744,8 @@ class Batch:
         else:
             self.counts["error"] += 1
         self.note_sandbox(item.student, report)
-        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}\n")
+        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]} score={report['score']:g} status={status}"
+                  + (f" reused={res['reused']}" if res.get("reused") else "") + "\n")
         log.flush()
         return status, report
 
@@ -981,6 +986,9 @@ def add_parser(sub):
                    help="grade N submissions at a time, one exercise at a time each (default), "
                         "or one submission at a time with N exercises in parallel")
     b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
+    b.add_argument("--no-reuse", action="store_true",
+                   help="grade every exercise of every submission, even when its code is the same as one already "
+                        "graded with every test passed (see autograder/sandbox/reuse.py; the scores are the same)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)

@@ -167,6 +167,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", metavar="DIR", help="generate the class (and the grades) here and keep them")
+    ap.add_argument("--no-reuse", action="store_true", help="pass --no-reuse to grade-batch (grade every exercise)")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="also grade K random submissions alone with `grade` and compare the scores")
     args = ap.parse_args()
@@ -190,7 +191,7 @@ def main():
 
     meter = cpu_meter()
     cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
-           str(args.workers), "-q"]
+           str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
     t0 = datetime.now()
     wall, cpu = meter.run(cmd)
     meter.close()

@@ -281,7 +281,15 @@ class RemoteStudent:
                                [("原因 reason", str(e)[:200])], kind="error") from None
 
     # -- the Student interface
+    def take_lookups(self):
+        """The names looked up since the last call (what a test depended on: reuse.py)."""
+        names, self.looked_up = sorted(getattr(self, "looked_up", set())), set()
+        return names
+
     def lookup(self, name):
+        if not hasattr(self, "looked_up"):
+            self.looked_up = set()
+        self.looked_up.add(name)
         self.start()
         if name not in self.names and self.partial:
             self._load_rest()

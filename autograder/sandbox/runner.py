@@ -248,10 +248,12 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
         outcomes = {k: dict(v) for k, v in (prior or {}).items()}
         for name in tests:
             emit({"event": "start", "test": name})
+            student.take_lookups()
             try:
                 outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
             except TestTimeout:
                 outcome = _timeout(ex.tests[name].timeout)
+            outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
             emit({"event": "result", "test": name, "outcome": outcome})
@@ -313,10 +315,14 @@ class ForkRunner:
     that the submissions this process grades next pass a property without hypothesis' engine
     (worth it in a process that grades many submissions: recording costs about a second)."""
 
-    def __init__(self, course, workers=None, replay=False):
+    def __init__(self, course, workers=None, replay=False, reuse=False):
         self.course = course
         self.workers = workers or os.cpu_count() or 1
         self.replay = replay
+        self.reuse = None
+        if reuse:
+            from .reuse import Reuse
+            self.reuse = Reuse()
 
     def run_many(self, path, plan, progress=None):
         """plan: {exercise: [test names]} -> {exercise: {"tests", "load_errors"}}."""
@@ -337,10 +343,15 @@ class ForkRunner:
         prepare(props)
         if self.replay:
             replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
+        out, reusable = {}, None
+        if self.reuse is not None:  # an exercise whose code was graded before, all passed: its outcomes
+            reusable = self._reusable(path, plan, registry)
+            for ex, hit in reusable["hits"].items():
+                out[ex] = hit
+            plan = {ex: tests for ex, tests in plan.items() if ex not in out}
         now = time.monotonic()
         pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
         running = {}
-        out = {}
         while pending or running:
             while pending and len(running) < self.workers:
                 job = pending.pop(0)
@@ -373,7 +384,28 @@ class ForkRunner:
                         running[job.fd] = job
                     else:
                         out[job.exercise] = self._result(job)
+        if reusable is not None:
+            for ex in plan:
+                if ex in out:
+                    self.reuse.store(reusable["sources"], ex, reusable["needed"][ex], out[ex], reusable["read_errors"])
         return out
+
+    def _reusable(self, path, plan, registry):
+        """Exercises of this submission whose outcomes the process remembers (reuse.py)."""
+        from ..load import read_sources
+
+        needed = {ex: sorted({p.function for p in registry.values() if p.exercise == ex}) for ex in plan}
+        hits = {}
+        try:
+            sources, read_errors, _root = read_sources(path)
+        except Exception:  # noqa: BLE001 - no reuse: graded as usual
+            return {"hits": {}, "sources": [], "needed": needed, "read_errors": []}
+        models = self.reuse.models(sources) if self.reuse.entries else None
+        for ex, tests in plan.items():
+            hit = self.reuse.lookup(sources, ex, needed[ex], read_errors, models)
+            if hit is not None and set(hit["tests"]) == set(tests):
+                hits[ex] = hit
+        return {"hits": hits, "sources": sources, "needed": needed, "read_errors": read_errors}
 
     # -- helpers
     def _start(self, path, job):

@@ -259,6 +259,7 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         from ..load import exec_sources
 
         forget_the_grader()
+        seed_everything()
         if isinstance(levels, dict) and levels.get("view") == "new root" and levels.get("submission") and root:
             sources, root, roots = in_the_view(sources, root, roots)
         keep_python_path(root)
@@ -269,6 +270,20 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         pass
     finally:
         os._exit(0)
+
+
+def seed_everything(seed=0):
+    """The global random states as every worker starts with them: Python's `random`, numpy's and
+    torch's.  A submission that draws from them (it should not) is then graded the same way every
+    time, whichever process forked the worker."""
+    import random
+
+    import numpy
+    import torch
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def in_the_view(sources, root, roots):

@@ -1,0 +1,346 @@
+"""Reuse: in a batch, an exercise is graded once per distinct code.
+
+Many students write the same functions (the same one-liners, the reference from the lecture,
+the same helper).  A grade-batch process remembers, for every exercise whose tests *all passed*,
+the names each test looked up and a fingerprint of each name's code; a later submission whose
+code for all of those names has the same fingerprints, in a file that cannot behave differently,
+gets the same outcomes without starting a worker (`ForkRunner(reuse=True)`).  Grading is
+derandomized and a worker starts from the same state every time, so those outcomes are what
+grading it would give; `tests/test_reuse.py` compares whole reports.
+
+What makes it safe against a hostile or merely unusual submission:
+
+* the keys come from the judge's side only: the submission's source text, parsed here; nothing
+  a worker says is part of a key;
+* only exercises whose every test passed are remembered (a failure's feedback names the lines of
+  the student's own file, and time-outs depend on the machine);
+* only *pure* files: every top-level statement is a docstring, an import of an allowed module
+  (ALLOWED_MODULES), a def or class, a name bound to a literal constant, or an
+  `if __name__ == "__main__":` block (never run in a worker); a file with any other
+  top-level code (a demo call, a plot, a print) is graded as usual, because that code could change
+  what the functions do, or raise a load error the report must show;
+* a fingerprint covers the function's or class's normalized code (comments, docstrings and line
+  numbers dropped), the imports it uses, and, recursively, the file's own definitions it refers
+  to — those its body calls as the file ends, those its decorators, defaults and bases name as
+  they were when it was defined (`class MultiHeadAttention(MultiHeadAttention)`); the key of an
+  exercise adds everything that runs when its files load (every import, constant, decorator,
+  default and class body, in order: a class nobody calls could still patch torch as it is made),
+  and no file of the submission may be named like a module it imports;
+* no part of it may use what varies from run to run or reaches outside the function: RISKY names
+  (time, id(), the environment, files, exec/eval, dynamic attributes, introspection, threads,
+  `global`); such code is never reused;
+* a cache lives in one grading process, whose course, options and grader code are fixed.
+
+`Reuse.lookup(path, exercise, needed, read_errors)` -> result dict or None;
+`Reuse.store(path, exercise, needed, result)` after grading.
+"""
+import ast
+import builtins
+import hashlib
+import symtable
+from pathlib import Path
+
+ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "math", "numpy",
+                   "typing", "collections", "functools", "itertools", "dataclasses", "__future__", "copy",
+                   "matplotlib", "matplotlib.pyplot", "operator", "enum", "numbers", "abc"}
+RISKY = {
+    # what varies from run to run
+    "time", "perf_counter", "monotonic", "process_time", "datetime", "id", "random", "os", "sys", "environ",
+    "getpid", "uuid", "secrets", "urandom",
+    # reaching outside the function: files, processes, the interpreter, the grader
+    "open", "input", "breakpoint", "exec", "eval", "compile", "globals", "locals", "vars",
+    "getattr", "setattr", "delattr", "__import__", "__builtins__", "__dict__", "__globals__", "__code__",
+    "__class__", "__subclasses__", "__doc__", "__module__", "__file__", "importlib", "inspect", "gc", "ctypes",
+    "threading", "multiprocessing", "subprocess", "signal", "pickle", "marshal", "io", "pathlib", "socket",
+    "shutil", "tempfile", "_getframe", "settrace", "setprofile",
+    # global settings of torch that outlive a call
+    "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_num_threads",
+    "use_deterministic_algorithms", "set_flush_denormal", "backends", "_C", "set_grad_enabled",
+}
+BUILTINS = set(dir(builtins))
+
+
+class Impure(Exception):
+    """This file or closure cannot be reused (the reason is the message)."""
+
+
+def _strip_docstring(body):
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
+class _Normalize(ast.NodeTransformer):
+    def _doc(self, node):
+        self.generic_visit(node)
+        node.body = _strip_docstring(node.body) or [ast.Pass()]
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _doc
+
+
+def _dump(node):
+    import copy
+    return ast.dump(_Normalize().visit(copy.deepcopy(node)), include_attributes=False)
+
+
+def _literal(node):
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def _names_in(nodes):
+    out = set()
+    for n in nodes:
+        if n is None:
+            continue
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                out.add(sub.id)
+    return out
+
+
+def _call_time_globals(table):
+    """Implicit globals of every function scope below `table` (its own if it is a function)."""
+    out = set()
+    stack = [table]
+    while stack:
+        t = stack.pop()
+        if t.get_type() == "function":
+            for sym in t.get_symbols():
+                if sym.is_global():
+                    if sym.is_declared_global():
+                        raise Impure("a `global` statement")
+                    out.add(sym.get_name())
+        stack.extend(t.get_children())
+    return out
+
+
+def _load_time_nodes(node):
+    """What runs when `node` (a def or class) is executed: decorators, defaults, annotations,
+    bases and keywords, and a class body's own statements (not its methods' bodies)."""
+    nodes = list(node.decorator_list)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        nodes += a.defaults + [d for d in a.kw_defaults if d is not None]
+        nodes += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None]
+        nodes.append(node.returns)
+    else:
+        nodes += node.bases + [k.value for k in node.keywords]
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                nodes += _load_time_nodes(stmt)
+            elif not isinstance(stmt, ast.ClassDef):
+                nodes.append(stmt)
+            else:
+                nodes += _load_time_nodes(stmt)
+    return nodes
+
+
+def _main_guard(stmt):
+    """`if __name__ == "__main__":` with no else."""
+    t = getattr(stmt, "test", None)
+    return (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(t, ast.Compare) and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Eq) and isinstance(t.left, ast.Name) and t.left.id == "__name__"
+            and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__")
+
+
+class FileModel:
+    """The top-level bindings of one pure file, in order: what its definitions refer to."""
+
+    def __init__(self, text, label="<submission>"):
+        try:
+            tree = ast.parse(text, label)
+            table = symtable.symtable(text, label, "exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            raise Impure(f"does not parse ({type(e).__name__})") from None
+        self.bindings = []  # (name, kind, node, load-time env snapshot index)
+        self.final = {}  # name -> index into bindings
+        load = hashlib.sha256()  # everything that runs when the file is loaded (see load_digest)
+        tables = {}
+        for child in table.get_children():  # top-level defs and classes, by name and line
+            tables[(child.get_name(), child.get_lineno())] = child
+        for stmt in _strip_docstring(tree.body):
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.name not in ALLOWED_MODULES:
+                        raise Impure(f"imports {alias.name}")
+                    name = alias.asname or alias.name.split(".")[0]
+                    target = alias.name if alias.asname else alias.name.split(".")[0]
+                    self._bind(name, "import", target)
+            elif isinstance(stmt, ast.ImportFrom):
+                if stmt.level or stmt.module not in ALLOWED_MODULES:
+                    raise Impure(f"imports from {stmt.module}")
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        raise Impure("a star import")
+                    full = f"{stmt.module}.{alias.name}"
+                    if full not in ALLOWED_MODULES and alias.name in RISKY:
+                        raise Impure(f"imports {full}")
+                    self._bind(alias.asname or alias.name, "import", full)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                t = tables.get((stmt.name, stmt.lineno))
+                if t is None:  # decorated: symtable counts from the def line
+                    t = next((v for (n, ln), v in tables.items() if n == stmt.name and
+                              stmt.lineno <= ln <= (stmt.end_lineno or ln)), None)
+                if t is None:
+                    raise Impure(f"cannot read the scope of {stmt.name}")
+                self._bind(stmt.name, "def", (stmt, t, dict(self.final)))
+                ran = _load_time_nodes(stmt)  # decorators, defaults, bases, class bodies: they run now
+                risky = ({a.attr for n in ran if n is not None for a in ast.walk(n) if isinstance(a, ast.Attribute)}
+                         | _names_in(ran)) & RISKY
+                if risky:
+                    raise Impure(f"{stmt.name}'s definition uses {sorted(risky)[0]} when the file loads")
+                load.update(f"def {stmt.name}\0".encode() + "\0".join(
+                    ast.dump(n, include_attributes=False) for n in ran if n is not None).encode())
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _literal(stmt.value):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if not all(isinstance(t, ast.Name) for t in targets):
+                    raise Impure("a top-level assignment that is not to a name")
+                for t in targets:
+                    self._bind(t.id, "const", ast.dump(stmt.value))
+            elif _main_guard(stmt):
+                continue  # a worker runs a file under another __name__: this block never runs there
+            else:
+                raise Impure(f"top-level code ({type(stmt).__name__}, line {stmt.lineno})")
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                load.update(ast.dump(stmt, include_attributes=False).encode() + b"\0")
+        self.load_digest = load.hexdigest()
+
+    def _bind(self, name, kind, value):
+        self.bindings.append((name, kind, value))
+        self.final[name] = len(self.bindings) - 1
+
+    def defines(self):
+        return set(self.final)
+
+    def fingerprint(self, name):
+        """The fingerprint of what `name` is once the file has run (Impure if it cannot be reused)."""
+        if name not in self.final:
+            raise Impure(f"{name} is not defined")
+        h = hashlib.sha256()
+        seen = set()
+        todo = [self.final[name]]
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            bname, kind, value = self.bindings[i]
+            h.update(f"{bname}:{kind}\0".encode())
+            if kind != "def":
+                h.update(str(value).encode() + b"\0")
+                continue
+            node, table, env_then = value
+            dump = _dump(node)
+            h.update(dump.encode() + b"\0")
+            attrs = {a.attr for a in ast.walk(node) if isinstance(a, ast.Attribute)}
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            risky = (attrs | names) & RISKY
+            if risky:
+                raise Impure(f"{bname} uses {sorted(risky)[0]}")
+            for ref, env in ((r, env_then) for r in sorted(_names_in(_load_time_nodes(node)))):
+                todo.extend(self._resolve(ref, env, bname))
+            for ref in sorted(_call_time_globals(table)):
+                todo.extend(self._resolve(ref, self.final, bname))
+        return h.hexdigest()
+
+    def _resolve(self, ref, env, who):
+        if ref in env:
+            return [env[ref]]
+        if ref in BUILTINS and ref not in RISKY:
+            return []
+        raise Impure(f"{who} refers to {ref}, which is not defined where it is needed")
+
+
+def _loaded_files(sources, exercise, needed, models):
+    """Which files a worker for `exercise` runs (load.exec_sources' rule), as indices."""
+    own = [i for i, (_, _, filename, _) in enumerate(sources) if Path(filename).stem == exercise]
+    if len(own) == 1 and models.get(own[0]) is not None and needed <= models[own[0]].defines():
+        return own
+    return list(range(len(sources)))
+
+
+class Reuse:
+    """One grading process's memory of the exercises it graded (see the module docstring)."""
+
+    def __init__(self, limit=20_000):
+        self.entries = {}  # exercise -> {names tuple: {fingerprints tuple: result}}
+        self.limit = limit
+        self.size = 0
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def models(sources):
+        """{file index: FileModel, or None for a file that is not pure}."""
+        models = {}
+        for i, (label, _mod, _filename, chunks) in enumerate(sources):
+            try:
+                models[i] = FileModel("\n".join(code for _c, _f, code in chunks), label)
+            except Impure:
+                models[i] = None
+        return models
+
+    @staticmethod
+    def keys(models, sources, exercise, needed, names):
+        """The fingerprints of `names` as a worker for `exercise` would find them (Impure if it
+        would run a file that is not pure, or a name's code cannot be reused)."""
+        loaded = _loaded_files(sources, exercise, set(needed), models)
+        if any(models.get(i) is None for i in loaded):
+            raise Impure("a file with top-level code")
+        order = sorted(loaded, key=lambda i: Path(sources[i][2]).stem != exercise)  # Worker.lookup's order
+        shadows = {m.split(".")[0] for m in ALLOWED_MODULES} | {"autograder"}
+        if any(Path(f).stem in shadows or Path(f).parent.name in shadows for _l, _m, f, _c in sources):
+            raise Impure("a file named like a module it may import")
+        out = [models[i].load_digest for i in loaded]  # what runs at load, in every file that runs
+        for name in names:
+            where = next((i for i in order if name in models[i].defines()), None)
+            if where is None:
+                raise Impure(f"{name} is not defined")
+            out.append(models[where].fingerprint(name))
+        return tuple(out)
+
+    def lookup(self, sources, exercise, needed, read_errors=(), models=None):
+        """The remembered result for `exercise` if this submission's code is the same; else None."""
+        entries = self.entries.get(exercise)
+        if entries:
+            models = self.models(sources) if models is None else models
+            for names, by_keys in entries.items():
+                try:
+                    keys = self.keys(models, sources, exercise, needed, names)
+                except Impure:
+                    continue
+                hit = by_keys.get(keys)
+                if hit is not None:
+                    self.hits += 1
+                    tests = {name: dict(outcome) for name, outcome in hit["tests"].items()}
+                    return {"tests": tests, "load_errors": list(read_errors), "levels": hit["levels"],
+                            "reused": True}
+        self.misses += 1
+        return None
+
+    def store(self, sources, exercise, needed, result, read_errors=()):
+        """Remember `result` if every test passed and the code can be reused."""
+        tests = result.get("tests") or {}
+        if not tests or any(o.get("status") != "passed" for o in tests.values()):
+            return False
+        if set(result.get("load_errors") or []) != set(read_errors):  # only what the judge read itself
+            return False
+        names = sorted({n for o in tests.values() for n in (o.get("looked_up") or [])})
+        if not names or self.size >= self.limit:
+            return False
+        try:
+            keys = self.keys(self.models(sources), sources, exercise, needed, names)
+        except Impure:
+            return False
+        slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})
+        if keys not in slot:
+            slot[keys] = {"tests": {k: {"status": "passed", "seconds": o.get("seconds", 0.0),
+                                        "looked_up": list(o.get("looked_up") or [])} for k, o in tests.items()},
+                          "levels": result.get("levels") or {}}
+            self.size += 1
+        return True

@@ -1,0 +1,147 @@
+"""Reuse (autograder/sandbox/reuse.py): in a batch, an exercise whose code was graded before with
+every test passed is not graded again.  What decides "the same code" is tested on its own; then a
+small class through grade-batch gets exactly the reports `grade` gives each submission alone, and
+nothing that could behave differently is reused."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder.sandbox.reuse import FileModel, Impure
+
+from .conftest import ROOT
+
+SOL = {ex: (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8") for ex in ("masks", "masked_loss")}
+
+
+def fp(text, name):
+    return FileModel(text).fingerprint(name)
+
+
+# ---------------------------------------------------------------- the same code
+
+@pytest.mark.parametrize("change", [
+    lambda s: "# my notes\n\n\n" + s,  # comments and blank lines
+    lambda s: s.replace('"""', '"""Mine. ', 1),  # a docstring
+    lambda s: s + "\n\ndef unrelated_helper(x):\n    return x + 1\n",  # a definition nobody calls
+    lambda s: s + '\n\nif __name__ == "__main__":\n    print(causal_mask(3))\n',  # never runs in a worker
+    lambda s: s.replace("import torch\n", "import torch\nimport math\n", 1),  # an unused import
+])
+def test_what_cannot_change_behaviour_keeps_the_fingerprint(change):
+    assert fp(change(SOL["masks"]), "causal_mask") == fp(SOL["masks"], "causal_mask")
+
+
+@pytest.mark.parametrize("extra", [
+    "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).triu()\n",
+    "import numpy as torch\n",  # the same code, another module behind the name
+    "EPS = 1e-9\ndef causal_mask(T, device=None, eps=EPS):\n"
+    "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()\n",
+])
+def test_what_can_change_behaviour_changes_the_fingerprint(extra):
+    assert fp(SOL["masks"] + "\n\n" + extra, "causal_mask") != fp(SOL["masks"], "causal_mask")
+
+
+def test_a_helper_is_part_of_the_function_that_calls_it():
+    base = "import torch\n\ndef _tri(T, device):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril()\n\n" \
+           "def causal_mask(T, device=None):\n    return _tri(T, device)\n"
+    other = base.replace(".tril()", ".triu()")
+    assert fp(base, "causal_mask") != fp(other, "causal_mask")
+    # a subclass of the definition before it (as catalogue entries write MultiHeadAttention)
+    att = (ROOT / "solutions" / "attention.py").read_text(encoding="utf-8")
+    sub = att + "\n\nclass MultiHeadAttention(MultiHeadAttention):\n    pass\n"
+    assert fp(sub, "MultiHeadAttention") != fp(att, "MultiHeadAttention")
+    assert fp(sub, "scaled_dot_product_attention") == fp(att, "scaled_dot_product_attention")
+
+
+@pytest.mark.parametrize("code", [
+    "import torch\nprint('hello')\n",  # top-level code
+    "import torch\ntorch.tril = lambda x, *a, **k: x\n",  # a monkeypatch
+    "import torch\nimport os\n",  # a module outside the allow-list
+    "from masks import padding_mask\n",  # a sibling file
+    "from torch import *\n",
+    "import torch\nX = torch.zeros(3)\n",  # a name bound to something computed
+])
+def test_files_with_anything_but_definitions_are_not_pure(code):
+    with pytest.raises(Impure):
+        FileModel(code + "\ndef causal_mask(T, device=None):\n    return None\n")
+
+
+@pytest.mark.parametrize("body", [
+    "global N\n    N = 1\n    return None",
+    "import time\n    return time.time()",
+    "return id(T)",
+    "return getattr(torch, 'tril')(torch.ones(T, T))",
+    "return eval('T')",
+    "return open('/etc/passwd').read()",
+    "return undefined_name",
+])
+def test_closures_that_vary_or_reach_out_are_never_reused(body):
+    model = FileModel(f"import torch\n\ndef causal_mask(T, device=None):\n    {body}\n")
+    with pytest.raises(Impure):
+        model.fingerprint("causal_mask")
+
+
+# ---------------------------------------------------------------- a class through grade-batch
+
+@pytest.mark.slow
+def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(tmp_path):
+    exercises = ["masks", "masked_loss"]
+    klass = tmp_path / "class"
+
+    def student(name, masks_extra="", header=""):
+        d = klass / name
+        d.mkdir(parents=True)
+        (d / "masks.py").write_text(header + SOL["masks"] + masks_extra, encoding="utf-8")
+        (d / "masked_loss.py").write_text(header + SOL["masked_loss"], encoding="utf-8")
+
+    student("a1")
+    student("a2", header="# mine, with comments\n")  # the same code: both exercises reused
+    student("b1", masks_extra="\n\ndef causal_mask(T, device=None):\n"
+                              "    return torch.ones(T, T, dtype=torch.bool, device=device).triu()\n")
+    student("m1", masks_extra="\n\n_orig = torch.Tensor.tril\ntorch.Tensor.tril = lambda self, diagonal=0: "
+                              "_orig(self, diagonal + 1)\n")
+    out = tmp_path / "grades"
+    flags = [arg for ex in exercises for arg in ("--exercise", ex)]
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", klass, "--out", out, "--workers", "1",
+                           "-q", *flags], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (out / "batch.log").read_text(encoding="utf-8")
+    reused = {line.split(" graded ")[1].split()[0]: int(line.split("reused=")[1]) if "reused=" in line else 0
+              for line in log.splitlines() if " graded " in line and " fingerprint=" in line}
+    assert reused["a1"] == 0 and reused["a2"] == 2, log  # a2's files differ from a1's only in comments
+    assert reused["b1"] == 1, log  # its masked_loss only: its causal_mask is another
+    assert reused["m1"] == 1, log  # top-level code in masks.py patches torch: only its other file is reused
+    for name in ("a2", "b1", "m1"):
+        batch = json.loads((out / "reports" / f"{name}.json").read_text(encoding="utf-8"))
+        alone_file = tmp_path / f"{name}.json"
+        subprocess.run([sys.executable, "-m", "autograder", "grade", klass / name, "--json", alone_file, "-q", *flags],
+                       cwd=ROOT, check=True, capture_output=True, timeout=600)
+        alone = json.loads(alone_file.read_text(encoding="utf-8"))
+
+        def view(report):
+            return [(e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
+                    for e in report["exercises"]]
+
+        assert view(batch) == view(alone), name
+        assert batch["errors"] == alone["errors"] and batch["sandbox"] == alone["sandbox"], name
+    scores = {n: json.loads((out / "reports" / f"{n}.json").read_text(encoding="utf-8"))["score"] for n in reused}
+    assert scores["a1"] == scores["a2"] == 35 and scores["b1"] < 35 and scores["m1"] < 35, scores
+
+
+def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():
+    from autograder.sandbox.reuse import Reuse
+
+    base = SOL["masks"]
+    evil = base + "\n\nclass Unused:\n    _ = setattr(torch.Tensor, 'tril', torch.Tensor.triu)\n"
+    quiet = base + "\n\nclass Unused:\n    x = 1\n"
+
+    def key(text, stem="masks"):
+        sources = [(f"{stem}.py", f"submission_{stem}", f"/s/{stem}.py", [(f"{stem}.py", f"/s/{stem}.py", text)])]
+        return Reuse.keys(Reuse.models(sources), sources, "masks", ["causal_mask"], ["causal_mask"])
+
+    assert key(base) != key(quiet)  # another class body ran
+    with pytest.raises(Impure):
+        key(evil)  # setattr while loading
+    with pytest.raises(Impure):
+        key(base, stem="torch")  # a file that an `import torch` in a sibling could pick up
