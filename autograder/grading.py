@@ -72,10 +72,17 @@ def grade(path, course, runner, exercises=None, progress=None):
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,
                                             got["load_errors"]))
+    timing = {}
+    for got in raw.values():
+        for k, v in (got.get("timing") or {}).items():
+            timing[k] = round(timing.get(k, 0.0) + v, 4)
+    reused = sum(1 for got in raw.values() if got.get("reused"))
+    if reused:
+        timing["reused"] = reused
     report = Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
                     max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
                     errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels),
-                    language=course.language)
+                    language=course.language, timing=timing)
     return mark_not_graded(report, course.language)
 
 

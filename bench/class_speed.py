@@ -14,6 +14,8 @@ output folder) and prints
 
   total        wall time of the command, CPU time of all its processes (cpuacct cgroup when this
                machine lets us make one)
+  CPU split    the judges' and the workers' CPU (the reports' `timing`) and the rest
+  wall split   worker start, tests and diagnosis, and how many exercises were reused
   start-up     from the start until the first submission is written (imports, warm-up)
   marginal     the time per submission after that: (last - first) / (N - 1), the figure that
                decides how long a class of 1,000 takes
@@ -205,6 +207,22 @@ def main():
     print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
           f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
     errors = sum(1 for r in rows if r["status"] != "graded")
+    split, reused, graded_ex = {}, 0, 0
+    for p in (out / "reports").glob("*.json"):
+        rep = json.loads(p.read_text(encoding="utf-8"))
+        t = rep.get("timing") or {}
+        for k, v in t.items():
+            split[k] = split.get(k, 0.0) + v
+        reused += int(t.get("reused", 0))
+        graded_ex += len(rep.get("exercises", []))
+    judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
+    print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {cpu - judge - worker:.1f} s "
+          f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
+          f"reports, dashboard); per submission {judge / args.students:.2f} + {worker / args.students:.2f} + "
+          f"{(cpu - judge - worker) / args.students:.2f} s")
+    print(f"wall split   worker start {split.get('start', 0):.1f} s, tests {split.get('tests', 0):.1f} s, "
+          f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over exercises); {reused} of {graded_ex} "
+          f"exercises reused (the same code graded before, every test passed)")
     print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
     if args.compare:
         rng = random.Random(args.seed + 1)

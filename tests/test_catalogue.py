@@ -6,6 +6,7 @@ import pytest
 
 from autograder.catalogue import build_submission, load_catalogue
 from autograder.config import load_course
+from autograder.properties.claims import violations
 from autograder.grading import grade
 from autograder.sandbox import ForkRunner
 
@@ -54,6 +55,8 @@ def test_mistake_is_caught_in_its_own_exercise(exercise, entry, tmp_path):
         f"{entry['id']}: no failed test names {entry['function']}"
     for t in failed.values():
         assert "Traceback" not in t["feedback"]
+        # a hint never blames a cause that its own counterexample does not show (properties/claims.py)
+        assert not violations(t["hint_en"], t["counterexample"]), (t["name"], t["hint_en"], t["counterexample"])
 
 
 @pytest.mark.slow

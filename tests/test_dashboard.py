@@ -126,3 +126,53 @@ def test_dashboard_in_chromium_shows_distributions_mistakes_and_errored_submissi
 def test_dashboard_command_needs_a_batch_folder(tmp_path):
     proc = cli("dashboard", tmp_path)
     assert proc.returncode == 2 and "grade-batch" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _report(student, tests):
+    """A minimal graded report: tests as (exercise, name, points, score, diagnosis ids)."""
+    exercises = {}
+    for ex, name, points, score, ids in tests:
+        e = exercises.setdefault(ex, {"id": ex, "score": 0.0, "max_score": 0.0, "tests": []})
+        e["score"] += score
+        e["max_score"] += points
+        e["tests"].append({"name": f"{ex}/{name}", "score": score, "max_score": points, "passed": score == points,
+                           "diagnosis": [{"id": i, "title_zh": f"错误 {i}", "title_en": f"mistake {i}"} for i in ids]})
+    total = sum(e["score"] for e in exercises.values())
+    return {"score": total, "max_score": sum(e["max_score"] for e in exercises.values()),
+            "exercises": list(exercises.values()), "batch": {"student": student, "status": "graded"}}
+
+
+def test_points_lost_per_exercise_and_test_with_the_share_not_diagnosed(tmp_path):
+    """Issue 13: the exercise where the class lost most comes first even when the diagnosis named
+    nothing there; each test shows its points lost, how many failures were not named, and the
+    mistakes that were."""
+    from autograder.report.dashboard import render_dashboard
+
+    (tmp_path / "reports").mkdir()
+    reports = {
+        "ann": _report("ann", [("masked_loss", "value", 4, 0, []), ("masked_loss", "padding", 3, 0, []),
+                               ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"])]),
+        "ben": _report("ben", [("masked_loss", "value", 4, 0, ["ml_per_sequence_mean"]),
+                               ("masked_loss", "padding", 3, 3, []), ("masks", "causal", 2, 2, [])]),
+        "cat": _report("cat", [("masked_loss", "value", 4, 4, []), ("masked_loss", "padding", 3, 3, []),
+                               ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"])]),
+    }
+    for name, r in reports.items():
+        (tmp_path / "reports" / f"{name}.json").write_text(json.dumps(r), encoding="utf-8")
+    lost = collect(tmp_path)["lost"]
+    assert [e["exercise"] for e in lost] == ["masked_loss", "masks"]  # 11 points lost, then 4
+    loss = lost[0]
+    assert (loss["points_lost"], loss["points_max"], loss["failures"], loss["unnamed"]) == (11, 21, 3, 2)
+    assert abs(loss["unnamed_share"] - 2 / 3) < 1e-9
+    assert [t["name"] for t in loss["tests"]] == ["masked_loss/value", "masked_loss/padding"]
+    value = loss["tests"][0]
+    assert (value["points_lost"], value["failures"], value["unnamed"]) == (8, 2, 1)
+    assert [(m["id"], m["count"]) for m in value["mistakes"]] == [("ml_per_sequence_mean", 1)]
+    assert loss["tests"][1]["unnamed_share"] == 1.0 and loss["tests"][1]["mistakes"] == []
+    masks = lost[1]
+    assert (masks["points_lost"], masks["unnamed"], masks["unnamed_share"]) == (4, 0, 0.0)
+    page = render_dashboard(tmp_path, "both")
+    section = page[page.index('id="points-lost"'):page.index('id="mistakes"')]
+    assert section.index('data-exercise="masked_loss"') < section.index('data-exercise="masks"')
+    assert "Where points were lost" in section and "在哪里丢了分" in section
+    assert "67%" in section and "100%" in section and "mistake ml_per_sequence_mean (1)" in section

@@ -89,7 +89,8 @@ def test_binomial_interval_is_exact(n, p, delta):
 
 
 def test_statistical_properties_accept_the_reference_on_fresh_batches():
-    """Twelve batches the hypothesis profile never draws: the reference passes every binomial check."""
+    """Twenty batches the hypothesis profile never draws: the reference passes every binomial check, the
+    lower bounds of random_tokens_reach_every_id included."""
     from autograder.errors import PropertyFailure
     from autograder.properties import bert_masking as P
     from autograder.properties._harness import Student
@@ -117,6 +118,14 @@ def test_statistical_properties_accept_the_reference_on_fresh_batches():
                 prop.hypothesis.inner_test(student, case)
             except PropertyFailure as e:  # pragma: no cover - would be a 1e-9 event or a broken bound
                 pytest.fail(f"{prop.__name__} rejected the reference on {case}: {e}")
+    for _ in range(8):  # the lower bounds need a small vocabulary (V <= 8) in a large batch
+        V = rng.choice([6, 7, 8])
+        case = P._large(128, 256, V, rng.sample(range(V), 4), seed=rng.randrange(2 ** 31),
+                        data_seed=rng.randrange(2 ** 31))
+        try:
+            P.mlm_reach.hypothesis.inner_test(student, case)
+        except PropertyFailure as e:  # pragma: no cover - would be a 1e-9 event or a broken bound
+            pytest.fail(f"mlm_reach rejected the reference on {case}: {e}")
 
 
 # ---------------------------------------------------------------- full marks

@@ -27,7 +27,7 @@ from .conftest import ROOT  # bob.ipynb graded once per session: the `bob` fixtu
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-# A named mistake as autograder/diagnose.py puts it into TestResult.diagnosis.
+# A named mistake as autograder/diagnose/ puts it into TestResult.diagnosis.
 DIAGNOSIS = {"id": "softmax_over_queries",
              "title_zh": "softmax 用在了查询轴上（dim=-2）", "title_en": "softmax normalised over queries instead of keys",
              "explanation_zh": "每个查询对所有键的权重之和应为 1。", "explanation_en": "Each query's weights over the keys must sum to 1.",

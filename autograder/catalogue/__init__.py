@@ -25,7 +25,7 @@ is named for it.
 
 Optional: ``group: {id, title, explanation, hint}`` for mistakes that behave exactly alike on
 every input (e.g. ``scores * mask`` and a fill value of -1e-9): the diagnosis
-(autograder/diagnose.py) cannot tell them apart, so it names the group, whose text covers every
+(autograder/diagnose/) cannot tell them apart, so it names the group, whose text covers every
 member.  Entries of a group share it (a YAML anchor).
 """
 import shutil

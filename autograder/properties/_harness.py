@@ -129,6 +129,8 @@ _register_pretty()
 def fmt(x, limit=400):
     """A small, readable rendering of a value for a counterexample."""
     if isinstance(x, torch.Tensor):
+        if x.is_meta:
+            return f"tensor shape={tuple(x.shape)} dtype={str(x.dtype).replace('torch.', '')} device=meta (no values)"
         t = x.detach().cpu()
         head = f"tensor shape={tuple(t.shape)} dtype={str(t.dtype).replace('torch.', '')}"
         if t.numel() == 0:
@@ -243,7 +245,7 @@ def _nested(t):
 
 
 def _as_tensor(x):
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, torch.Tensor) and not x.is_meta:  # a meta tensor has no values to show
         return x.detach().cpu()
     return None
 
@@ -516,6 +518,13 @@ class Student:
                 )
         return out
 
+    def global_random_state(self):
+        """A fingerprint of this process's global random states (torch, numpy, random): equal
+        before and after a call that left them alone (sandbox/rngstate.py)."""
+        from ..sandbox.rngstate import digest
+
+        return digest()
+
     def raises(self, exc_type, name, *args, **kwargs):
         """True if the student's `name` raises `exc_type` (any other exception is a crash)."""
         fn = self.lookup(name)
@@ -628,6 +637,34 @@ def check_equal(got, expected, what, *, student=None, show=None, hint_zh="", hin
     return got
 
 
+RNG_ZH = ("所有随机数都从 g = torch.Generator().manual_seed(seed) 抽取，并把 generator=g 传给每一次抽样。"
+          "不要调用 torch.manual_seed(seed)（或 np.random.seed、random.seed）：那会重置调用者的全局随机状态，"
+          "调用者之后的每一个随机数（下一批数据、dropout、别的实验）都被悄悄固定了。")
+RNG_EN = ("Draw every random number from g = torch.Generator().manual_seed(seed) and pass generator=g to every draw. "
+          "Do not call torch.manual_seed(seed) (or np.random.seed, random.seed): it resets the caller's global random "
+          "state, and every random number the caller draws afterwards (the next batch, dropout, another experiment) "
+          "is silently fixed.")
+
+
+def check_global_state_untouched(student, name, calls, show=None, hint_zh=RNG_ZH, hint_en=RNG_EN):
+    """Each call of `calls` (thunks calling the student's `name`) leaves the global random states (torch,
+    numpy, random) as they were.  Two calls with different seeds: a function that seeds the global
+    generator leaves it in a state that depends on its seed, so the two calls cannot both leave it
+    unchanged, whatever it was before.  `name` is looked up first, so that a submission whose other
+    files load only when a name is missing (load.exec_sources) runs their top-level code before."""
+    student.lookup(name)
+    label = name
+    state = student.global_random_state()
+    for call in calls:
+        call()
+        now = student.global_random_state()
+        if now != state:
+            fail(f"调用 {label} 改变了全局随机状态（torch、numpy 或 random 的）。",
+                 f"calling {label} changed the global random state (torch's, numpy's or random's).",
+                 student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
+        state = now
+
+
 def unpack(out, n, what, student=None):
     """The student's function must return a tuple of `n` items."""
     if not isinstance(out, (tuple, list)) or len(out) != n:
@@ -638,5 +675,6 @@ def unpack(out, n, what, student=None):
 
 
 __all__ = ["prop", "fail", "Student", "check_tensor", "check_close", "check_equal", "unpack", "fmt",
+           "check_global_state_untouched",
            "counterexample", "CallText",
            "REGISTRY", "Property", "grading_profile", "math", "sys"]

@@ -3,7 +3,9 @@
     make_ablation(base, factor, values)        one deep copy of base per value, only `factor` set
                                                (a key, or a dotted path "model.d_model")
     run_experiment(config)                     {"train_losses": [steps floats], "test_accuracy": float},
-                                               everything drawn from config["seed"], test set drawn last
+                                               everything drawn from config["seed"] (the global random
+                                               state left alone), test set drawn last, each loss
+                                               recorded before its update
     run_ablation(base, factor, values, seeds)  results[i][j] = run_experiment(config i with seed seeds[j])
 
 Only data crosses the sandbox (plain dicts, lists, numbers), so every property reads the student's
@@ -18,7 +20,12 @@ drawing the data and the init.  One property checks the effect of the factor its
 margins: without positional encoding the model is permutation invariant, and the order task puts
 the same multiset of tokens under both labels with equal probability (swap A and B), so on a test
 set drawn independently of training the number of correct answers is exactly Binomial(n, 1/2):
-over 3 seeds x 512 test sequences, P(accuracy >= 0.6) < 1e-14.  With positional encoding the
+over 3 seeds x 512 test sequences, P(accuracy >= 0.6) < 1e-14.  The same fact checks that the test
+set is really unseen (`unseen_test_set_scores_like_chance`): in a configuration that memorises its
+32 training sequences without the encoding (training accuracy ~1.0 after 20 steps), the count right
+over 3 seeds x 32 test sequences must lie in the exact Binomial(96, 1/2) interval at 1e-9 (one check
+per grading: a correct submission fails it with probability <= 1e-9), while a "test set" taken from
+the training data scores ~1.0, far above its upper end (0.80).  With positional encoding the
 reference reaches a 3-seed mean accuracy of 0.87-1.0 (50 triples of seeds, lowest 0.871; the lowest
 single run of 150 was 0.707) in the 60 steps used here; the property asks for 0.75.  The given model
 uses GELU, not ReLU: with ReLU a tiny model (d = 2 or 4) is sometimes born dead (every unit
@@ -30,7 +37,7 @@ import math
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import fail, prop
+from ._harness import check_global_state_untouched, fail, prop
 
 EX = "ablation"
 MAKE, RUN, ABL = "make_ablation", "run_experiment", "run_ablation"
@@ -156,6 +163,15 @@ def experiments(draw):
     return config_for(draw(seeds), n_train=draw(st.integers(8, 40)), n_test=draw(st.integers(5, 40)),
                       T=draw(st.integers(2, 6)), V=draw(st.integers(4, 8)), d=draw(st.sampled_from([2, 4, 8])),
                       pe=draw(st.booleans()), steps=draw(st.integers(1, 4)), lr=draw(st.sampled_from([0.01, 0.05, 0.1])))
+
+
+@st.composite
+def quick_experiments(draw):
+    """A smaller config still (a run takes about a millisecond): for properties that read a fact of every
+    run (types, the global state, the first loss), not an effect of training."""
+    return config_for(draw(seeds), n_train=draw(st.integers(4, 16)), n_test=draw(st.integers(3, 12)),
+                      T=draw(st.integers(2, 4)), V=draw(st.integers(4, 6)), d=draw(st.sampled_from([2, 4])),
+                      pe=draw(st.booleans()), steps=draw(st.integers(1, 2)), lr=draw(st.sampled_from([0.01, 0.05, 0.1])))
 
 
 # the reference base of the notebook, smaller (60 steps): the effect of positional encoding
@@ -316,6 +332,62 @@ def make_rejects(student, case, bad):
              hint_en="Check before copying: every part of the path must be an existing key (do not silently add a key, "
                      "and do not let a KeyError/TypeError escape), and there must be at least 2 distinct values; "
                      "otherwise raise ValueError(...).")
+
+
+# values a config may hold that a set() cannot (lists, dicts) and None: "values" are compared with ==
+PLAIN_VALUES = [
+    [[8, 16], [16, 32]],
+    [[1], [1, 2], []],
+    [{"kind": "sinusoidal"}, {"kind": "rope", "base": 10000}],
+    [None, [4]],
+    [[0.1, 0.01], None, {"lr": 0.5}],
+]
+
+
+@st.composite
+def plain_value_cases(draw):
+    """(base, factor, values, duplicate): values holding lists, dicts or None; `duplicate` a list of them with
+    one value repeated (equal by ==, a different object)."""
+    base = draw(st.one_of(st.just(_ex_base()), bases()))
+    paths = sorted(p for p, v in flatten(base).items() if v != "<dict>")
+    values = copy_data(draw(st.sampled_from(PLAIN_VALUES)))
+    repeat = copy_data(values[draw(st.integers(0, len(values) - 1))])
+    return base, draw(st.sampled_from(paths)), values, values + [repeat]
+
+
+@prop(EX, MAKE, "accepts_any_plain_values",
+      zh="values 可以是配置允许的任何值（列表、字典、None）：每个值一个配置、factor 处是 values[i]、其余不变；"
+         "重复（用 == 比较，例如两个相等的列表）抛出 ValueError",
+      en="values may be anything a config holds (lists, dicts, None): one config per value, values[i] at `factor`, "
+         "nothing else changed; a repeat (compared with ==, e.g. two equal lists) raises ValueError")
+@given(case=plain_value_cases())
+@example(case=(_ex_base(), "model.d_model", [[8, 16], [16, 32]], [[8, 16], [16, 32], [8, 16]]))
+@example(case=(_ex_base(), "train.lr", [None, [4]], [None, [4], [4]]))
+@example(case=({"seed": 1, "sizes": [2, 3], "act": "gelu"}, "sizes", [[1], [1, 2], []], [[1], [1, 2], [], [1, 2]]))
+def make_plain_values(student, case):
+    base, factor, values, duplicate = case
+    hint_zh = ("值要用 == 比较，不能放进 set()：列表和字典不可哈希，set(values) 会抛出 TypeError。"
+               "重复检查可以写成 any(a == b for i, a in enumerate(values) for b in values[i + 1:])。")
+    hint_en = ("Compare values with ==, do not put them in a set(): lists and dicts are unhashable and set(values) "
+               "raises TypeError. A repeat check: any(a == b for i, a in enumerate(values) for b in values[i + 1:]).")
+    configs = _make(student, base, factor, values)
+    for i, c in enumerate(configs):
+        try:
+            got = get_path(c, factor)
+        except KeyError:
+            got = "<missing>"
+        flat, flat_base = flatten(c), flatten(base)
+        others = [p for p in sorted(set(flat) | set(flat_base)) if p != factor and not p.startswith(factor + ".")]
+        if not same(got, values[i]) or any(p not in flat or p not in flat_base or not same(flat[p], flat_base[p])
+                                           for p in others):
+            fail(f"第 {i} 个配置应是 base 只把 {factor!r} 换成 values[{i}] = {values[i]!r}。",
+                 f"config {i} should be base with only {factor!r} set to values[{i}] = {values[i]!r}.",
+                 show={"base": base, "factor": factor, "values": values, f"config {i}": c}, student=student,
+                 hint_zh=COPY_HINT_ZH, hint_en=COPY_HINT_EN)
+    if not student.raises(ValueError, MAKE, copy_data(base), factor, copy_data(duplicate)):
+        fail(f"make_ablation(base, {factor!r}, {duplicate!r}) 没有抛出 ValueError：最后一个值和前面的一个值相等（==）。",
+             f"make_ablation(base, {factor!r}, {duplicate!r}) did not raise ValueError: its last value equals (==) an "
+             f"earlier one.", show={"base": base}, student=student, hint_zh=hint_zh, hint_en=hint_en)
 
 
 # ---------------------------------------------------------------- run_experiment
@@ -511,6 +583,113 @@ def run_pe_helps(student):
              show=show, student=student, hint_zh=TRAIN_HINT_ZH, hint_en=TRAIN_HINT_EN)
 
 
+@prop(EX, RUN, "returns_plain_data",
+      zh="run_experiment 返回普通数据：train_losses 是 Python 浮点数的列表，test_accuracy 是一个 Python 浮点数（不是张量）",
+      en="run_experiment returns plain data: train_losses a list of Python floats, test_accuracy one Python float "
+         "(not tensors)")
+@given(config=quick_experiments())
+@example(config=config_for(0, steps=2))
+@example(config=config_for(3, n_train=12, n_test=7, pe=False, steps=1))
+def run_plain(student, config):
+    out = student.call(RUN, copy_data(config))
+    _parse(student, out, config)  # the structure first: a dict, the keys, steps losses
+    losses, acc = out["train_losses"], out["test_accuracy"]
+
+    def kind(v):
+        return f"{type(v).__name__}" + (f" {tuple(v.shape)}" if hasattr(v, "shape") else "")
+
+    bad = []
+    if not isinstance(losses, (list, tuple)) or not all(isinstance(v, float) for v in losses):
+        bad.append(("train_losses", kind(losses) if not isinstance(losses, (list, tuple))
+                    else f"{type(losses).__name__} of {sorted({kind(v) for v in losses})}"))
+    if not isinstance(acc, float):
+        bad.append(("test_accuracy", kind(acc)))
+    if bad:
+        what = "; ".join(f"{k}: {v}" for k, v in bad)
+        fail(f"run_experiment 返回的不是普通数据（{what}）：合同要求 float 的列表和一个 float。",
+             f"run_experiment did not return plain data ({what}): the contract asks for a list of floats and one "
+             f"float.", show={"config": config}, student=student,
+             hint_zh="每一步 losses.append(loss.item())；准确率用 (pred == y_test).float().mean().item()。"
+                     "0 维张量看起来像数，可是写不进 JSON 结果表，和别的运行比较时也会出错。",
+             hint_en="losses.append(loss.item()) at each step; the accuracy as (pred == y_test).float().mean().item(). "
+                     "A 0-dim tensor looks like a number but does not go into a JSON results table, and comparing it "
+                     "with other runs misbehaves.")
+
+
+@prop(EX, RUN, "leaves_global_random_state_alone",
+      zh="run_experiment 不使用也不改变全局随机状态（不调用 torch.manual_seed；随机数只来自用 config[\"seed\"] 播种的 torch.Generator()）",
+      en="run_experiment neither uses nor changes the global random state (no torch.manual_seed; random numbers come "
+         "only from torch.Generator()s seeded from config[\"seed\"])")
+@given(config=quick_experiments())
+@example(config=config_for(0, steps=1))
+@example(config=config_for(4, pe=False, steps=2))
+def run_global_state(student, config):
+    other = {**config, "seed": config["seed"] + 1}
+    check_global_state_untouched(student, RUN, [lambda: _run(student, config), lambda: _run(student, other)],
+                                 show={"config": config}, hint_zh=RNG_HINT_ZH, hint_en=RNG_HINT_EN)
+
+
+@prop(EX, RUN, "first_loss_is_before_any_update",
+      zh="train_losses[k] 是第 k 步更新之前的损失：只改变学习率，train_losses[0]（初始参数上的损失）完全不变",
+      en="train_losses[k] is the loss before update k: changing only the learning rate leaves train_losses[0] (the "
+         "loss of the initial params) unchanged")
+@given(config=quick_experiments(), factor=st.sampled_from([3.0, 0.25, 10.0]))
+@example(config=config_for(0, steps=1), factor=3.0)
+@example(config=config_for(2, pe=False, steps=3, lr=0.1), factor=0.25)
+def run_first_loss(student, config, factor):
+    other = {**config, "train": {**config["train"], "lr": config["train"]["lr"] * factor}}
+    a, b = _run(student, config)[0], _run(student, other)[0]
+    if not math.isclose(a[0], b[0], rel_tol=1e-6, abs_tol=1e-7):
+        fail(f"学习率从 {config['train']['lr']:g} 改成 {other['train']['lr']:g}，train_losses[0] 就从 {a[0]:.6g} 变成了 "
+             f"{b[0]:.6g}：记录的是更新之后的损失。",
+             f"changing the learning rate from {config['train']['lr']:g} to {other['train']['lr']:g} changed "
+             f"train_losses[0] from {a[0]:.6g} to {b[0]:.6g}: the losses are recorded after the update.",
+             show={"config": config, "原来的 before train_losses": a, "改变后的 after train_losses": b}, student=student,
+             hint_zh="train_losses[k] 是第 k 次更新之前的损失：先 loss = F.cross_entropy(...)，再 zero_grad、backward、step，"
+                     "然后记下这个 loss.item()；不要在 step 之后重新计算损失再记录。第一个损失只取决于初始参数和数据。",
+             hint_en="train_losses[k] is the loss before update k: loss = F.cross_entropy(...), then zero_grad, "
+                     "backward, step, and record that loss.item(); do not compute the loss again after the step. The "
+                     "first loss depends on the initial params and the data only.")
+
+
+# an untrainable configuration: without the encoding the model cannot tell the order, but 32 training
+# sequences over 29 filler ids are easy to memorise (training accuracy ~1.0 after 20 steps)
+CHANCE_SEEDS = (0, 1, 2)
+
+
+def chance_config(seed):
+    return config_for(seed, n_train=32, n_test=32, T=8, V=32, d=16, pe=False, steps=20, lr=0.05)
+
+
+@prop(EX, RUN, "unseen_test_set_scores_like_chance",
+      zh="没有位置编码时模型只能猜：在真正没见过的测试集上（3 个 seed × 32 个序列），答对的个数在 Binomial(96, 1/2) "
+         "的精确区间内（错误拒绝概率 <= 1e-9）。这个配置能把 32 个训练序列背下来，所以从训练集里切出来的“测试集”会远高于它",
+      en="without positional encoding the model can only guess: on a test set it has really never seen (3 seeds x 32 "
+         "sequences) the number right lies in the exact interval of Binomial(96, 1/2) (false rejection <= 1e-9). This "
+         "configuration memorises its 32 training sequences, so a \"test set\" cut from the training data scores far "
+         "above it")
+def run_chance(student):
+    # The swap argument (module docstring): a test sequence and its A/B swap hold the same multiset, so the
+    # model without the encoding predicts the same for both, and exactly one of them is right; test sequences
+    # are drawn independently of the params and of each other, so the count right is exactly Binomial(N, 1/2).
+    from .bert_masking import DELTA, binomial_interval
+
+    accs = [_run(student, chance_config(s))[1] for s in CHANCE_SEEDS]
+    n = chance_config(0)["data"]["n_test"]
+    right, N = round(sum(accs) * n), n * len(CHANCE_SEEDS)
+    lo, hi = binomial_interval(N, 0.5, DELTA)
+    if not lo <= right <= hi:
+        fail(f"没有位置编码时，{len(CHANCE_SEEDS)} 个 seed 的测试集一共答对 {right} / {N}；只能猜的模型在真正没见过的测试集上"
+             f"答对的个数服从 Binomial({N}, 1/2)，落在 [{lo}, {hi}] 之外的概率小于 1e-9。测试集不是独立抽取的：它来自训练数据"
+             f"（切片、同一批序列），或者准确率不是在测试集上算的。",
+             f"without positional encoding the test sets of the {len(CHANCE_SEEDS)} seeds got {right} / {N} right; a "
+             f"model that can only guess gets Binomial({N}, 1/2) right on a test set it has never seen, outside "
+             f"[{lo}, {hi}] with probability below 1e-9. The test set is not drawn independently: it comes from the "
+             f"training data (a slice, the same sequences), or the accuracy is not measured on it.",
+             show={"config (seed 0)": chance_config(0), "test_accuracy": [round(a, 4) for a in accs]},
+             student=student, hint_zh=TEST_LAST_ZH, hint_en=TEST_LAST_EN)
+
+
 # ---------------------------------------------------------------- run_ablation
 
 
@@ -603,27 +782,43 @@ def ablation_same_seeds(student, case):
 
 
 @prop(EX, ABL, "rejects_bad_arguments",
-      zh="factor 是 \"seed\"、seeds 为空或有重复时抛出 ValueError（seed 是重复实验用的，不是要消融的因素）",
+      zh="factor 是 \"seed\"、seeds 为空或有重复时抛出 ValueError（seed 是重复实验用的，不是要消融的因素），"
+         "make_ablation 抛出的 ValueError 也照样抛出",
       en="factor \"seed\", no seeds or duplicate seeds raise ValueError (the seed repeats the experiment; it is not a "
-         "factor to ablate)")
-@given(bad=st.sampled_from(["seed_factor", "no_seeds", "duplicate_seeds"]), seed=st.integers(0, 50))
+         "factor to ablate), and so does whatever make_ablation rejects")
+@given(bad=st.sampled_from(["seed_factor", "no_seeds", "duplicate_seeds", "missing_factor", "one_value",
+                             "duplicate_values"]), seed=st.integers(0, 50))
 @example(bad="seed_factor", seed=0)
 @example(bad="no_seeds", seed=0)
 @example(bad="duplicate_seeds", seed=3)
+@example(bad="missing_factor", seed=1)
+@example(bad="duplicate_values", seed=2)
 def ablation_rejects(student, bad, seed):
     base = _abl_base(seed)
     factor, values, seeds_ = {"seed_factor": ("seed", [1, 2], [0, 1]),
                               "no_seeds": ("model.positional_encoding", [True, False], []),
-                              "duplicate_seeds": ("model.positional_encoding", [True, False], [seed, seed + 1, seed])}[bad]
+                              "duplicate_seeds": ("model.positional_encoding", [True, False], [seed, seed + 1, seed]),
+                              # whatever make_ablation raises
+                              "missing_factor": ("model.dropout", [0.0, 0.1], [seed]),
+                              "one_value": ("train.lr", [0.1], [seed]),
+                              "duplicate_values": ("train.lr", [0.1, 0.01, 0.1], [seed])}[bad]
     if not student.raises(ValueError, ABL, copy_data(base), factor, values, seeds_):
-        why_zh = {"seed_factor": "seed 不能作为消融的因素", "no_seeds": "没有 seed", "duplicate_seeds": "seeds 有重复"}[bad]
+        why_zh = {"seed_factor": "seed 不能作为消融的因素", "no_seeds": "没有 seed", "duplicate_seeds": "seeds 有重复",
+                  "missing_factor": "base 里没有这个 factor，make_ablation 会抛出 ValueError",
+                  "one_value": "只有 1 个值，make_ablation 会抛出 ValueError",
+                  "duplicate_values": "values 有重复，make_ablation 会抛出 ValueError"}[bad]
         why_en = {"seed_factor": "the seed cannot be the ablated factor", "no_seeds": "there are no seeds",
-                  "duplicate_seeds": "seeds holds a duplicate"}[bad]
+                  "duplicate_seeds": "seeds holds a duplicate",
+                  "missing_factor": "the factor is not in base, which make_ablation rejects with ValueError",
+                  "one_value": "there is only 1 value, which make_ablation rejects with ValueError",
+                  "duplicate_values": "values holds a duplicate, which make_ablation rejects with ValueError"}[bad]
         fail(f"run_ablation(base, {factor!r}, {values!r}, {seeds_!r}) 没有抛出 ValueError（{why_zh}）。",
              f"run_ablation(base, {factor!r}, {values!r}, {seeds_!r}) did not raise ValueError ({why_en}).",
              show={"base": base}, student=student,
              hint_zh="run_ablation 会把每个配置的 seed 换成 seeds[j]：消融 \"seed\" 会被悄悄覆盖掉，没有意义；"
-                     "至少一个 seed，且互不相同（重复的 seed 只是把同一次运行算了两遍）。",
+                     "至少一个 seed，且互不相同（重复的 seed 只是把同一次运行算了两遍）。配置要用 make_ablation(base, "
+                     "factor, values) 生成，它的 ValueError（factor 不存在、少于 2 个值、值重复）也要传出来。",
              hint_en="run_ablation sets each config's seed to seeds[j]: ablating \"seed\" would be silently overwritten "
                      "and means nothing; there must be at least one seed, all distinct (a repeated seed counts the same "
-                     "run twice).")
+                     "run twice). Build the configs with make_ablation(base, factor, values) and let its ValueError "
+                     "(a factor not in base, fewer than 2 values, a repeated value) through.")

@@ -4,7 +4,8 @@
     selected   ~ Bernoulli(0.15), each selectable token on its own
     a selected token becomes mask_id (80%), a uniform random id in [0, V) (10%) or stays (10%)
     labels     = the original token where selected, -100 everywhere else
-    randomness = torch.Generator().manual_seed(seed): the same seed gives the same result
+    randomness = torch.Generator().manual_seed(seed): the same seed gives the same result, and the
+                 global random state (torch's, numpy's, random's) is left alone
 
 Two kinds of properties.  Structural ones hold for every draw and are checked exactly on small
 batches (a shrunk counterexample is readable): labels are -100 or the original token, an
@@ -18,10 +19,18 @@ binomial bounds:
   fails the check only outside it.  Counts taken conditionally (replacements among the S
   selected tokens) are Binomial(S, p) given S, because the replacement of a token is drawn
   independently of which tokens were selected; the interval is computed for the observed S.
+* Lower bounds too.  Upper bounds alone let a distribution with a hole pass (randint(0, V - 1)
+  never draws V - 1): `random_tokens_reach_every_id` gives every non-special id v a lower bound.
+  Given the selection, a selected token whose original is not v becomes v exactly when its fate is
+  "random" and the draw is v, probability 0.1 / V (0.1 / (V - #special) for code that draws the
+  ordinary ids only: the bound is computed at the smaller one), independently: Binomial(S_v, p_v).
+  The check fails only below the lower end with P <= DELTA / #ids per id.  It needs a small
+  vocabulary (V <= 8) in a large batch (32768 tokens): each id is then expected ~40 times and the
+  bound sits at ~9, while a hole gives 0.
 * False rejection.  Correct code fails one check with probability <= DELTA = 1e-9.  A grading
   runs each statistical property on 20 generated + 3 pinned examples with at most 3 checks each
-  (the uniformity check uses DELTA / V per token id, a union bound over the V ids), so at most
-  3 x 23 x 3 = 207 checks: a correct submission loses points with probability < 2.1e-7.  The
+  (the uniformity checks use DELTA / V per token id, a union bound over the V ids), so at most
+  4 x 23 x 3 = 276 checks: a correct submission loses points with probability < 2.8e-7.  The
   bounds allow for a random replacement that happens to draw mask_id or the original token
   (each with probability 1/V), and for code that draws random ids from the non-special ids only.
 * Power.  With >= 9800 selectable tokens (S ~ 1470 selected) the catalogued mistakes sit 8 to
@@ -34,7 +43,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import check_equal, check_tensor, fail, prop, unpack
+from ._harness import check_equal, check_global_state_untouched, check_tensor, fail, prop, unpack
 from .strategies import sizes
 
 EX = "bert_masking"
@@ -421,3 +430,65 @@ def mlm_uniform(student, c):
              hint_en="Draw every random replacement on its own, uniformly from the whole vocabulary [0, V): "
                      "torch.randint(0, vocab_size, input_ids.shape, generator=g); not one number for every position, "
                      "not from a small range.")
+
+
+
+# ---------------------------------------------------------------- mlm_mask: lower bounds and the global state
+
+
+@st.composite
+def reach_cases(draw):
+    """A small vocabulary (V <= 8, four special ids) in a large batch (32768 tokens): every id of the
+    vocabulary comes up often enough among the random replacements for a lower bound to mean something."""
+    V = draw(st.sampled_from([6, 7, 8]))
+    special = draw(st.lists(st.integers(0, V - 1), min_size=4, max_size=4, unique=True))
+    return _large(128, 256, V, special, draw(seeds), data_seed=draw(seeds))
+
+
+@prop(EX, MLM, "random_tokens_reach_every_id",
+      zh="随机替换能抽到词表里的每一个非特殊 id（包括 0 和 V-1）：每个 id 出现的次数不少于精确二项下界"
+         "（对 V 个 id 取并集界，错误拒绝概率 <= 1e-9）",
+      en="random replacements reach every non-special id of the vocabulary (0 and V-1 included): each id comes up "
+         "at least as often as an exact binomial lower bound allows (union bound over the V ids, false rejection "
+         "<= 1e-9)")
+@given(c=reach_cases())
+@example(c=_large(128, 256, 8, [0, 1, 2, 3], seed=8))
+@example(c=_large(128, 256, 8, [4, 5, 6, 7], seed=9))
+@example(c=_large(128, 256, 6, [1, 2, 5, 3], seed=10))
+def mlm_reach(student, c):
+    # Given the selection, a selected token whose original is not v becomes v exactly when its fate is
+    # "random" (0.1) and the draw is v: probability 0.1 / V for a draw from [0, V), 0.1 / (V - #special)
+    # for code that draws from the ordinary ids only; the fates are independent, so the count of v is
+    # Binomial(S_v, p_v) with p_v >= 0.1 / V.  The bound is computed at 0.1 / V (the smaller p: a lower
+    # bound for both schemes), P(count < lo) <= DELTA / #ids for each id.
+    inputs, labels = _call_mlm(student, c)
+    sel = _selected(labels)
+    ids = [v for v in range(c.V) if v not in set(c.special_ids)]
+    for v in ids:
+        n = int((sel & (c.input_ids != v)).sum())
+        count = int((sel & (c.input_ids != v) & (inputs == v)).sum())
+        lo, _ = binomial_interval(n, P_RANDOM / c.V, 2 * DELTA / len(ids))
+        if count < lo:
+            fail(f"id {v} 在随机替换里只出现了 {count} 次（{n} 个原词不是 {v} 的被选中词元）；从 [0, V) = [0, {c.V}) 均匀抽样时"
+                 f"少于 {lo} 次的概率小于 1e-9。",
+                 f"id {v} came up only {count} times as a random replacement (of {n} selected tokens whose original is "
+                 f"not {v}); uniform draws from [0, V) = [0, {c.V}) give fewer than {lo} with probability below 1e-9.",
+                 student=student, show=c.show(),
+                 hint_zh="torch.randint(0, vocab_size, shape, generator=g)：上界 vocab_size 本身不会被抽到，所以不要写成 "
+                         "randint(0, vocab_size - 1)（那样 V-1 永远抽不到），下界是 0 不是 1。",
+                 hint_en="torch.randint(0, vocab_size, shape, generator=g): the upper bound vocab_size itself is never "
+                         "drawn, so do not write randint(0, vocab_size - 1) (V-1 would never come up); the lower bound "
+                         "is 0, not 1.")
+
+
+@prop(EX, MLM, "leaves_global_random_state_alone",
+      zh="mlm_mask 不使用也不改变全局随机状态（不调用 torch.manual_seed；随机数只来自 torch.Generator().manual_seed(seed)）",
+      en="mlm_mask neither uses nor changes the global random state (no torch.manual_seed; random numbers come only "
+         "from torch.Generator().manual_seed(seed))")
+@given(c=small_cases())
+@example(c=_small([[1, 5, 6, 7, 8, 9, 10, 11, 12, 2]] * 4, seed=3))
+@example(c=_small([[1, 4, 2]], seed=0))
+def mlm_global_state(student, c):
+    other = Case(c.input_ids, c.special_ids, c.mask_id, c.V, c.seed + 1)
+    check_global_state_untouched(student, MLM, [lambda: _call_mlm(student, c), lambda: _call_mlm(student, other)],
+                                 show=c.show())

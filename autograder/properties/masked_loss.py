@@ -444,6 +444,15 @@ def loss_padded_grad(student, case):
                  hint_zh=HINT_PAD_ZH, hint_en=HINT_PAD_EN)
 
 
+OVERFLOW = 80.0  # |logit| beyond which exp overflows (float32: exp(89) = inf) or a softmax underflows to 0
+
+
+def _large(logits, mask):
+    """Does the counterexample hold a logit large enough to overflow exp (at a valid position)?"""
+    valid = logits.detach()[mask]
+    return valid.numel() > 0 and bool((valid.abs() >= OVERFLOW).any())
+
+
 @st.composite
 def large_inputs(draw):
     logits, targets, mask = draw(loss_inputs(max_B=2, max_T=3, lo=-2.0, hi=2.0))
@@ -460,19 +469,27 @@ def large_inputs(draw):
 def loss_large(student, case):
     logits, targets, mask = case
     out, grad = _grad(student, logits, targets, mask)
-    hint_zh = ("不要先算 softmax 再取 log：exp(1e4) = inf，exp(-1e4) = 0，log 0 = -inf。"
-               "用 F.log_softmax / F.cross_entropy，或手写 logsumexp 时先减去每行的最大值。")
-    hint_en = ("Do not take softmax and then log: exp(1e4) = inf, exp(-1e4) = 0, log 0 = -inf. Use F.log_softmax / "
-               "F.cross_entropy, or subtract each row's max first when you write logsumexp by hand.")
+    large = _large(logits, mask)
+    # a hint never blames a cause its counterexample does not show: overflow only for large logits
+    # (shrinking may leave all-zero logits, where the same failure is a wrong formula)
+    if large:
+        hint_zh = ("不要先算 softmax 再取 log：exp(1e4) = inf，exp(-1e4) = 0，log 0 = -inf。"
+                   "用 F.log_softmax / F.cross_entropy，或手写 logsumexp 时先减去每行的最大值。")
+        hint_en = ("Do not take softmax and then log: exp(1e4) = inf, exp(-1e4) = 0, log 0 = -inf. Use F.log_softmax / "
+                   "F.cross_entropy, or subtract each row's max first when you write logsumexp by hand.")
+    else:
+        hint_zh = f"这里的 logits 都很小（|logit| < {OVERFLOW:g}）：错的是公式本身。" + HINT_MEAN_ZH
+        hint_en = f"These logits are all small (|logit| < {OVERFLOW:g}): the formula itself is wrong. " + HINT_MEAN_EN
     ref = ce_ref(logits, targets, mask)
+    size_zh, size_en = ("logits 很大时", "with large logits ") if large else ("", "")
     if not bool(torch.isfinite(out.detach())):
-        fail(f"logits 很大时 loss 是 {float(out.detach())}（期望 {float(ref):.6g}）。",
-             f"with large logits the loss is {float(out.detach())} (expected {float(ref):.6g}).",
+        fail(f"{size_zh}loss 是 {float(out.detach())}（期望 {float(ref):.6g}）。",
+             f"{size_en}the loss is {float(out.detach())} (expected {float(ref):.6g}).",
              student=student, show=_show(logits, targets, mask), hint_zh=hint_zh, hint_en=hint_en)
     check_close(out, ref, "loss", atol=1e-3, rtol=1e-4, student=student, show=_show(logits, targets, mask),
                 hint_zh=hint_zh, hint_en=hint_en)
     if not bool(torch.isfinite(grad).all()):
-        fail("logits 很大时梯度含有 NaN 或 inf。", "with large logits the gradient has NaN or inf.",
+        fail(f"{size_zh}梯度含有 NaN 或 inf。", f"{size_en}the gradient has NaN or inf.",
              student=student, show={**_show(logits, targets, mask), "logits.grad": grad},
              hint_zh=hint_zh, hint_en=hint_en)
 

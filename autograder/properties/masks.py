@@ -90,14 +90,87 @@ def padding_rejects(student, B, T, bad, data):
 
 # ---------------------------------------------------------------- causal_mask
 
+# "Built on `device`" cannot show on the CPU alone: every tensor is on the CPU whether or not the
+# function used `device`.  So the property also asks for a device that is not the CPU:
+# * on a machine without CUDA (this grader's CPU build of torch): device="cuda".  A mask built on it
+#   cannot exist here, so a function that uses `device` raises (torch: "Torch not compiled with CUDA
+#   enabled", at once); one that ignores it returns a CPU mask.  Nothing else changes: any way of
+#   building on `device` (a factory's device=, .to(device) afterwards) reaches CUDA and raises.
+# * where CUDA is available: device="meta", a device that holds no data; the worker sends a meta
+#   tensor back as its dtype and shape (sandbox/protocol.py).  Not used on a CPU-only machine: the
+#   first operation on a meta tensor imports torch._dynamo (1.5-3 s in every worker), and a tensor
+#   built on "cuda" would reach the judge as a CPU copy.
+ELSEWHERE = "elsewhere"  # a drawn device: the probe above
+
+
+def elsewhere_device():
+    return torch.device("meta") if torch.cuda.is_available() else torch.device("cuda")
+
+
+def unavailable_error(device):
+    """What torch says here when a tensor is built on `device` (None if it can be): "Torch not
+    compiled with CUDA enabled" on a CPU build.  The worker runs the same torch on the same machine."""
+    try:
+        torch.empty(0, device=device)
+    except Exception as e:  # noqa: BLE001 - whatever this build raises
+        return f"{type(e).__name__}: {e}".strip()
+    return None
+
+
+def built_elsewhere(student, T):
+    """causal_mask(T, device=elsewhere_device()): ("built", tensor), or ("refused", None) when it raised
+    exactly what torch raises for a tensor built on that device (so it did use `device`).  Any other
+    exception is the student's crash, and propagates."""
+    from ..errors import StudentCrash
+
+    device = elsewhere_device()
+    try:
+        return "built", student.call("causal_mask", T, device=device)
+    except StudentCrash as e:
+        error = unavailable_error(device)
+        if e.kind != "missing" and error and any(error[:200] in str(text) for _, text in e.details):
+            return "refused", None
+        raise
+
+
 @prop(EX, "causal_mask", "shape_dtype_device",
-      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上",
-      en="causal_mask(T, device) returns a (T, T) bool tensor built on device")
-@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu")]))
+      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也检查 CPU 以外的设备：没有 CUDA 的机器上"
+         "要求 device=\"cuda\" 时不能悄悄返回 CPU 上的掩码）",
+      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (a device other than the CPU too: asked "
+         "for device=\"cuda\" on a machine without CUDA, it must not quietly return a mask on the CPU)")
+@given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu"), ELSEWHERE]))
 @example(T=1, device=None)
+@example(T=3, device=ELSEWHERE)
 def causal_shape(student, T, device):
+    if device == ELSEWHERE:
+        return _causal_elsewhere(student, T)
     out = student.call("causal_mask", T, device=device) if device is not None else student.call("causal_mask", T)
     check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device or "cpu", student=student)
+
+
+DEVICE_HINT_ZH = ("把 device 传给创建张量的函数：torch.ones(T, T, dtype=torch.bool, device=device).tril()；在 CPU 上建好再 "
+                  ".to(device) 也可以。模型在 GPU 上训练时，注意力分数在 GPU 上，建在 CPU 上的掩码会让 masked_fill 报错。")
+DEVICE_HINT_EN = ("Pass device to the function that creates the tensor: torch.ones(T, T, dtype=torch.bool, "
+                  "device=device).tril(); building on the CPU and calling .to(device) works too. When the model trains "
+                  "on a GPU the attention scores are on the GPU, and a mask left on the CPU makes masked_fill raise.")
+
+
+def _causal_elsewhere(student, T):
+    device = elsewhere_device()
+    what, out = built_elsewhere(student, T)
+    if what == "refused":
+        return  # it built on CUDA, which this machine does not have, and torch refused: device is used
+    if isinstance(out, torch.Tensor) and out.device.type == "cpu":
+        if device.type == "cuda":
+            fail(f"这台机器没有 CUDA，causal_mask({T}, device=\"cuda\") 却返回了一个 CPU 上的掩码：device 被忽略了"
+                 f"（用了 device 的代码在这里会由 torch 报错 “Torch not compiled with CUDA enabled”）。",
+                 f"this machine has no CUDA, yet causal_mask({T}, device=\"cuda\") returned a mask on the CPU: device "
+                 f"was ignored (code that uses device raises here: torch says \"Torch not compiled with CUDA "
+                 f"enabled\").", student=student, hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
+        fail(f"causal_mask({T}, device=\"meta\") 返回的掩码在 CPU 上：device 被忽略了。",
+             f"causal_mask({T}, device=\"meta\") returned a mask on the CPU: device was ignored.", student=student,
+             hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device, student=student)
 
 
 def _causal_values(student, T, part):

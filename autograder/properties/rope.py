@@ -331,3 +331,25 @@ def rope_offset(student, case):
                 hint_zh="生成时新词元排在缓存之后：第 t 行的位置是 offset + t。offset 要加到位置上（不是减，也不能忽略）。",
                 hint_en="During generation the new tokens come after the cache: row t is at position offset + t. Add "
                         "offset to the positions (do not subtract or ignore it).")
+
+
+@prop(EX, APPLY, "rejects_odd_d",
+      zh="x 的最后一维 d 为奇数时 apply_rope 抛出 ValueError（旋转需要成对的列），不返回任何结果",
+      en="apply_rope raises ValueError when x's last axis d is odd (rotations need columns in pairs) instead of "
+         "returning anything")
+@given(lead=st.lists(sizes(1, 3), max_size=2), T=sizes(1, 5), d=st.sampled_from([1, 3, 5, 7]),
+       offset=st.sampled_from([0, 3]), seed=seeds)
+@example(lead=[], T=2, d=3, offset=0, seed=0)
+@example(lead=[2, 2], T=3, d=5, offset=3, seed=1)
+@example(lead=[1], T=1, d=1, offset=0, seed=2)
+def rope_odd(student, lead, T, d, offset, seed):
+    x = _tensor(tuple(lead) + (T, d), seed)
+    if not student.raises(ValueError, APPLY, x, **({"offset": offset} if offset else {})):
+        fail(f"apply_rope(x 形状 {tuple(x.shape)}) 没有抛出 ValueError：d = {d} 是奇数，最后一列没有配对的列。",
+             f"apply_rope(x of shape {tuple(x.shape)}) did not raise ValueError: d = {d} is odd, the last column has "
+             f"no partner.", student=student,
+             hint_zh="先检查：if x.shape[-1] % 2 != 0: raise ValueError(...)；或者直接调用会检查 d 的 rope_angles(T, d, ...)。"
+                     "不要悄悄跳过、截掉或原样保留最后一列：那样得到的不是旋转，错误要到很后面才会出现。",
+             hint_en="Validate first: if x.shape[-1] % 2 != 0: raise ValueError(...); or call rope_angles(T, d, ...), "
+                     "which checks d. Do not silently skip, drop or pass through the last column: the result is not "
+                     "a rotation, and the error shows up only much later.")

@@ -157,6 +157,12 @@ def split_order(student, case):
     show = _show_series(series, n_train=n_train)
     check_tensor(train, "train", shape=exp_train.shape, student=student)
     check_tensor(test, "test", shape=exp_test.shape, student=student)
+    for x, what in ((train, "train"), (test, "test")):
+        if x.dtype != series.dtype:
+            fail(f"{what} 的 dtype 应为 {series.dtype}（与 series 相同），实际为 {x.dtype}。",
+                 f"{what} should have dtype {series.dtype} (series' dtype), got {x.dtype}.", student=student, show=show,
+                 hint_zh="切分只是切片：series[:n_train] 和 series[n_train:] 保持原来的 dtype，不要转换类型。",
+                 hint_en="A split is two slices: series[:n_train] and series[n_train:] keep the dtype; convert nothing.")
     check_equal(train, exp_train, "train", student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
     check_equal(test, exp_test, "test", student=student, show=show, hint_zh=hint_zh, hint_en=hint_en)
 
@@ -357,8 +363,33 @@ def _call_make(student, p, series=None):
     ref = make_ref(s, p.n_train, p.window, p.horizon)
     names = ("X_train", "y_train", "X_test", "y_test", "mean", "std")
     for x, r, what in zip(out, ref, names):
+        _windows_cross_the_boundary(x, r, what, p, student)
         check_tensor(x, what, shape=r.shape, student=student)
     return out, ref, names
+
+
+def _windows_cross_the_boundary(x, r, what, p, student):
+    """More windows than a period holds: some window takes inputs or its target across n_train."""
+    if what not in ("X_train", "y_train", "X_test", "y_test") or not isinstance(x, torch.Tensor) \
+            or x.dim() != r.dim() or x.dim() == 0 or x.shape[1:] != r.shape[1:] or x.shape[0] <= r.shape[0]:
+        return
+    train = what.endswith("_train")
+    period_zh, period_en = ("训练期", "training period") if train else ("测试期", "test period")
+    steps = p.n_train if train else p.series.shape[0] - p.n_train
+    k, m = int(x.shape[0]), int(r.shape[0])
+    fail(f"{what} 有 {k} 个窗口，可{period_zh}（{steps} 个时间步）只容得下 {m} 个"
+         f"（步数 - window - horizon + 1）：多出来的 {k - m} 个窗口跨过了训练期和测试期的边界"
+         f"（时间步 n_train = {p.n_train}）——" + ("训练窗口的输入或目标来自测试期，训练时就见到了未来。"
+                                               if train else "测试窗口的输入来自训练期。"),
+         f"{what} has {k} windows, but the {period_en} ({steps} steps) holds only {m} (steps - window - horizon + 1): "
+         f"the {k - m} extra window{'s cross' if k - m > 1 else ' crosses'} the boundary between training and test "
+         f"(step n_train = {p.n_train}): "
+         + ("a training window takes inputs or its target from the test period, so training sees the future."
+            if train else "a test window takes inputs from the training period."),
+         student=student, show=_pshow(p), what=what, picture="shape", got=x, extra={"expected_shape": list(r.shape)},
+         hint_zh="先切分，再对两个时期分别调用 sliding_windows：一个窗口（连同它的目标）必须完全落在一个时期里。",
+         hint_en="Split first, then call sliding_windows on each period on its own: a window, target included, must "
+                 "lie entirely inside one period.")
 
 
 def _pshow(p, **more):
@@ -424,6 +455,15 @@ def make_test_stats(student, p):
 @example(p=_pipe(7, 5, 3, 3, 2, dtype=torch.float64))
 def make_values(student, p):
     out, ref, names = _call_make(student, p)
+    for x, what in zip(out, names):
+        if x.dtype != p.series.dtype:
+            fail(f"{what} 的 dtype 应为 {p.series.dtype}（与 series 相同），实际为 {x.dtype}。",
+                 f"{what} should have dtype {p.series.dtype} (series' dtype), got {x.dtype}.", student=student,
+                 show=_pshow(p),
+                 hint_zh="六个输出都保持 series 的 dtype：fit_standardizer 和 sliding_windows 本来就保持 dtype；"
+                         "不要先 .double() 或 .float()，也不要经过 numpy。",
+                 hint_en="All six outputs keep series' dtype: fit_standardizer and sliding_windows already do; do not "
+                         "call .double() or .float() first, and do not go through numpy.")
     for x, r, what in zip(out, ref, names):
         check_close(x, r, what, atol=1e-4, rtol=1e-4, student=student, show=_pshow(p),
                     hint_zh="顺序：train, test = chronological_split(series, n_train)；mean, std = fit_standardizer(train)；"
@@ -432,3 +472,47 @@ def make_values(student, p):
                     hint_en="In order: train, test = chronological_split(series, n_train); mean, std = "
                             "fit_standardizer(train); then sliding_windows on (train - mean) / std and on "
                             "(test - mean) / std separately. Return (X_train, y_train, X_test, y_test, mean, std).")
+
+
+@prop(EX, MAKE, "rejects_bad_arguments",
+      zh="make_datasets 像它调用的函数一样抛出 ValueError：n_train 不在 [1, N-1] 内、window < 1、horizon < 1，"
+         "或者训练期或测试期短得放不下一个窗口（少于 window + horizon 步）",
+      en="make_datasets raises ValueError as the functions it calls do: n_train outside [1, N-1], window < 1, "
+         "horizon < 1, or a training or test period too short for one window (fewer than window + horizon steps)")
+@given(bad=st.sampled_from(["train_short", "test_short", "n_train_zero", "n_train_N", "window_zero", "horizon_zero"]),
+       window=sizes(1, 3), horizon=sizes(1, 2), F=sizes(1, 2), seed=seeds)
+@example(bad="test_short", window=3, horizon=1, F=1, seed=0)
+@example(bad="train_short", window=2, horizon=2, F=2, seed=1)
+@example(bad="test_short", window=1, horizon=1, F=1, seed=2)
+@example(bad="horizon_zero", window=2, horizon=1, F=1, seed=3)
+def make_rejects(student, bad, window, horizon, F, seed):
+    need = window + horizon  # the fewest steps a period needs for one window
+    n_train, n_test = need + 2, need + 1
+    if bad == "train_short":
+        n_train = need - 1
+    elif bad == "test_short":
+        n_test = need - 1
+    N = n_train + n_test
+    args = {"n_train_zero": (0, window, horizon), "n_train_N": (N, window, horizon),
+            "window_zero": (n_train, 0, horizon), "horizon_zero": (n_train, window, 0)}.get(bad, (n_train, window, horizon))
+    series = _series(N, F, seed)
+    why_zh = {"train_short": f"训练期只有 {n_train} 步，放不下一个窗口（需要 window + horizon = {need} 步）",
+              "test_short": f"测试期只有 {n_test} 步，放不下一个窗口（需要 window + horizon = {need} 步）",
+              "n_train_zero": "n_train = 0，训练期是空的", "n_train_N": "n_train = N，测试期是空的",
+              "window_zero": "window = 0", "horizon_zero": "horizon = 0（目标就是最后一个输入）"}[bad]
+    why_en = {"train_short": f"the training period has {n_train} steps, too few for one window (window + horizon = "
+                             f"{need} are needed)",
+              "test_short": f"the test period has {n_test} steps, too few for one window (window + horizon = {need} "
+                            f"are needed)",
+              "n_train_zero": "n_train = 0 leaves no training period", "n_train_N": "n_train = N leaves no test period",
+              "window_zero": "window = 0", "horizon_zero": "horizon = 0 (the target is the last input)"}[bad]
+    if not student.raises(ValueError, MAKE, series, *args):
+        fail(f"make_datasets(series (N={N}), n_train={args[0]}, window={args[1]}, horizon={args[2]}) 没有抛出 ValueError："
+             f"{why_zh}。",
+             f"make_datasets(series (N={N}), n_train={args[0]}, window={args[1]}, horizon={args[2]}) did not raise "
+             f"ValueError: {why_en}.", student=student, show={"series": series},
+             hint_zh="用 chronological_split 和 sliding_windows 组装 make_datasets，它们的 ValueError 就会原样传出来；"
+                     "不要把“没有窗口”变成空张量返回，也不要捕获异常。测试期放不下一个窗口时，评估就没有数据可用。",
+             hint_en="Build make_datasets from chronological_split and sliding_windows and their ValueErrors pass "
+                     "through; do not turn \"no window\" into empty tensors, and do not catch the errors. A test "
+                     "period too short for one window leaves nothing to evaluate on.")

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import check_close, check_tensor, fail, prop, unpack
+from ._harness import check_close, check_global_state_untouched, check_tensor, fail, prop, unpack
 from .strategies import sizes
 
 EX = "tiny_lm"
@@ -224,18 +224,37 @@ def init_deterministic(student, V, d, seed):
              hint_en="Draw the params from the seed, not from fixed constants.")
 
 
+@prop(EX, INIT, "leaves_global_random_state_alone",
+      zh="init_tiny_lm 不使用也不改变全局随机状态（不调用 torch.manual_seed；随机数只来自 torch.Generator().manual_seed(seed)）",
+      en="init_tiny_lm neither uses nor changes the global random state (no torch.manual_seed; random numbers come "
+         "only from torch.Generator().manual_seed(seed))")
+@given(V=st.integers(2, 8), d=st.sampled_from([2, 4, 8]), seed=st.integers(0, 2 ** 30))
+@example(V=5, d=4, seed=0)
+def init_global_state(student, V, d, seed):
+    check_global_state_untouched(student, INIT,
+                                 [lambda: _init(student, V, d, seed), lambda: _init(student, V, d, seed + 1)])
+
+
 # ---------------------------------------------------------------- tiny_lm_logits
 
 
 @prop(EX, LOGITS, "shape_and_dtype",
-      zh="tiny_lm_logits(tokens, lengths, params) 返回形状 (B, T, V)、dtype 与 params 相同的张量",
-      en="tiny_lm_logits(tokens, lengths, params) returns a (B, T, V) tensor in the params' dtype")
-@given(case=lm_cases())
-@example(case=_case(1, 2, 3, 2, [2], 1))
-@example(case=_case(2, 5, 7, 4, [5, 2], 2))
-def logits_shape(student, case):
-    out = _logits(student, case)
-    check_tensor(out, "logits", dtype=torch.float32, student=student)
+      zh="tiny_lm_logits(tokens, lengths, params) 返回形状 (B, T, V)、dtype 与 params 相同的张量（float32 或 float64）",
+      en="tiny_lm_logits(tokens, lengths, params) returns a (B, T, V) tensor in the params' dtype (float32 or float64)")
+@given(case=lm_cases(), dtype=st.sampled_from([torch.float32, torch.float64]))
+@example(case=_case(1, 2, 3, 2, [2], 1), dtype=torch.float32)
+@example(case=_case(2, 5, 7, 4, [5, 2], 2), dtype=torch.float32)
+@example(case=_case(2, 4, 6, 4, [4, 3], 3), dtype=torch.float64)
+def logits_shape(student, case, dtype):
+    params = tuple(p.to(dtype) for p in case.params)
+    out = _logits(student, case, params=params)
+    if out.dtype != dtype:
+        fail(f"params 是 {dtype}，logits 的 dtype 却是 {out.dtype}。", f"the params are {dtype} but the logits are "
+             f"{out.dtype}.", student=student, show=_show(case),
+             hint_zh="模型的计算跟随参数的 dtype：sinusoidal_encoding 返回 float32，要把它转成 X 的 dtype"
+                     "（.to(E.dtype)），而不是把 X 转成 float32。",
+             hint_en="The model computes in the params' dtype: sinusoidal_encoding returns float32, so convert it to "
+                     "X's dtype (.to(E.dtype)) rather than X to float32.")
 
 
 @prop(EX, LOGITS, "matches_reference",
@@ -493,3 +512,22 @@ def train_deterministic(student):
         fail("seed=3 和 seed=4 给出完全相同的损失：seed 没有用上。", "seed=3 and seed=4 give exactly the same losses: the "
              "seed is not used.", show={"seed=3": a, "seed=4": c}, student=student,
              hint_zh="把 seed 传给数据和 init_tiny_lm。", hint_en="Pass the seed to the data and to init_tiny_lm.")
+
+
+
+@prop(EX, TRAIN, "returns_a_list_of_floats",
+      zh="train_tiny_lm(seed, steps) 返回 steps 个 Python 浮点数的列表（loss.item()），不是张量",
+      en="train_tiny_lm(seed, steps) returns a list of steps Python floats (loss.item()), not tensors")
+def train_types(student):
+    steps = 3
+    out = student.call(TRAIN, 5, steps)
+    kinds = [type(v).__name__ for v in out] if isinstance(out, (list, tuple)) else None
+    if kinds is None or len(out) != steps or not all(isinstance(v, float) for v in out):
+        fail(f"train_tiny_lm(5, {steps}) 应返回 {steps} 个 float 的列表，实际返回 {type(out).__name__}"
+             + (f"（元素类型 {kinds}）" if kinds else "") + "。",
+             f"train_tiny_lm(5, {steps}) should return a list of {steps} floats, got {type(out).__name__}"
+             + (f" (of {kinds})" if kinds else "") + ".", student=student,
+             hint_zh="每一步 losses.append(loss.item())：.item() 得到 Python 浮点数。append(loss) 会把整张计算图留在列表里"
+                     "（内存越用越多），append(loss.detach()) 得到的是 0 维张量，不是数。",
+             hint_en="At each step losses.append(loss.item()): .item() gives a Python float. append(loss) keeps the whole "
+                     "graph alive in the list (memory grows), append(loss.detach()) gives 0-dim tensors, not numbers.")

@@ -9,6 +9,10 @@ students whose report is missing).  It shows
 
 * the submissions that could not be graded (status "error: ...") and why, first: they have no score;
 * the score distribution per exercise and of the total (histograms, over graded submissions);
+* where the points were lost: per exercise and per test, the points lost over the class and the
+  share of failures the diagnosis could not name, worst first, with the mistakes it did name
+  (an exercise where everyone lost points to undiagnosed failures shows up here, not only in the
+  named mistakes);
 * the pass rate of every property, worst first;
 * the most frequent diagnosed mistakes (TestResult.diagnosis), counted once per student: what to
   explain again in class;
@@ -60,6 +64,7 @@ def collect(grades_dir):
     totals, max_total = [], None
     tests = {}  # name -> {"passed", "total", "max_score"}
     mistakes = {}  # id -> {"entry", "students": set, "tests": Counter}
+    lost = {}  # exercise -> {"lost", "max", "failures", "unnamed", "tests": {name: same + "named": Counter}}
     table = []
     for s in students:
         r, row = reports.get(s), rows.get(s, {})
@@ -86,10 +91,17 @@ def collect(grades_dir):
         for ex in r.get("exercises", []):
             exercise_max[ex["id"]] = float(ex.get("max_score", 0.0))
             exercise_scores[ex["id"]].append(float(ex.get("score", 0.0)))
+            e_lost = lost.setdefault(ex["id"], _lost_counts())
             for t in ex.get("tests", []):
                 c = tests.setdefault(t["name"], {"passed": 0, "total": 0, "max_score": t.get("max_score", 0)})
                 c["total"] += 1
                 c["passed"] += bool(t.get("passed"))
+                t_lost = e_lost["tests"].setdefault(t["name"], _lost_counts())
+                for counts in (e_lost, t_lost):
+                    _count_loss(counts, t)
+                for d in t.get("diagnosis") or []:
+                    t_lost["named"][d.get("id") or d.get("title_en") or "?"] += 1
+                    t_lost["titles"].setdefault(d.get("id") or d.get("title_en") or "?", d)
                 for d in t.get("diagnosis") or []:
                     key = d.get("id") or d.get("title_en") or d.get("title_zh") or "?"
                     m = mistakes.setdefault(key, {"entry": d, "students": set(), "tests": Counter(),
@@ -108,7 +120,44 @@ def collect(grades_dir):
                       "exercise": v["exercise"], "count": len(v["students"]), "students": sorted(v["students"]),
                       "tests": dict(v["tests"])} for k, v in ranked],
         "table": table,
+        "lost": _ranked_losses(lost),
     }
+
+
+def _lost_counts():
+    return {"lost": 0.0, "max": 0.0, "failures": 0, "unnamed": 0, "tests": {}, "named": Counter(), "titles": {}}
+
+
+def _count_loss(counts, t):
+    top = _float(t.get("max_score")) or 0.0
+    score = _float(t.get("score")) or 0.0
+    counts["max"] += top
+    counts["lost"] += max(0.0, top - score)
+    if not t.get("passed"):
+        counts["failures"] += 1
+        counts["unnamed"] += not t.get("diagnosis")
+
+
+def _share(unnamed, failures):
+    return unnamed / failures if failures else 0.0
+
+
+def _ranked_losses(lost):
+    """[{exercise, points_lost, points_max, failures, unnamed, unnamed_share, tests: [...]}], the
+    exercise (and, inside it, the test) where most points were lost first."""
+    out = []
+    for ex, c in lost.items():
+        tests = [{"name": name, "points_lost": t["lost"], "points_max": t["max"], "failures": t["failures"],
+                  "unnamed": t["unnamed"], "unnamed_share": _share(t["unnamed"], t["failures"]),
+                  "mistakes": [{"id": k, "count": n, "title_zh": t["titles"][k].get("title_zh", ""),
+                                "title_en": t["titles"][k].get("title_en", "")}
+                               for k, n in sorted(t["named"].items(), key=lambda kv: (-kv[1], kv[0]))]}
+                 for name, t in c["tests"].items() if t["lost"] > 0 or t["failures"]]
+        tests.sort(key=lambda t: (-t["points_lost"], -t["unnamed_share"], t["name"]))
+        out.append({"exercise": ex, "points_lost": c["lost"], "points_max": c["max"], "failures": c["failures"],
+                    "unnamed": c["unnamed"], "unnamed_share": _share(c["unnamed"], c["failures"]), "tests": tests})
+    out.sort(key=lambda e: (-e["points_lost"], -e["unnamed_share"], e["exercise"]))
+    return out
 
 
 # ---------------------------------------------------------------- pictures
@@ -243,6 +292,31 @@ def render_dashboard(grades_dir, language="both"):
                         f'<td class="num">{min(scores):g}</td><td class="num">{max(scores):g}</td>'
                         f'<td class="num">{sum(1 for s in scores if s >= top)}/{len(scores)}</td></tr>')
         body.append("</table>")
+
+    # where the points went
+    body.append(f'<h2 id="points-lost">{L("在哪里丢了分（最多的在前）", "Where points were lost (worst first)")}</h2>')
+    losing = [e for e in d["lost"] if e["points_lost"] > 0]
+    if losing:
+        note = L("全班丢掉的分数；“诊断不出”是诊断没能说出错误名称的失败所占的比例：这些失败只有性质自己的反馈。",
+                 "Points lost over the class; 'not diagnosed' is the share of failures the diagnosis could not "
+                 "name: they have only the property's own feedback.")
+        body.append(f'<p class="muted">{note}</p>')
+        body.append(f'<table class="points-lost"><tr><th>{L("练习 / 测试", "Exercise / test")}</th>'
+                    f'<th class="num">{L("丢分", "points lost")}</th><th class="num">{L("失败", "failures")}</th>'
+                    f'<th class="num">{L("诊断不出", "not diagnosed")}</th><th>{L("诊断出的错误", "named mistakes")}</th></tr>')
+        for e in losing:
+            body.append(f'<tr class="lost-exercise" data-exercise="{esc(e["exercise"])}"><td><b><code>{esc(e["exercise"])}</code></b></td>'
+                        f'<td class="num"><b>{e["points_lost"]:g}</b> / {e["points_max"]:g}</td>'
+                        f'<td class="num">{e["failures"]}</td>'
+                        f'<td class="num">{100 * e["unnamed_share"]:.0f}%</td><td></td></tr>')
+            for t in e["tests"]:
+                named = "; ".join(f'{pick(language, m["title_zh"], m["title_en"])} ({m["count"]})' for m in t["mistakes"])
+                body.append(f'<tr class="lost-test" data-test="{esc(t["name"])}"><td>&nbsp;&nbsp;<code>{esc(t["name"])}</code></td>'
+                            f'<td class="num">{t["points_lost"]:g}</td><td class="num">{t["failures"]}</td>'
+                            f'<td class="num">{100 * t["unnamed_share"]:.0f}%</td><td>{esc(named)}</td></tr>')
+        body.append("</table>")
+    else:
+        body.append(f'<p class="muted">{L("没有丢分。", "No points were lost.")}</p>')
 
     # mistakes
     body.append(f'<h2 id="mistakes">{L("最常见的错误（诊断）", "Most frequent diagnosed mistakes")}</h2>')

@@ -1,6 +1,6 @@
 """The feedback text of one test, in the course's language(s): TestResult.feedback, the JSON's
 "feedback", what Gradescope and the nbgrader cells show.  Words from report/messages.py."""
-from .messages import label as _label, pick as _pick, say, value as _value
+from .messages import label as _label, pair, pick as _pick, say, value as _value
 from .model import Status
 
 # the statuses' words, for callers that still look them up here: {status: (zh, en)}
@@ -44,6 +44,28 @@ def feedback_text(res, language="both"):
     return "\n".join(lines)
 
 
+PARTS_ZH = {"masks": "掩码", "positional_encoding": "位置编码", "attention": "注意力", "masked_loss": "带掩码的损失"}
+
+
+def where(d, function):
+    """(zh, en), to follow a named mistake's title: where it is when not in the test's own
+    function: another function, or a part the student pasted in from an earlier exercise."""
+    fn = d.get("function") or ""
+    if d.get("part"):
+        return pair("diagnosis.in_part", fn=fn, ex=d["part"], exercise=PARTS_ZH.get(d["part"], d["part"]))
+    if fn and fn != function:
+        return pair("diagnosis.in_function", fn=fn)
+    return "", ""
+
+
+def unexplained(diagnosis):
+    """(zh, en): what else differs that the named mistakes do not explain, or None."""
+    for d in diagnosis or []:
+        if d.get("unexplained_zh") or d.get("unexplained_en"):
+            return d.get("unexplained_zh", ""), d.get("unexplained_en", "")
+    return None
+
+
 def detail_lines(details, language, skip=()):
     """The values a property showed ([[label, text]]), each label and free text in the language."""
     lines = []
@@ -57,16 +79,15 @@ def detail_lines(details, language, skip=()):
 
 
 def diagnosis_lines(res, language="both"):
-    """The catalogued mistake(s) the failure matches (autograder/diagnose.py): title, explanation,
-    hint.  Nothing when no mistake matched: then the property's own message stands alone."""
+    """The catalogued mistake(s) the failure matches (autograder/diagnose/): title, explanation,
+    hint, then what else differs that they do not explain.  Nothing when no mistake matched: then
+    the property's own message stands alone."""
     lines = []
     if isinstance(res, dict):
         res = _Fields(res)
     function = res.function
     for d in getattr(res, "diagnosis", None) or []:
-        fn = d.get("function") or ""
-        where_zh = f"（在 `{fn}` 里）" if fn and fn != function else ""
-        where_en = f" (in `{fn}`)" if fn and fn != function else ""
+        where_zh, where_en = where(d, function)
         title = _pick(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)
         lines.append(f"{say('diagnosis.short', language, sep=' ')}: {title}")
         expl = _pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n    ")
@@ -75,4 +96,7 @@ def diagnosis_lines(res, language="both"):
         hint = _pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n    ")
         if hint:
             lines.append(f"    {say('diagnosis.fix', language, sep=' ')}: " + hint.replace("\n    ", "\n    " + " " * 4))
+    more = unexplained(getattr(res, "diagnosis", None))
+    if more:
+        lines.append("    " + _pick(language, *more, sep="\n    "))
     return lines

@@ -265,12 +265,15 @@ def counterexample_html(cx, language, picture=True):
     return "".join(out)
 
 
-def diagnosis_html(diag, language, group=None):
+def diagnosis_html(diag, language, group=None, function=None):
+    from .feedback import unexplained, where
+
     out = []
     for d in diag or []:
         out.append('<div class="diagnosis">')
         out.append(f'<div class="muted">{L("diagnosis.head", language)}</div>')
-        out.append(f'<div class="title">{text(language, d.get("title_zh", ""), d.get("title_en", ""))}</div>')
+        where_zh, where_en = where(d, function if function is not None else (group or {}).get("function"))
+        out.append(f'<div class="title">{text(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)}</div>')
         if d.get("explanation_zh") or d.get("explanation_en"):
             out.append(f'<p>{text(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))}</p>')
         if d.get("hint_zh") or d.get("hint_en"):
@@ -282,6 +285,9 @@ def diagnosis_html(diag, language, group=None):
             if others:
                 out.append(f'<p class="muted">{L("report.in_function", language, fn=fn, tests=", ".join(others))}</p>')
         out.append("</div>")
+    more = unexplained(diag)
+    if more:
+        out.append(f'<p class="unexplained muted">{text(language, *more)}</p>')
     return "".join(out)
 
 
@@ -311,7 +317,7 @@ def test_body(t, language, picture=True, diagnosis=True):
                    f'{inline(language, t.get("property_zh", ""), t.get("property_en", ""))}</p>')
     out.append(f'<p class="message">{text(language, t.get("message_zh", ""), t.get("message_en", ""), tag="b")}</p>')
     if diagnosis:
-        out.append(diagnosis_html(t.get("diagnosis"), language))
+        out.append(diagnosis_html(t.get("diagnosis"), language, function=t.get("function")))
     out.append(counterexample_html(t.get("counterexample") or {}, language, picture))
     hint = (t.get("hint_zh"), t.get("hint_en"))
     if any(hint):

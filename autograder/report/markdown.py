@@ -12,6 +12,7 @@ without it there are no pictures.  A submission that was not graded says so, and
 """
 from pathlib import Path
 
+from .feedback import unexplained, where as located
 from .messages import label as label_of, pair, pick, say, value as value_of
 from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
                     fix_headline, fixes, not_graded_reason, student_of)
@@ -142,9 +143,14 @@ def render_markdown(report, language="both", images=None):
         lost = L("report.lost", points=f"{g['lost']:g}")
         out += [f'<a id="{g["anchor"]}"></a>', "", f"### `{g['function']}` ({g['exercise']}, {lost})", ""]
         for d in g["diagnoses"]:
-            out += [f"> **{L('diagnosis.short')}: {pick(language, d.get('title_zh', ''), d.get('title_en', ''))}**", ">"]
+            w_zh, w_en = located(d, g["function"])
+            out += [f"> **{L('diagnosis.short')}: {pick(language, d.get('title_zh', '') + w_zh, d.get('title_en', '') + w_en)}**",
+                    ">"]
             out += [f"> {line}" for line in _blocks(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))]
             out += [">", f"> {L('diagnosis.fix')}: {pick(language, d.get('hint_zh', ''), d.get('hint_en', ''))}", ""]
+        more = unexplained(g["diagnoses"])
+        if more:
+            out += [f"> {pick(language, *more)}", ""]
         first, rest = g["tests"][0], g["tests"][1:]
         out += [f"#### ✗ `{first['name']}` ({first['score']:g} / {first['max_score']:g})", ""]
         out += _test(first, language, images, counter)

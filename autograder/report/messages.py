@@ -62,6 +62,8 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "diagnosis.short": ("诊断", "Diagnosis"),
     "diagnosis.fix": ("怎么改", "How to fix it"),
     "diagnosis.likely": ("可能的错误", "likely mistakes"),
+    "diagnosis.in_function": ("（在 `{fn}` 里）", " (in `{fn}`)"),
+    "diagnosis.in_part": ("（在粘贴进来的 `{fn}` 里，来自{exercise}练习）", " (in the pasted part `{fn}`, from the {ex} exercise)"),
     # a counterexample
     "cx.title": ("反例（最小的失败输入）", "Counterexample (the smallest failing input)"),
     "cx.call": ("调用", "Call"),

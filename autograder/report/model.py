@@ -66,7 +66,7 @@ class TestResult:
     #    "expected_shape" / "got_shape": for a wrong shape}
     # Any key may be missing (e.g. a crash has only "inputs"); {} when the test passed.
     counterexample: dict = field(default_factory=dict)
-    # catalogued mistakes this failure matches (autograder/diagnose.py): [{"id", "title_zh",
+    # catalogued mistakes this failure matches (autograder/diagnose/): [{"id", "title_zh",
     # "title_en", "explanation_zh", "explanation_en", "hint_zh", "hint_en", "function" (where the
     # mistake is: may differ from the test's, e.g. padding_mask's on an attention_mask test), and
     # "members" for a group of mistakes that behave the same}]; empty = no match
@@ -98,6 +98,9 @@ class Report:
     not_graded_reason: str = ""
     student: str = ""  # whose submission (grade --student); the reports' title, else the file's name
     language: str = "both"  # the language of the feedback texts (course.yml's, or --language)
+    # where the grading time went, summed over exercises (for the instructor and bench/class_speed.py):
+    # start / tests / diagnosis wall seconds, judge_cpu / worker_cpu CPU seconds, reused exercises
+    timing: dict = field(default_factory=dict)
 
     def to_dict(self):
         return asdict(self)

@@ -8,6 +8,7 @@ red and marked ✗, the hint), the function's other failed tests one line each.
 """
 import io
 
+from .feedback import unexplained, where as located
 from .messages import label as label_of, pick, say, value as value_of
 from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
                     fix_headline, fixes, level, not_graded_reason, student_of)
@@ -138,9 +139,14 @@ def _renderables(r, language):
                 pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
                 L("diagnosis.fix") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"))
                 if s)
+            w_zh, w_en = located(d, g["function"])
             out.append(Panel(Text(body), title=escape(L("diagnosis.short") + ": "
-                                                    + pick(language, d.get("title_zh", ""), d.get("title_en", ""))),
+                                                    + pick(language, d.get("title_zh", "") + w_zh,
+                                                           d.get("title_en", "") + w_en)),
                              border_style="yellow", title_align="left"))
+        more = unexplained(g["diagnoses"])
+        if more:
+            out.append(Text(pick(language, *more, sep="\n"), style="yellow"))
         first, rest = g["tests"][0], g["tests"][1:]
         zh, en, colour = STATUS.get(first.get("status"), STATUS["failed"])
         out.append(Panel(Group(*_test_parts(first, language)), border_style=colour, title_align="left",

@@ -7,7 +7,7 @@ A submission that was not graded says so, with the reason and what to do, and sh
 """
 from pathlib import Path
 
-from .feedback import detail_lines
+from .feedback import detail_lines, unexplained, where as located
 from .messages import pick, say
 from .model import Status, advice_key, as_dict, exercise_not_graded_reason, fix_headline, fixes, not_graded_reason, student_of
 
@@ -91,6 +91,9 @@ def render_text(report, language="both"):
         out += ["", f"== {g['function']} ({g['exercise']}) " + "=" * max(0, 56 - len(g["function"]) - len(g["exercise"]))]
         for d in g["diagnoses"]:
             out += _diagnosis(d, g, language)
+        more = unexplained(g["diagnoses"])
+        if more:
+            out.append("    " + pick(language, *more, sep="\n    "))
         for t in g["tests"]:
             out.append(f"\n✗ {t['name']} ({t['score']:g}/{t['max_score']:g})")
             out += ["  " + ln for line in test_lines(t, language) for ln in line.splitlines()]
@@ -101,7 +104,8 @@ def render_text(report, language="both"):
 def _diagnosis(d, group, language):
     fn = d.get("function") or group["function"]
     others = sorted({t.get("function") for t in group["tests"]} - {fn})
-    title = pick(language, d.get("title_zh", ""), d.get("title_en", ""))
+    w_zh, w_en = located(d, group["function"])
+    title = pick(language, d.get("title_zh", "") + w_zh, d.get("title_en", "") + w_en)
     lines = [f"{say('diagnosis.short', language, sep=' ')}: {title}"]
     expl = pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n")
     lines += ["    " + ln for ln in expl.splitlines()]

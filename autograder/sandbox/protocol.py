@@ -11,7 +11,8 @@ the body (one buffer: the arrays are views of it).  So a hostile worker can send
 make the judge allocate much, run code or build an object it did not ask for.
 
 Values (``encode``/``decode``): tensors -> {"t": i, "rg": requires_grad} (bfloat16 ones, which numpy
-lacks, as float32 arrays marked {"bf": i, "rg": ...}, exact both ways); numpy arrays ->
+lacks, as float32 arrays marked {"bf": i, "rg": ...}, exact both ways; a tensor on the `meta`
+device, which holds no data, as {"meta": [dtype name, shape], "rg": ...}, rebuilt on meta); numpy arrays ->
 {"np": i}; None / bool / int / float / str as themselves (strings capped); tuples and lists ->
 {"tuple": [...]}, {"list": [...]}; dicts with str keys -> {"dict": [[key, value], ...]} (other
 dicts are "obj"); torch.device / dtype -> {"device": ...}, {"dtype": ...};
@@ -39,6 +40,7 @@ PREFIX = struct.Struct("<4sIIQ")  # magic, header bytes, number of arrays, body 
 DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
                                              "float16", "float32", "float64")}
 ALLOWED_DTYPES = set(DTYPES.values())
+META_DTYPES = set(DTYPES) | {"bfloat16"}  # a meta tensor crosses as its dtype's name and shape only
 _NAME = {dt: name for name, dt in DTYPES.items()}  # np.dtype -> its name on the wire
 _json_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 _json_decode = json.JSONDecoder().decode
@@ -119,6 +121,11 @@ def encode(value, arrays, depth=0):
             return {"obj": f"numpy {value.dtype}"}
     if isinstance(value, torch.Tensor):
         t = value.detach()
+        if t.is_meta:  # no data to send (device="meta"): its dtype and shape, rebuilt on meta
+            name = str(t.dtype).replace("torch.", "")
+            if name not in META_DTYPES or t.dim() > MAX_NDIM:
+                return {"obj": f"Tensor({t.dtype}, meta)"}
+            return {"meta": [name, list(t.shape)], "rg": bool(value.requires_grad)}
         if t.is_complex() or t.layout != torch.strided:
             return {"obj": f"Tensor({t.dtype}, {t.layout})"}
         bf16 = t.dtype == torch.bfloat16  # numpy has no bfloat16: sent as float32 (exact), marked "bf"
@@ -185,6 +192,8 @@ def decode(value, arrays, depth=0, leaf_grads=False):
                 raise ProtocolError("a bfloat16 tensor must travel as float32")
             t = t.to(torch.bfloat16)
         return t.requires_grad_(True) if leaf_grads and value.get("rg") and t.is_floating_point() else t
+    if "meta" in value:
+        return _meta(value["meta"])
     if "np" in value:
         return _array(arrays, value["np"])
     if "float" in value:
@@ -216,6 +225,19 @@ def decode(value, arrays, depth=0, leaf_grads=False):
     if "obj" in value:
         return Opaque(str(value["obj"])[:100])
     raise ProtocolError(f"unexpected value {str(value)[:80]}")
+
+
+def _meta(desc):
+    """A tensor on the meta device (no data: nothing is allocated) from [dtype name, shape]."""
+    import torch
+
+    if not isinstance(desc, list) or len(desc) != 2 or desc[0] not in META_DTYPES:
+        raise ProtocolError("bad meta tensor")
+    shape = desc[1]
+    if not isinstance(shape, list) or len(shape) > MAX_NDIM or \
+            not all(type(s) is int and 0 <= s <= MAX_ARRAY for s in shape):
+        raise ProtocolError(f"bad meta tensor shape {str(shape)[:80]}")
+    return torch.empty(shape, dtype=getattr(torch, desc[0]), device="meta")
 
 
 def _seq(v):
@@ -284,6 +306,8 @@ def same_values(a, b):
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if a.is_meta or b.is_meta:  # no values to compare
+        return a.is_meta and b.is_meta
     if torch.equal(a, b):  # the common case, in one kernel
         return True
     if a.is_floating_point() or a.is_complex():

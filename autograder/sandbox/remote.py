@@ -80,9 +80,19 @@ class Zygote:
 
     def reap(self, pid, grace=0.0):
         """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
-        `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+        `grace`: seconds to let a worker that is already dying finish (to learn its signal).
+        The CPU seconds the worker used are added to `self.worker_cpu`."""
         self.sock.sendall(b"reap" + struct.pack("<qd", pid, grace))
-        return self.sock.recv(60).decode(errors="replace").strip() or "unknown"
+        data = b""
+        while len(data) < 60:
+            chunk = self.sock.recv(60 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) < 60:
+            return "unknown"
+        self.worker_cpu = getattr(self, "worker_cpu", 0.0) + struct.unpack("<d", data[:8])[0]
+        return data[8:].decode(errors="replace").strip() or "unknown"
 
     def close(self):
         try:
@@ -126,7 +136,7 @@ def _replace(value, it):
 
 def _rg_flags(enc, out):
     if isinstance(enc, dict):
-        if "t" in enc or "bf" in enc:
+        if "t" in enc or "bf" in enc or "meta" in enc:
             out.append(bool(enc.get("rg")))
         for key in ("tuple", "list"):
             for v in enc.get(key, []) if isinstance(enc.get(key), list) else []:
@@ -332,6 +342,20 @@ class RemoteStudent:
         if "NotImplementedError" in mro:
             raise self._crash(name, raised)
         return exc_type.__name__ in mro
+
+    def global_random_state(self):
+        """A fingerprint of the worker's global random states (torch, numpy, random; see
+        rngstate.py): equal before and after a call that left them alone."""
+        answer, out_arrays = self._request({"op": "random_state"}, [])
+        try:
+            state = P.decode(answer.get("ok"), out_arrays)
+        except P.ProtocolError:
+            state = None
+        if not isinstance(state, str):
+            self.abort()
+            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
+                               "The process running your code sent back data the grader cannot read.", kind="error")
+        return state
 
     # -- helpers
     def _call(self, header, label, args, kwargs, obj=None):

@@ -26,7 +26,7 @@ from ..errors import PropertyFailure, TestTimeout
 from . import replay
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
-DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose.py)
+DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose/)
 
 
 def _alarm(_signum, _frame):
@@ -237,12 +237,14 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
         roots = [str(p) for p in find_files(path)]
         options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
                    "view": os.environ.get("SEQGRADER_SANDBOX_VIEW") or "new root"}  # "deny-list": the fallback
+        cpu0, t0 = time.process_time(), time.monotonic()
         zygote = Zygote(sources, read_errors, root, roots, options, train=exercise in TRAINING)
         student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
         try:
             student.start()
         except PropertyFailure:
             pass  # every test will report the load failure
+        t_loaded = time.monotonic()
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
         outcomes = {k: dict(v) for k, v in (prior or {}).items()}
@@ -259,6 +261,7 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
             emit({"event": "result", "test": name, "outcome": outcome})
             outcomes[name] = outcome
         # every result is out: the diagnosis can only add to them (the parent gives it its own deadline)
+        t_tests = time.monotonic()
         budget = DIAGNOSIS_BUDGET
         if ex_deadline is not None:
             budget = min(budget, ex_deadline - time.monotonic() - GRACE)
@@ -267,6 +270,12 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
             found = _diagnose(student, exercise, outcomes, budget)
             if found:
                 emit({"event": "diagnosis", "tests": found})
+        t_diag = time.monotonic()
+        student.abort()  # the last worker, reaped now: its CPU time is counted
+        emit({"event": "timing", "timing": {
+            "start": round(t_loaded - t0, 4), "tests": round(t_tests - t_loaded, 4),
+            "diagnosis": round(t_diag - t_tests, 4), "judge_cpu": round(time.process_time() - cpu0, 4),
+            "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4)}})
         emit({"event": "done"})
     except BaseException:  # noqa: BLE001 - the parent notices the missing results
         pass
@@ -292,6 +301,12 @@ def hidden_paths(path, course=None):
     return list(dict.fromkeys(out))
 
 
+# what a judge reports of its time: seconds of wall time starting the worker (zygote, limits, the
+# submission's top-level code), in the tests, in the diagnosis; CPU seconds of the judge and of
+# its workers (summed over restarts)
+TIMING = ("start", "tests", "diagnosis", "judge_cpu", "worker_cpu")
+
+
 class _Job:
     def __init__(self, exercise, tests, cfg, now):
         self.exercise = exercise
@@ -306,6 +321,7 @@ class _Job:
         self.ex_deadline = now + cfg.timeout
         self.loaded = False
         self.levels = {}
+        self.timing = {}  # TIMING keys, summed over the judges of this exercise
 
 
 class ForkRunner:
@@ -449,6 +465,10 @@ class ForkRunner:
                 # after the last result: a kill now costs nothing but the diagnosis
                 seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_BUDGET)
                 job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
+            elif kind == "timing" and isinstance(ev.get("timing"), dict):
+                for k, v in ev["timing"].items():
+                    if isinstance(v, (int, float)) and k in TIMING:
+                        job.timing[k] = job.timing.get(k, 0.0) + float(v)
             elif kind == "diagnosis" and isinstance(ev.get("tests"), dict):
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
@@ -535,4 +555,5 @@ class ForkRunner:
         return True
 
     def _result(self, job):
-        return {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels}
+        return {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
+                "timing": {k: round(v, 4) for k, v in job.timing.items()}}

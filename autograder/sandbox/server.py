@@ -465,9 +465,9 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
             a.close()
         elif cmd.startswith(b"reap"):
             pid, grace = struct.unpack("<qd", cmd[4:20])
-            status = kill_and_wait(pid, limit_options, grace)
+            status, cpu = kill_and_wait(pid, limit_options, grace)
             _rmtree(workdirs.pop(pid, None))
-            sock.sendall(status.encode()[:60].ljust(60))
+            sock.sendall(struct.pack("<d", cpu) + status.encode()[:52].ljust(52))
     for pid in list(workdirs):
         kill_and_wait(pid, limit_options)
         _rmtree(workdirs.pop(pid))

@@ -13,6 +13,7 @@ Requests (header "op"):
                                                 `grad_params` whose gradients a vjp returns after the
                                                 inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
+  random_state {}                               a fingerprint of the global random states
 Answers: {"ok": value, "call": id, "modified": [...]}, {"raised": {...}}, {"missing": name}.
 """
 import os
@@ -21,6 +22,7 @@ import traceback
 from collections import OrderedDict
 
 from . import protocol as P
+from . import rngstate  # binds its getters when the worker's code is imported, before any student code
 
 KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
 
@@ -91,6 +93,8 @@ class Worker:
             return self.load_rest()
         if op == "vjp":
             return self.vjp(h, arrays, out_arrays)
+        if op == "random_state":  # a fingerprint of the global random states (rngstate.py)
+            return {"ok": P.encode(rngstate.digest(), out_arrays)}
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
         kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
         if op in ("call", "new"):
@@ -397,8 +401,9 @@ def _status_text(status):
 
 
 def kill_and_wait(pid, limit_options, grace=0.0):
-    """(In the zygote) kill the worker `pid` and what it started, reap it, and say how it ended.
-    `grace`: seconds to let a worker that is already dying finish (to learn its signal)."""
+    """(In the zygote) kill the worker `pid` and what it started, reap it, and say how it ended:
+    (text, CPU seconds the worker used).  `grace`: seconds to let a worker that is already dying
+    finish (to learn its signal)."""
     import signal as _signal
     import time
 
@@ -410,15 +415,18 @@ def kill_and_wait(pid, limit_options, grace=0.0):
         except ImportError:
             pass
     end = time.monotonic() + grace
+    cpu = 0.0
     while True:
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
         except ChildProcessError:
-            return "unknown"
+            return "unknown", cpu
         if done or time.monotonic() >= end:
             break
         time.sleep(0.005)
     text = _status_text(status) if done else None
+    if done:
+        cpu = usage.ru_utime + usage.ru_stime
     try:
         if kill_tree is not None:
             kill_tree(pid, (limit_options or {}).get("uid"))
@@ -428,8 +436,9 @@ def kill_and_wait(pid, limit_options, grace=0.0):
         pass
     if text is None:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
             text = "killed"
         except ChildProcessError:
             text = "unknown"
-    return text
+    return text, cpu

@@ -1,6 +1,6 @@
 # exercise: tiny_lm
-# diagnosis: none
-# Not catalogued: the pasted encoding puts cos in the even columns and sin in the odd ones.
+# diagnosis: tiny_lm_init_global_manual_seed
+# The global generator seeded, then torch.normal without a generator.
 import math
 
 import torch
@@ -30,7 +30,7 @@ def sinusoidal_encoding(T, d, base=10000.0):
     for t in range(T):
         for i in range(d // 2):
             a = t / base ** (2 * i / d)
-            pe[t, 2 * i], pe[t, 2 * i + 1] = math.cos(a), math.sin(a)
+            pe[t, 2 * i], pe[t, 2 * i + 1] = math.sin(a), math.cos(a)
     return pe.float()
 
 
@@ -53,11 +53,11 @@ def masked_cross_entropy(logits, targets, mask):
 
 
 def init_tiny_lm(vocab_size, d_model, seed):
-    gen = torch.Generator()
-    gen.manual_seed(seed)
-    E = torch.randn(vocab_size, d_model, generator=gen) / d_model ** 0.5
-    Ws = [torch.randn(d_model, d_model, generator=gen) / d_model ** 0.5 for _ in range(4)]
-    W_out = torch.randn(vocab_size, d_model, generator=gen) / d_model ** 0.5
+    torch.manual_seed(seed)
+    std = d_model ** -0.5
+    E = torch.normal(0.0, std, (vocab_size, d_model))
+    Ws = [torch.normal(0.0, std, (d_model, d_model)) for _ in range(4)]
+    W_out = torch.normal(0.0, std, (vocab_size, d_model))
     return (E, *Ws, W_out)
 
 

@@ -1,6 +1,6 @@
 # exercise: tiny_lm
-# diagnosis: none
-# Not catalogued: the pasted attention forgets the 1/sqrt(dk) scale.
+# diagnosis: sdpa_no_scaling
+# The pasted attention forgets the 1/sqrt(dk) scale: the attention exercise's catalogued mistake, in a pasted part.
 import math
 
 import torch

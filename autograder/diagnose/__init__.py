@@ -1,0 +1,14 @@
+"""Diagnosis: name the catalogued mistakes a failing function makes, and say what else differs.
+
+    registry.py       the probes' registry, and the student a probe sees (a failed call is data)
+    inputs.py         small seeded inputs for the probes
+    probes/<ex>.py    each exercise's probes (as autograder/properties/ has each exercise's tests)
+    engine.py         observations -> aspects -> the mistakes that account for them; the budget
+
+The runner calls ``diagnose_outcomes`` (sandbox/runner.py); the tests also use ``diagnose``,
+``observations``, ``signatures``, ``agree`` and ``describe``.  See engine.py for how a mistake is
+matched.
+"""
+from .engine import (ATOL, FAILED, RTOL, agree, aspects, describe, diagnose, diagnose_outcomes, encode, forms,  # noqa: F401
+                     observations, observe, same, signatures, uses, _trusted, _trusted_student)
+from .registry import PROBES, CallFailed, Guarded, probe  # noqa: F401

@@ -1,0 +1,1243 @@
+"""The diagnosis' engine: which catalogued mistakes explain how a failing function deviates.
+
+For every contract function a fixed set of small, seeded *probes* (probes/<exercise>.py) is run
+three ways, through the same Student interface the properties use:
+
+* on the student's code (an in-process ``Student`` or a sandboxed ``RemoteStudent``),
+* on the reference solution (solutions/<exercise>.py),
+* on every catalogued mistake of the exercise (the reference with the entry's ``code`` appended:
+  trusted code, executed here in the judge, never in the worker), in each of its *forms* (the same
+  mistake written with ``-inf``, ``-1e9`` or ``finfo.min``, with ``triu()`` or ``triu(1)``); for
+  tiny_lm also every mistake of the parts the student pastes into it (padding_mask, causal_mask,
+  sinusoidal_encoding, the attention function, the masked loss).
+
+What a probe returns is cut into *aspects* along the reference's own result: the rows of every
+tensor (a row of a mask, of attention weights, of a gradient...; compared entry by entry, row i
+with row i when the student has more or fewer rows), its dtype, every number, flag ("raises
+ValueError", "finite") and failure of a call (each call of a probe is observed on its own).  For a
+mistake M, where M's result differs from the reference's, a row (or value) is
+
+* a **hit** when the student gives M's values at every entry where M differs (a row of numbers may
+  differ elsewhere too: a second defect; a mask row must be M's exactly),
+* a **contradiction** when the student gives the reference's value at one of them: M is not in
+  the student's code, and is never named (a flag M gets wrong on the way, a check its code leaves
+  out, only counts against it; so does a row count its broadcasting adds),
+* a **miss** when the student differs there from both (something else changes it too),
+* unknown when M's code crashes there (it says nothing of what the mistake computes there) --
+  unless the student is right there, which refutes M.
+
+M *accounts for* part of a failing function f when it is not refuted in f nor in its own function
+g (a wrong padding_mask is named on attention_mask's tests only when the student's padding_mask
+makes the mistake and their attention_mask inherits it), and more probes support it than refute it
+(a probe supports it when at least as many of its outputs are mostly M's as are not).  Named are:
+
+1. those that reproduce something only they give: a value no other catalogued mistake of g gives
+   there (flags count only when they are all M claims and the function does not crash);
+2. then the others, together, when with those of 1 nothing is left unexplained in f and in their
+   own functions;
+3. if something is still unexplained, two mistakes at once (their code composed, see
+   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes;
+
+then a named mistake that explains nothing the others do not is dropped, and so is one whose own
+part another unnamed mistake explains as well (a guess).  A part's mistake that also explains the
+student's own part goes before a model mistake that only looks the same from outside.  What
+differs and no named mistake explains is reported as "something else differs", with the calls
+where it shows.  Nothing accounting for anything means nothing is named, and the property's own
+feedback stands.
+
+Mistakes are run lazily, probe by probe, stopping at the first refutation (a form of a mistake
+refuted where its first form was is not run again); mistakes whose code cannot reach f (it
+redefines nothing f uses) are not run at all.  A diagnosis costs 0.1-1 s in the judge; it runs
+after every test of an exercise has its result (sandbox/runner.py), under its own time budget,
+and only adds to them.
+"""
+import ast
+import difflib
+import math
+import re
+import signal
+import threading
+import time
+
+import torch
+
+from ..catalogue import load_catalogue, reference_solution
+from ..errors import PropertyFailure, TestTimeout
+from . import probes as _probes  # noqa: F401 - registers every exercise's probes
+from .probes.tiny_lm import PARTS
+from .registry import PROBES, CallFailed, Guarded, failure_kind, probe  # noqa: F401 - probe: the public decorator
+
+ATOL = RTOL = 1e-4
+FAILED = ("failed", "error", "timeout")
+
+# ---------------------------------------------------------------- observations
+
+
+def encode(x):
+    """A comparable, plain description of what a probe returned."""
+    if isinstance(x, CallFailed):
+        return ("F", x.kind)
+    if isinstance(x, torch.Tensor) and x.is_meta:  # no values (device="meta")
+        return ("P", "str", f"meta {x.dtype} {tuple(x.shape)}")
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        vals = t.to(torch.float64) if t.is_floating_point() else t.to(torch.int64)
+        return ("T", str(t.dtype), tuple(t.shape), vals)
+    if isinstance(x, (tuple, list)):
+        return ("L", "seq", tuple(encode(v) for v in x))  # a list reads as a tuple
+    if isinstance(x, dict):
+        return ("D", tuple(sorted((str(k), encode(v)) for k, v in x.items())))
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("P", type(x).__name__, x)
+    return ("O", type(x).__name__)
+
+
+def same(a, b):
+    if a[0] != b[0]:
+        return False
+    if a[0] == "T":
+        if a[1] != b[1] or a[2] != b[2]:
+            return False
+        if a[3].dtype == torch.float64:
+            return bool(torch.isclose(a[3], b[3], atol=ATOL, rtol=RTOL, equal_nan=True).all())
+        return bool((a[3] == b[3]).all())
+    if a[0] == "L":
+        return len(a[2]) == len(b[2]) and all(same(x, y) for x, y in zip(a[2], b[2]))
+    if a[0] == "D":
+        return [k for k, _ in a[1]] == [k for k, _ in b[1]] and all(same(x, y) for (_, x), (_, y) in zip(a[1], b[1]))
+    if a[0] == "P":
+        if a[1] != b[1]:
+            return False
+        if a[1] == "float":
+            x, y = a[2], b[2]
+            return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL)
+        return a[2] == b[2]
+    return a == b
+
+
+def observe(student, fn, calls=None):
+    """One probe on one student: its encoded result; ("missing",) when a function it needs is not
+    there; ("F", "error" | "inplace") when the probe could not use what came back.  `calls`, a
+    list, receives the text of the calls the probe made."""
+    guarded = Guarded(student)
+    try:
+        with torch.enable_grad():
+            return encode(fn(guarded))
+    except TestTimeout:
+        raise
+    except PropertyFailure as f:  # a missing function (guarded calls give CallFailed otherwise)
+        kind = failure_kind(f)
+        return ("missing",) if kind == "missing" else ("F", kind)
+    except Exception:  # noqa: BLE001 - the probe could not use what came back
+        return ("F", "error")
+    finally:
+        if calls is not None:
+            calls.extend(guarded.calls)
+
+
+def observations(student, exercise, function):
+    return [observe(student, fn) for fn in PROBES.get(exercise, {}).get(function, [])]
+
+
+def agree(xs, ys):
+    return len(xs) == len(ys) and all(same(x, y) for x, y in zip(xs, ys))
+
+
+# ---------------------------------------------------------------- aspects
+
+
+def aspects(ref, node, path=(), out=None):
+    """{key: value} of `node` (an encoded result) cut along the reference's result `ref`: each of
+    ref's tensors as ("R", its rows: a 2-D tensor, one row per vector along the last axis) with its
+    ("dtype",); each number, flag or string; ("len",) of each list.  Where `node` does not have
+    ref's structure (another shape, a failed call, no such key) every key below holds ("W", node)."""
+    out = {} if out is None else out
+    kind = ref[0]
+    if kind == "T":
+        if node[0] == "T" and node[2] == ref[2]:
+            out[path + ("dtype",)] = ("P", "str", node[1])
+            out[path + ("values",)] = ("R", _as_rows(node[3]))
+            if len(ref[2]) >= 2:
+                out[path + ("leading",)] = ("P", "int", node[2][0])
+            return out
+        if node[0] == "T" and len(ref[2]) >= 2 and len(node[2]) == len(ref[2]) and node[2][1:] == ref[2][1:]:
+            # more or fewer windows, steps, sequences: row i is compared with row i
+            n, k = ref[2][0], node[2][0]
+            vals = node[3][:n]
+            if k < n:
+                filler = torch.full((n - k,) + tuple(ref[2][1:]), _ABSENT if vals.is_floating_point() else -2 ** 62,
+                                    dtype=vals.dtype)
+                vals = torch.cat([vals, filler])
+            out[path + ("dtype",)] = ("P", "str", node[1])
+            out[path + ("values",)] = ("R", _as_rows(vals))
+            out[path + ("leading",)] = ("P", "int", k)
+            return out
+        whole = ("W", node)
+        out[path + ("dtype",)] = ("P", "str", node[1]) if node[0] == "T" else whole
+        out[path + ("values",)] = whole
+        if len(ref[2]) >= 2:
+            out[path + ("leading",)] = ("P", "int", node[2][0]) if node[0] == "T" and node[2] else whole
+        return out
+    if kind == "L":
+        if all(c[0] == "P" for c in ref[2]):  # flags, counts, facts: one row, a column each
+            plain = node[0] == "L" and len(node[2]) == len(ref[2]) and all(c[0] == "P" for c in node[2])
+            out[path + ("values",)] = ("Q", node[2]) if plain else ("W", node)
+            return out
+        if node[0] == "L":
+            out[path + ("len",)] = ("P", "int", len(node[2]))
+            for i, child in enumerate(ref[2]):
+                aspects(child, node[2][i] if i < len(node[2]) else ("absent",), path + (i,), out)
+            out[path + ("extra",)] = ("W", ("L", "seq", node[2][len(ref[2]):]))
+            return out
+        return _whole(ref, node, path, out)
+    if kind == "D":
+        if node[0] == "D":
+            theirs = dict(node[1])
+            for k, child in ref[1]:
+                aspects(child, theirs.get(k, ("absent",)), path + (k,), out)
+            known = {k for k, _ in ref[1]}
+            out[path + ("extra",)] = ("W", ("D", tuple((k, v) for k, v in node[1] if k not in known)))
+            return out
+        return _whole(ref, node, path, out)
+    out[path] = node
+    return out
+
+
+_ABSENT = 1.2345e300  # a row the student's tensor does not have (it has fewer along its first axis)
+
+
+def _as_rows(vals):
+    """A tensor as (rows, columns): one row per vector along its last axis (a scalar: 1 x 1)."""
+    if vals.dim() == 0:
+        return vals.reshape(1, 1)
+    if vals.numel() == 0:
+        return vals.reshape(1, 0) if vals.dim() <= 1 else vals.reshape(-1, vals.shape[-1])
+    return vals.reshape(-1, vals.shape[-1])
+
+
+def _whole(ref, node, path, out):
+    """Every key of ref's structure below `path` holds ("W", node)."""
+    for key in aspects(ref, ref, path):
+        out[key] = ("W", node)
+    return out
+
+
+def _shape(ref_value):
+    """(rows, columns) of an aspect, read from the reference's value."""
+    if ref_value[0] == "R":
+        return tuple(ref_value[1].shape)
+    if ref_value[0] == "Q":
+        return (1, max(1, len(ref_value[1])))
+    return (1, 1)
+
+
+def _equal(a, b, shape):
+    """Entry by entry (a bool tensor of `shape`), for two values of one aspect."""
+    if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape:
+        x, y = a[1], b[1]
+        if x.is_floating_point() or y.is_floating_point():
+            return torch.isclose(x.double(), y.double(), atol=ATOL, rtol=RTOL, equal_nan=True)
+        return x == y
+    if a[0] == "Q" and b[0] == "Q" and len(a[1]) == len(b[1]) == shape[1]:
+        return torch.tensor([[same(x, y) for x, y in zip(a[1], b[1])]], dtype=torch.bool)
+    if a[0] in ("R", "Q") or b[0] in ("R", "Q"):
+        return torch.full(shape, a[0] == b[0] == "Q" and same(("L", "seq", a[1]), ("L", "seq", b[1])))
+    return torch.full(shape, same(a[1], b[1]) if a[0] == b[0] == "W" else same(a, b))
+
+
+def _failed(value):
+    return value[0] == "F" or (value[0] == "W" and value[1][0] == "F")
+
+
+def _crashed(value):
+    """The mistake's code raised here (it modifying an input is a behaviour, not a crash)."""
+    return value in (("F", "error"), ("W", ("F", "error")))
+
+
+def _floats(value):
+    return value[0] == "R" and value[1].is_floating_point()
+
+
+def _informative(value, rows, cells):
+    """Per row (bool over `rows`): do the student's values at `cells` say something (a finite,
+    non-zero number; a mask row; a count, a dtype) rather than a flag, a failure, a zero or a NaN
+    that many mistakes give alike?"""
+    if value[0] == "R":
+        v = value[1]
+        if not v.is_floating_point():
+            return rows.clone()
+        some = (cells & torch.isfinite(v) & (v != 0)).any(1)
+        return rows & some
+    if value[0] == "W":
+        inner = value[1]
+        ok = inner[0] == "T" and inner[3].numel() > 0 and (
+            not inner[3].is_floating_point() or bool((torch.isfinite(inner[3]) & (inner[3] != 0)).any()))
+        return rows & ok
+    if value[0] == "Q":
+        ok = any(v[0] == "P" and (v[1] in ("int", "str") or (v[1] == "float" and math.isfinite(v[2]) and v[2] != 0))
+                 for v, c in zip(value[1], cells[0].tolist()) if c)
+        return rows & ok
+    if value[0] == "P" and value[1] in ("int", "str", "shape"):
+        return rows.clone()
+    if value[0] == "P" and value[1] == "float":
+        return rows & (math.isfinite(value[2]) and value[2] != 0)
+    return torch.zeros_like(rows)
+
+
+# ---------------------------------------------------------------- trusted namespaces
+
+
+class _Namespace:
+    """What a Submission offers the harness' Student, for one trusted namespace."""
+
+    def __init__(self, ns):
+        self.ns, self.load_errors = ns, []
+
+    def get(self, name, prefer=None):
+        return self.ns.get(name)
+
+
+def _namespace(exercise, code=None):
+    src = reference_solution(exercise).read_text(encoding="utf-8")
+    ns = {"__name__": f"catalogue_{exercise}"}
+    exec(compile(src + ("\n\n" + code if code else ""), f"<catalogue {exercise}>", "exec"), ns)  # noqa: S102 - trusted
+    return ns
+
+
+def _trusted_student(exercise, code=None):
+    """The reference solution of `exercise` (with `code` appended) as a Student (trusted, in process)."""
+    from ..properties._harness import Student
+
+    return Student(_Namespace(_namespace(exercise, code)), (), exercise)
+
+
+def redefined(code):
+    """The top-level functions and classes a catalogue entry's code (re)defines."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+# The same mistake written another way: a blocked score of -inf, -1e9 or the dtype's minimum; an
+# upper triangle with or without its diagonal.  Each entry is also tried in these forms.
+_MINUS_INF = re.compile(r"""-\s*float\(\s*["']inf["']\s*\)|float\(\s*["']-inf["']\s*\)|-\s*math\.inf|-\s*torch\.inf""")
+_FORMS = [
+    (_MINUS_INF, ["-1e9", "torch.finfo(torch.float32).min"]),
+    (re.compile(r"-1e9\b"), ['float("-inf")']),
+    (re.compile(r"\.triu\(\)"), [".triu(1)"]),
+    (re.compile(r"\.triu\((?:diagonal=)?1\)"), [".triu()"]),
+]
+
+
+def forms(code):
+    """The entry's code, then the same mistake written another way (see _FORMS)."""
+    out = [code]
+    for pattern, replacements in _FORMS:
+        if pattern.search(code):
+            out += [pattern.sub(r, code) for r in replacements]
+    return list(dict.fromkeys(out))
+
+
+def merge3(base, a, b):
+    """a and b, two edits of the text base, in one text; None when they change the same lines
+    differently (identical changes on both sides are one change)."""
+    lines = base.splitlines()
+
+    def edits(text):
+        sm = difflib.SequenceMatcher(None, lines, text.splitlines(), autojunk=False)
+        new = text.splitlines()
+        return {(i1, i2, tuple(new[j1:j2])) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"}
+
+    ea, eb = edits(a), edits(b)
+
+    def absorbed(e, others):  # an insertion the other side's replacement already holds at that end
+        i1, i2, new = e
+        return i1 == i2 and any(new and ((o2 == i1 and onew[-len(new):] == new) or (o1 == i1 and onew[:len(new)] == new))
+                                for o1, o2, onew in others if (o1, o2) != (i1, i2))
+
+    changes = sorted({e for e in ea if not absorbed(e, eb)} | {e for e in eb if not absorbed(e, ea)})
+    for (i1, i2, _), (j1, _, _) in zip(changes, changes[1:]):
+        if j1 < i2 or j1 == i1:
+            return None
+    out, pos = [], 0
+    for i1, i2, new in changes:
+        out += lines[pos:i1] + list(new)
+        pos = i2
+    return "\n".join(out + lines[pos:]) + "\n"
+
+
+_CONSENSUS = {}
+
+
+def consensus(codes):
+    """The entries of one function as they would read without any mistake: the entry closest to
+    all others, each of its lines replaced by the version most entries have there (kept)."""
+    key = tuple(sorted(codes))
+    if key not in _CONSENSUS:
+        _CONSENSUS[key] = _consensus(list(key))
+    return _CONSENSUS[key]
+
+
+def _consensus(codes):
+    if not codes:
+        return ""
+    texts = [c.splitlines() for c in codes]
+
+    def aligned(anchor, other):
+        pairs = {}
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, anchor, other, autojunk=False).get_opcodes():
+            if tag in ("equal", "replace") and i2 - i1 == j2 - j1:
+                pairs.update({i1 + k: other[j1 + k] for k in range(i2 - i1)})
+        return pairs
+
+    def spread(anchor):
+        total = 0
+        for o in texts:
+            same_lines = sum(size for *_, size in difflib.SequenceMatcher(None, anchor, o, autojunk=False)
+                             .get_matching_blocks())
+            total += len(anchor) + len(o) - 2 * same_lines
+        return total
+
+    anchor = min(texts, key=spread)
+    votes = [dict() for _ in anchor]
+    for other in texts:
+        for i, line in aligned(anchor, other).items():
+            votes[i][line] = votes[i].get(line, 0) + 1
+    return "\n".join(max(v, key=v.get) if v else line for v, line in zip(votes, anchor)) + "\n"
+
+
+def _wraps(code, names):
+    """Does code keep an earlier definition of one of `names` before redefining it (`_right = f`)?"""
+    return any(re.search(rf"^\s*\w+\s*=\s*{re.escape(n)}\s*$", code, re.M) for n in names)
+
+
+def compositions(a, b, pivots):
+    """Code making both catalogued mistakes at once: one after the other (each redefines its own
+    names, or the later wraps the earlier, as `_right = f` entries do), or one text from both edits
+    of another entry of the same function (the pivot: entries are written alike)."""
+    names = redefined(a)
+    if names != redefined(b):
+        return [a + "\n\n" + b]  # each redefines its own names
+    # the same names: one after the other only when the later wraps the earlier (`_right = f`)
+    out = [x + "\n\n" + y for x, y in ((a, b), (b, a)) if _wraps(y, names)]
+    pivots = [p for p in pivots if redefined(p) == names]
+
+    def distance(pivot):  # lines changed from the pivot to a and to b
+        lines = pivot.splitlines()
+        return sum(sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in
+                       difflib.SequenceMatcher(None, lines, x.splitlines(), autojunk=False).get_opcodes()
+                       if tag != "equal") for x in (a, b))
+
+    for pivot in [consensus(pivots + [a, b])] + sorted(pivots, key=distance):
+        merged = merge3(pivot, a, b)
+        if merged is None or merged in (a, b):
+            continue
+        counts = {}
+        for line in merged.splitlines():
+            counts[line] = counts.get(line, 0) + 1
+        if all(n <= max(a.splitlines().count(line), b.splitlines().count(line), 1) for line, n in counts.items()):
+            out.append(merged)  # no line twice that neither has twice (an insertion made on both sides)
+            break
+    return list(dict.fromkeys(out))
+
+
+class _Trusted:
+    """A trusted namespace (the reference, or the reference with one form of a mistake) whose probe
+    observations are computed when first needed and kept.  `origin`: the exercise a pasted part's
+    mistake comes from (its code runs in that exercise's reference; the function it breaks then
+    replaces the part in this exercise's reference)."""
+
+    def __init__(self, exercise, entry=None, code=None, origin=None, parts=()):
+        self.exercise, self.entry, self.origin = exercise, entry, origin
+        code = code if code is not None else (entry or {}).get("code")
+        # native code is appended to the exercise's reference; a part's runs in its own exercise's
+        self.code, self.parts = (None, [(origin, code)]) if origin else (code, list(parts))
+        self._student, self._obs, self._dev = None, {}, {}
+        self.seconds = {}  # function -> seconds its probes took here
+
+    def student(self):
+        if self._student is None:
+            try:
+                from ..properties._harness import Student
+
+                ns = _namespace(self.exercise, self.code)
+                for origin, code in self.parts:
+                    part = _namespace(origin, code)
+                    for name in redefined(code) & set(PARTS):
+                        ns[name] = part[name]
+                self._student = Student(_Namespace(ns), (), self.exercise)
+            except Exception:  # noqa: BLE001 - a broken entry never matches (test_diagnosis flags it)
+                self._student = False
+        return self._student
+
+    def obs(self, function, i):
+        key = (function, i)
+        if key not in self._obs:
+            student = self.student()
+            if student is False:
+                return ("broken",)
+            start = time.perf_counter()
+            with torch.random.fork_rng():
+                self._obs[key] = observe(student, PROBES[self.exercise][function][i])
+            self.seconds[function] = self.seconds.get(function, 0.0) + time.perf_counter() - start
+        return self._obs[key]
+
+    def all(self, function):
+        return [self.obs(function, i) for i in range(len(PROBES[self.exercise].get(function, [])))]
+
+    def deviation(self, ref, function, i):
+        """{key: (its value, the entries where it differs from ref's)} on one probe (kept)."""
+        if (function, i) not in self._dev:
+            r_obs, m_obs = ref.obs(function, i), self.obs(function, i)
+            out = {}
+            if m_obs != ("broken",):
+                r_asp = aspects(r_obs, r_obs)
+                for key, m in aspects(r_obs, m_obs).items():
+                    r = r_asp[key]
+                    d = ~_equal(m, r, _shape(r))
+                    if bool(d.any()):
+                        out[key] = (m, d)
+            self._dev[(function, i)] = out
+        return self._dev[(function, i)]
+
+    def refutable(self, ref, function, i):
+        """The entries (all of the reference's aspects, flattened in order) where it differs and
+        a student with the reference's value there refutes it (not flags, counts, crashes); kept."""
+        key = ("refutable", function, i)
+        if key not in self._dev:
+            r_obs = ref.obs(function, i)
+            deviation = self.deviation(ref, function, i)
+            parts = []
+            for k, r in aspects(r_obs, r_obs).items():
+                n = _shape(r)[0] * _shape(r)[1]
+                m = deviation.get(k)
+                if m is None or _crashed(m[0]) or _flag(r) or (k and k[-1] == "leading"):
+                    parts.append(torch.zeros(n, dtype=torch.bool))
+                else:
+                    parts.append(m[1].reshape(-1))
+            self._dev[key] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+        return self._dev[key]
+
+    def agrees_with(self, function, theirs):
+        """Every probe of `function` gives what `theirs` holds (stops at the first difference)."""
+        n = len(PROBES[self.exercise].get(function, []))
+        return len(theirs) == n and all(same(theirs[i], self.obs(function, i)) for i in range(n))
+
+
+class _Mistake:
+    """A catalogued mistake of an exercise, in all its forms; `origin` for a pasted part's."""
+
+    def __init__(self, exercise, entry, order, origin=None):
+        self.entry, self.order, self.origin = entry, order, origin
+        self.function = entry["function"]
+        self.group = (entry.get("group") or entry)["id"]
+        self.touches = redefined(entry.get("code") or "")
+        self.forms = [_Trusted(exercise, entry, code, origin) for code in forms(entry.get("code") or "")]
+
+
+_CACHE = {}
+
+
+_CATALOGUE = {}
+
+
+def _catalogue(exercise):
+    """load_catalogue(exercise), read once per process (the YAML parser is slow)."""
+    if exercise not in _CATALOGUE:
+        _CATALOGUE[exercise] = load_catalogue(exercise)
+    return _CATALOGUE[exercise]
+
+
+def _trusted(exercise):
+    """(reference, [_Mistake]) of an exercise, kept for the process.  Their namespaces are built
+    and run only when needed."""
+    if exercise not in _CACHE:
+        mistakes = [_Mistake(exercise, e, i) for i, (ex, e) in enumerate(_catalogue(exercise))
+                    if e.get("diagnosis", True)]
+        ref = _Trusted(exercise)
+        if exercise == "tiny_lm":  # the parts' own mistakes, named after their exercises' entries
+            natives = [m for m in mistakes if m.touches and m.touches <= set(PARTS)]
+            for origin in dict.fromkeys(PARTS.values()):
+                for _, e in _catalogue(origin):
+                    if not e.get("diagnosis", True) or PARTS.get(e["function"]) != origin \
+                            or not redefined(e.get("code") or "") <= set(PARTS):
+                        continue
+                    part = _Mistake(exercise, e, 1000 + len(mistakes), origin)
+                    if not any(_duplicate(part, m) for m in natives):
+                        mistakes.append(part)
+        _CACHE[exercise] = (ref, mistakes)
+    return _CACHE[exercise]
+
+
+def _duplicate(part, native):
+    """Does a pasted part's mistake do exactly what a catalogued mistake of the exercise does (a
+    tiny_lm entry that only redefines a part)?  Then only the exercise's own entry is named."""
+    if part.touches != native.touches:
+        return False
+    a, b = part.forms[0], native.forms[0]
+    return all(agree(a.all(g), b.all(g)) for g in part.touches if g in PROBES[a.exercise])
+
+
+def signatures(exercise):
+    """Every observation of the exercise's own catalogue, computed in full: {"reference":
+    {function: obs}, "mistakes": [(entry, {function: obs})]} (for the tests of the catalogue)."""
+    ref, mistakes = _trusted(exercise)
+    functions = list(PROBES.get(exercise, {}))
+    return {"reference": {f: ref.all(f) for f in functions},
+            "mistakes": [(m.entry, {f: m.forms[0].all(f) for f in functions}) for m in mistakes if m.origin is None]}
+
+
+_USES = {}
+
+
+def uses(exercise):
+    """{name: the functions and classes of the reference it uses, directly or not}."""
+    if exercise not in _USES:
+        ns = _namespace(exercise)
+        local = {k for k, v in ns.items() if callable(v) and getattr(v, "__module__", None) == ns["__name__"]}
+
+        def names(obj):
+            found = set()
+            codes = [obj.__code__] if hasattr(obj, "__code__") else \
+                [v.__code__ for v in vars(obj).values() if hasattr(v, "__code__")] if isinstance(obj, type) else []
+            while codes:
+                c = codes.pop()
+                found |= set(c.co_names)
+                codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+            return found & local
+
+        direct = {k: names(ns[k]) for k in local}
+        closure = {}
+        for k in local:
+            seen, todo = set(), [k]
+            while todo:
+                for n in direct.get(todo.pop(), ()):
+                    if n not in seen:
+                        seen.add(n)
+                        todo.append(n)
+            closure[k] = seen
+        _USES[exercise] = closure
+    return _USES[exercise]
+
+
+def describe(entry, origin=None):
+    """What the report shows: the entry's (or its group's) id, function, title, explanation, hint;
+    `part`: the exercise a pasted part's mistake comes from."""
+    src = entry.get("group") or entry
+    d = {"id": src["id"], "function": entry["function"]}
+    for key in ("title", "explanation", "hint"):
+        for lang in ("zh", "en"):
+            d[f"{key}_{lang}"] = (src.get(key) or {}).get(lang, "")
+    if entry.get("group"):
+        d["members"] = [entry["id"]]
+    if origin:
+        d["part"] = origin
+    return d
+
+
+# ---------------------------------------------------------------- the diagnosis
+
+
+class _Verdict:
+    """How one mistake (one form) reads against the student on one function's probes.  Cells are
+    {(function, probe, key): bool tensor (rows, columns)}."""
+
+    __slots__ = ("hits", "misses", "unknown", "evidence", "covers", "crashes", "strong", "weak_probes",
+                 "supporting", "refuting", "soft")
+
+    def __init__(self):
+        self.hits = self.misses = self.unknown = 0
+        self.soft = 0  # flags where the student has the reference's value (see _verdict)
+        self.supporting = self.refuting = 0  # probes where it reproduces something / only differs
+        self.evidence = {}  # the student's deviations it reproduces
+        self.covers = {}  # every entry where it deviates (or its code crashes)
+        self.crashes = {}  # entries where its code crashes and the student computes something else
+        self.strong = False  # a hit that says something (see _informative)
+        self.weak_probes = set()  # probes where its only hits are flags, failures, zeros
+
+
+def _union(*maps):
+    out = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = out[k] | v if k in out else v.clone()
+    return out
+
+
+def _minus(a, b):
+    """The cells of a that are not in b."""
+    out = {}
+    for k, v in a.items():
+        left = v & ~b[k] if k in b else v
+        if bool(left.any()):
+            out[k] = left
+    return out
+
+
+def _within(a, b):
+    return not _minus(a, b)
+
+
+class _Session:
+    """One diagnosis: the student's observations and their aspects, computed when first needed."""
+
+    def __init__(self, student, exercise, deadline):
+        self.student, self.exercise, self.deadline = student, exercise, deadline
+        self.ref, self.mistakes = _trusted(exercise)
+        self.obs, self.calls, self._asp, self._ref_asp, self._dev, self._verdicts = {}, {}, {}, {}, {}, {}
+        self._same_as_ref, self._died = {}, {}
+        self.composed = _COMPOSED.setdefault(exercise, {})
+
+    def late(self):
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def observed(self, function):
+        """The student's observations of `function` (None: missing, or out of time)."""
+        if function not in self.obs:
+            if self.late():
+                return None
+            got, calls = [], []
+            for fn in PROBES[self.exercise].get(function, []):
+                c = []
+                got.append(observe(self.student, fn, c))
+                calls.append(c)
+            self.obs[function] = None if any(o == ("missing",) for o in got) else got
+            self.calls[function] = calls
+        return self.obs[function]
+
+    def ref_aspects(self, function, i):
+        if (function, i) not in self._ref_asp:
+            r = self.ref.obs(function, i)
+            self._ref_asp[(function, i)] = aspects(r, r)
+        return self._ref_asp[(function, i)]
+
+    def student_aspects(self, function, i):
+        if (function, i) not in self._asp:
+            self._asp[(function, i)] = aspects(self.ref.obs(function, i), self.obs[function][i])
+        return self._asp[(function, i)]
+
+    def flat_same_as_ref(self, function, i):
+        """same_as_ref of every aspect of a probe, flattened in the reference's order (kept)."""
+        k = ("flat", function, i)
+        if k not in self._same_as_ref:
+            parts = [self.same_as_ref(function, i, key).reshape(-1) for key in self.ref_aspects(function, i)]
+            self._same_as_ref[k] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+        return self._same_as_ref[k]
+
+    def same_as_ref(self, function, i, key):
+        """Entries where the student gives the reference's value (kept)."""
+        k = (function, i, key)
+        if k not in self._same_as_ref:
+            r = self.ref_aspects(function, i)[key]
+            self._same_as_ref[k] = _equal(self.student_aspects(function, i)[key], r, _shape(r))
+        return self._same_as_ref[k]
+
+    def deviations(self, function):
+        """{(function, probe, key): cells where the student differs from the reference}."""
+        if function not in self._dev:
+            out = {}
+            for i in range(len(self.obs[function])):
+                ref = self.ref_aspects(function, i)
+                mine = self.student_aspects(function, i)
+                for key in ref:
+                    d = ~self.same_as_ref(function, i, key)
+                    if bool(d.any()):
+                        out[(function, i, key)] = d
+            self._dev[function] = out
+        return self._dev[function]
+
+    def verdict(self, form, function, strict=False, like=None):
+        """The verdict of one form of a mistake on `function`, or None at the first contradiction
+        (strict: also at the first miss or crash, for two mistakes at once).  `like`: another form
+        of the same mistake, already judged: where it was refuted, this one is too if it gives the
+        same there (checked on that probe alone)."""
+        key = (id(form), function, strict)
+        if key not in self._verdicts:
+            died = self._died.get((id(like), function, strict)) if like is not None else None
+            if died is not None and same(form.obs(function, died), like.obs(function, died)):
+                self._verdicts[key] = None
+                self._died[key] = died
+            else:
+                self._verdicts[key] = self._verdict(form, function, strict, key)
+        return self._verdicts[key]
+
+    def _verdict(self, form, function, strict=False, key=None):
+        v = _Verdict()
+        for i in range(len(self.obs[function])):
+            self._died[key] = i  # where it is refuted, if it is (a return None below)
+            if self.late():
+                return None
+            if form.obs(function, i) == ("broken",):
+                return None
+            deviation = form.deviation(self.ref, function, i)
+            if not deviation:
+                continue
+            if bool((form.refutable(self.ref, function, i) & self.flat_same_as_ref(function, i)).any()):
+                return None  # the student has the reference's value where the mistake differs
+            mine = self.student_aspects(function, i)
+            informative = False
+            matched = missed = soft = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
+            crashed_right = []  # where the mistake's code crashes: is the student right there?
+            for key, (m, m_dev) in deviation.items():
+                s = mine[key]
+                s_ref = self.same_as_ref(function, i, key)
+                cell = (function, i, key)
+                if bool((m_dev & s_ref).any()) and not _crashed(m):
+                    if not _flag(self.ref_aspects(function, i)[key]) and key[-1] != "leading":
+                        return None  # the student has the reference's value where the mistake differs
+                    # a flag the mistake's code gets wrong on the way (a check it leaves out, NaN
+                    # it lets through), or a count of rows its broadcasting adds, while the student
+                    # gets it right: a difference, not a refutation
+                    v.misses += 1
+                    v.soft += 1
+                    v.covers[cell] = m_dev
+                    soft += 1
+                    continue
+                s_m = _equal(s, m, tuple(m_dev.shape))
+                if _crashed(m) and not bool(s_m[m_dev].all()):
+                    crashed_right.append(bool(s_ref.all()))
+                    v.unknown += 1  # it crashes where the student computes something else
+                    v.covers[cell] = m_dev
+                    v.crashes[cell] = m_dev
+                    continue
+                v.covers[cell] = m_dev
+                rows = m_dev.any(1)
+                match = rows & ~(m_dev & ~s_m).any(1)  # every entry where it differs, reproduced
+                extra = (~m_dev & ~s_ref).any(1)  # the student also differs elsewhere in the row
+                # a row reproduced exactly is a hit; so is a row of numbers whose differing entries
+                # are reproduced while others differ too (a second defect); a mask row that is
+                # only partly the mistake's is not (a flipped bit matches any flip)
+                hit = match & (~extra | torch.full_like(extra, _floats(s)))
+                n_hit = int(hit.sum())
+                n_miss = int((rows & ~hit).sum())
+                v.hits += n_hit
+                v.misses += n_miss
+                if n_hit and n_hit >= n_miss:  # an output whose rows are mostly the mistake's
+                    matched += 1
+                else:
+                    missed += 1
+                if n_hit:
+                    v.evidence[cell] = m_dev & hit[:, None]
+                    informative = informative or bool(_informative(s, hit, m_dev).any())
+            if crashed_right and all(crashed_right):
+                return None  # the mistake's code crashes where the student computes the reference's result
+            if strict and (v.misses or v.unknown):
+                return None
+            # a probe supports the mistake when at least as many of its outputs are the mistake's
+            # (wherever the mistake differs) as are not
+            hit_here = matched > 0 and matched >= missed + soft
+            if hit_here:
+                v.supporting += 1
+                if informative:
+                    v.strong = True
+                else:
+                    v.weak_probes.add((function, i))
+            elif missed or (soft and not v.hits):
+                v.refuting += 1  # (a flag it gets wrong on the way alone does not refute a probe)
+        self._died.pop(key, None)
+        return v
+
+
+def _accounts(v):
+    """More probes (independent experiments) where it reproduces something than where it only differs."""
+    return v is not None and v.hits >= 1 and v.supporting > v.refuting
+
+
+def _flag(ref_value):
+    """A yes / no fact (raises ValueError, finite, reproducible...), or a row of them."""
+    if ref_value[0] == "P":
+        return ref_value[1] == "bool"
+    if ref_value[0] == "Q":
+        return bool(ref_value[1]) and all(v[0] == "P" and v[1] == "bool" for v in ref_value[1])
+    return False
+
+
+class _Candidate:
+    def __init__(self, mistake, verdicts, f, form=None):
+        self.mistake, self.form, self.f = mistake, form, f
+        self.verdicts = verdicts  # {function: _Verdict}
+        self._sum()
+
+    def widen(self, session, functions):
+        """Also read it on these functions (where it is contradicted, it explains nothing there)."""
+        for g in functions:
+            if g not in self.verdicts and session.observed(g) is not None:
+                v = session.verdict(self.form, g)
+                if v is not None and v.hits:
+                    self.verdicts[g] = v
+        self._sum()
+
+    def _sum(self):
+        verdicts, f = self.verdicts, self.f
+        self.f_evidence = verdicts[f].evidence  # what of f it explains
+        self.evidence = _union(*(v.evidence for v in verdicts.values()))
+        self.covers = _union(*(v.covers for v in verdicts.values()))
+        self.crashes = _union(*(v.crashes for v in verdicts.values()))
+        self.misses = sum(v.misses for v in verdicts.values())
+        self.size = sum(int(x.sum()) for x in self.evidence.values())
+        self.f_size = sum(int(x.sum()) for x in self.f_evidence.values())
+        self.strong = any(v.strong for v in verdicts.values())
+        self.weak_probes = set().union(*(v.weak_probes for v in verdicts.values()))
+
+
+def _best_form(session, mistake, f):
+    """The candidate of the form of `mistake` that accounts for most of f (and of its own function)."""
+    best = None
+    for form in mistake.forms:
+        verdicts = {}
+        for function in dict.fromkeys([mistake.function, f]):
+            if function != f and session.observed(function) is None:
+                break
+            v = session.verdict(form, function, like=mistake.forms[0] if form is not mistake.forms[0] else None)
+            if not _accounts(v):
+                break
+            verdicts[function] = v
+        else:
+            c = _Candidate(mistake, verdicts, f, form)
+            if not c.strong and any(v.soft for v in verdicts.values()):
+                continue  # a mistake of flags whose flags the student gets right: refuted after all
+            if best is None or (c.size, -c.misses) > (best.size, -best.misses):
+                best = c
+    return best
+
+
+def _distinctive(session, c):
+    """Does what c reproduces of its own function (the values that say something: numbers, mask
+    rows; not flags or failures) rule out every other catalogued mistake of that function?  (Each
+    other one gives, somewhere there, a value other than the student's.)"""
+    g = c.mistake.function
+    own, flags = [], []
+    for (fn, i, key), cells in c.evidence.items():
+        if fn == g:
+            s = session.student_aspects(fn, i)[key]
+            informative = cells & _informative(s, cells.any(1), cells)[:, None]
+            if bool(informative.any()):
+                own.append((fn, i, key, s, informative))
+            elif _flag(session.ref_aspects(fn, i)[key]):
+                flags.append((fn, i, key, s, cells))
+    if not own:
+        # flags alone (raises ValueError or not...) only from a function that runs: one that
+        # crashes somewhere says nothing by its flags
+        if not flags or any(_failed(session.student_aspects(k[0], k[1])[k[2]]) for k in session.deviations(g)):
+            return False
+        own = flags
+    for m in session.mistakes:
+        if m.function != g or m.group == c.mistake.group:
+            continue
+        alike = True
+        for fn, i, key, s, cells in own:
+            o = m.forms[0].deviation(session.ref, fn, i).get(key)
+            if not _floats(s):  # a mask row, a row of flags: alike only when the whole row is
+                cells = cells.any(1, keepdim=True).expand_as(cells)
+            if o is None or not bool(_equal(o[0], s, tuple(cells.shape))[cells].all()):
+                alike = False  # it gives the reference's value there, or another one
+                break
+        if alike:
+            return False
+    return True
+
+
+def _select(session, f, candidates):
+    """The fewest candidates that explain the most (see the module docstring), in order: first
+    those that reproduce a value only they give; then, one at a time, any other that completes
+    the explanation (nothing left unexplained in f and in its own function)."""
+    def rank(c):  # most of f first; then most of its own function too (a part's mistake seen in the part)
+        return (-c.f_size, -c.size, c.misses, c.mistake.origin is not None, c.mistake.order)
+
+    ranked = sorted(candidates, key=rank)
+
+    def twin(c):  # another mistake explains exactly the same, differently: name neither
+        return any(d is not c and d.mistake.group != c.mistake.group and d.size == c.size
+                   and d.misses == c.misses and _within(d.evidence, c.evidence) and _within(c.evidence, d.evidence)
+                   for d in ranked)
+
+    chosen = []
+
+    def adds(c):  # it explains something in f that the chosen ones do not
+        return not _within(c.f_evidence, _explained(chosen))
+
+    for c in ranked:  # (a mistake of flags only: when it reproduces all it claims)
+        if adds(c) and not twin(c) and (c.strong or not c.misses) and _distinctive(session, c):
+            chosen.append(c)
+    # the others only together: they are named when, with the ones above, nothing is left unexplained
+    extra = []
+    for c in ranked:
+        if c not in chosen and not twin(c) and not _within(c.f_evidence, _explained(chosen + extra)):
+            extra.append(c)
+    while extra:
+        explained = _explained(chosen + extra)
+        functions = {f} | {c.mistake.function for c in extra}
+        if all(_within(session.deviations(g), explained) for g in functions if session.obs.get(g)):
+            chosen += extra
+            break
+        extra.pop()  # the least telling one out, and try again
+    # a named mistake that explains nothing the others do not is dropped (the least telling first);
+    # what one alone explains, another mistake might explain as well: then it is a guess, dropped too
+    for c in sorted(chosen, key=rank, reverse=True):
+        others = [d for d in chosen if d is not c]
+        alone = _minus(c.evidence, _explained(others)) if others else c.evidence
+        if c.strong:  # a mistake of values whose own part is only a failure both give: redundant
+            alone = {k: v for k, v in alone.items() if not _failed(session.student_aspects(k[0], k[1])[k[2]])}
+        if not alone or any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.evidence)
+                            and d.misses <= c.misses for d in ranked):
+            chosen.remove(c)
+    return chosen
+
+
+def _explained(chosen):
+    """The cells a set of named mistakes explains: what each reproduces, where its code crashes
+    (a value of the student's there is the mistake written another way), and where two of them
+    deviate at once (what the student does there is theirs together)."""
+    explained = _union(*(c.evidence for c in chosen), *(c.crashes for c in chosen))
+    count = {}
+    for c in chosen:
+        for k, v in c.covers.items():
+            count[k] = count.get(k, 0) + v.long()
+    return _union(explained, {k: v >= 2 for k, v in count.items()})
+
+
+def _unexplained(session, f, chosen):
+    """The student's deviations in f that no named mistake explains: [(probe, key)] in order."""
+    left = _minus(session.deviations(f), _explained(chosen))
+    return sorted({(k[1], k[2]) for k in left}, key=lambda x: (x[0], str(x[1])))
+
+
+def _where(session, f, left, limit=3):
+    """The calls (and what of them) where the unexplained deviations show, for the report."""
+    zh, en, seen = [], [], []
+    for i, key in left:
+        calls = session.calls[f][i]
+        top = key[0] if key else None
+        if isinstance(top, int) and top < len(calls):
+            call = calls[top]
+        else:
+            call = calls[0] if calls else PROBES[session.exercise][f][i].__name__
+        raises = call.startswith("raises ")
+        call = call[len("raises "):] if raises else call
+        tail = key[-1] if key else None
+        if raises:
+            what_zh, what_en = "是否抛出 ValueError", "whether it raises ValueError"
+        elif tail == "dtype":
+            what_zh, what_en = "dtype", "dtype"
+        elif tail == "shape":
+            what_zh, what_en = "形状", "shape"
+        elif isinstance(top, str):
+            what_zh, what_en = top, top
+        else:
+            what_zh, what_en = "数值", "values"
+        if (call, what_en) in seen:
+            continue
+        seen.append((call, what_en))
+        if len(seen) > limit:
+            break
+        zh.append(f"`{call}` 的{what_zh}")
+        en.append(f"{what_en} of `{call}`")
+    more_zh = "等" if len(seen) > limit else ""
+    more_en = ", ..." if len(seen) > limit else ""
+    return "；".join(zh[:limit]) + more_zh, "; ".join(en[:limit]) + more_en
+
+
+PAIR_POOL = 6  # two mistakes at once are tried among this many that are not refuted
+PAIR_SLOW = 0.1  # ... only for functions whose probes take the reference less than this (not training runs)
+PAIR_SECONDS = 0.75  # ... and for at most this long per function
+
+
+def _pair(session, f, pool, chosen, singles):
+    """Two catalogued mistakes made at once (their code composed: see compositions) that together
+    reproduce everything the student's f (and their own functions) does, where no one mistake
+    did; [candidate, candidate] or None.  Tried only among mistakes nothing refutes, and only if
+    it keeps what was already named."""
+    pool = pool[:PAIR_POOL]
+    named = {c.mistake.group for c in chosen}
+    stop = time.monotonic() + PAIR_SECONDS
+    found = []  # pairs that explain everything
+    for i, (a, form_a) in enumerate(pool):
+        for b, form_b in pool[i + 1:]:
+            if session.late() or time.monotonic() > stop:
+                break
+            if a.group == b.group or not named <= {a.group, b.group}:
+                continue
+            for form in _composed(session, a, b, form_a, form_b):
+                if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
+                    continue  # one redefinition hides the other: not both at once
+                if any(_crashed(o) and not _crashed(x) and not _crashed(y)
+                       for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))):
+                    continue  # the merged code crashes where neither mistake does: a bad merge
+                functions = list(dict.fromkeys([f, a.function, b.function]))
+                verdicts = {}
+                for g in functions:
+                    if session.observed(g) is None:
+                        break
+                    v = session.verdict(form, g, strict=True)
+                    if v is None or v.misses or v.unknown:
+                        break  # both at once must reproduce everything: no crash of theirs excuses a value
+                    verdicts[g] = v
+                else:
+                    if not verdicts[f].hits or not verdicts[f].strong:
+                        continue  # two mistakes at once are named for values they give, not for a crash
+                    both = _Candidate(a, verdicts, f, form)
+                    if all(_within(session.deviations(g), _explained([both])) for g in functions):
+                        found.append([both, _Candidate(b, dict(verdicts), f, form)])
+                        break
+    if not found:
+        return None
+    # the pair that explains most, its own functions included (a part's mistake seen in the part);
+    # two pairs that explain as much name only the mistake they share
+    top = max(p[0].size for p in found)
+    best = [p for p in found if p[0].size == top]
+    common = set.intersection(*({c.mistake.group for c in p} for p in best))
+    if len(common) == 2:
+        return best[0]
+    # only what they share: the shared mistake as it reads alone
+    return [c for c in singles if c.mistake.group in common] or None
+
+
+def _composed(session, a, b, form_a, form_b):
+    """_Trusted namespaces making mistakes a and b (in these forms) at once (kept for the process)."""
+    ca, cb = (form_a.parts[0][1] if form_a.parts else form_a.code) or "", \
+        (form_b.parts[0][1] if form_b.parts else form_b.code) or ""
+    key = (ca, cb)
+    cache = session.composed
+    if key not in cache:
+        out = []
+        if a.origin == b.origin:
+            pivots = [m.entry.get("code") or "" for m in session.mistakes
+                      if m.origin == a.origin and m.function == a.function and m.group not in (a.group, b.group)]
+            for code in compositions(ca, cb, pivots):
+                out.append(_Trusted(session.exercise, code=code, origin=a.origin))
+        elif a.origin is None or b.origin is None:
+            native, part = (a, b) if a.origin is None else (b, a)
+            cn, cp = (ca, cb) if native is a else (cb, ca)
+            out.append(_Trusted(session.exercise, code=cn, parts=[(part.origin, cp)]))
+        else:
+            out.append(_Trusted(session.exercise, parts=[(a.origin, ca), (b.origin, cb)]))
+        cache[key] = out
+    return cache[key]
+
+
+_COMPOSED = {}
+
+
+def diagnose(student, exercise, functions, deadline=None, into=None):
+    """{function: [mistake description]} for the given (failing) functions; [] where nothing is named.
+
+    Each description is describe()'s, plus "unexplained_zh" / "unexplained_en" when something in
+    the function differs that the named mistakes do not explain.  `deadline`: a time.monotonic()
+    after which the diagnosis gives up (functions not reached get nothing); `into`: a dict filled
+    as functions are done (kept if the caller's alarm fires).  Never raises but TestTimeout (the
+    caller's alarm)."""
+    out = {} if into is None else into
+    if not PROBES.get(exercise):
+        for f in functions:
+            out[f] = []  # no probes for this exercise: never guess
+        return out
+    session = _Session(student, exercise, deadline)
+    used = uses(exercise)
+    for f in functions:
+        if f not in PROBES[exercise]:
+            out[f] = []
+            continue
+        mine = session.observed(f)
+        if mine is None or not session.deviations(f):
+            out[f] = []
+            continue  # missing, out of time, or behaves like the reference on every probe
+        reach = {f} | used.get(f, set())
+        candidates, pool = [], []
+        for m in session.mistakes:
+            if not (m.touches & reach) or (m.function != f and m.function not in PROBES[exercise]):
+                continue  # its code changes nothing f uses
+            c = _best_form(session, m, f)
+            if c is not None and f in c.verdicts and c.verdicts[f].hits:
+                candidates.append(c)
+            for form in m.forms:  # the first form nothing refutes, for two mistakes at once
+                like = m.forms[0] if form is not m.forms[0] else None
+                if m.function != f and (session.observed(m.function) is None
+                                        or not session.verdict(form, m.function, like=like)):
+                    continue  # refuted in its own function (checked first: it is usually cheaper)
+                v = session.verdict(form, f, like=like)
+                if v is not None and v.covers:
+                    pool.append((v.hits, -v.misses, -m.order, m, form))
+                    break
+        # every candidate read on every candidate's function too: a part's mistake that also
+        # explains what a model mistake explains in its own function goes first
+        functions = {c.mistake.function for c in candidates}
+        for c in candidates:
+            c.widen(session, functions)
+        chosen = _select(session, f, candidates)
+        if _unexplained(session, f, chosen) and not session.late() and session.ref.seconds.get(f, 0) < PAIR_SLOW:
+            both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen,
+                         candidates)
+            if both:
+                chosen = both
+        found = []
+        left = _unexplained(session, f, chosen) if chosen else []
+        extra = {}
+        if left:
+            zh, en = _where(session, f, left)
+            extra = {"unexplained_zh": f"另外还有不同之处，上面的错误解释不了：{zh}。",
+                     "unexplained_en": f"And something else differs that the mistake above does not explain: {en}."}
+        for c in chosen:
+            d = describe(c.mistake.entry, c.mistake.origin)
+            d.update(extra)
+            found.append(d)
+        out[f] = _merge(found)
+    return out
+
+
+def _merge(descriptions):
+    """One description per id: a group's members are listed together."""
+    merged = {}
+    for d in descriptions:
+        if d["id"] in merged:
+            merged[d["id"]].setdefault("members", []).extend(d.get("members", []))
+        else:
+            merged[d["id"]] = d
+    return list(merged.values())
+
+
+def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0):
+    """Attach `diagnosis` lists to the failed outcomes in place; returns {test: diagnosis} added.
+
+    outcomes: {test name: outcome dict}; functions_of: test name -> function.  Guarded by an alarm
+    of `budget` seconds; any problem gives no diagnosis."""
+    failed = [n for n, o in outcomes.items() if isinstance(o, dict) and o.get("status") in FAILED]
+    if not failed or budget <= 0:
+        return {}
+    # a function that timed out would most likely spend the whole budget on the first probe
+    slow = {functions_of(n) for n in failed if outcomes[n].get("status") == "timeout"}
+    functions = [f for f in dict.fromkeys(functions_of(n) for n in failed) if f not in slow]
+    if not functions:
+        return {}
+    armed, old, found = False, None, {}
+    try:
+        if threading.current_thread() is threading.main_thread():  # an alarm needs the main thread
+            old = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            armed = True
+        diagnose(student, exercise, functions, deadline=time.monotonic() + budget, into=found)
+    except TestTimeout:  # what was found before the alarm stands
+        abort = getattr(student, "abort", None)
+        if abort:
+            try:
+                abort()  # the worker may still be running the student's endless loop
+            except Exception:  # noqa: BLE001
+                pass
+    except Exception:  # noqa: BLE001 - a diagnosis must never cost a result
+        pass
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+    added = {}
+    for n in failed:
+        d = found.get(functions_of(n)) or []
+        if d:
+            outcomes[n]["diagnosis"] = d
+            added[n] = d
+    return added
+
+
+def _alarm(_signum, _frame):
+    raise TestTimeout()

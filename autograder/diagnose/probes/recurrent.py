@@ -1,0 +1,73 @@
+"""Probes of the `recurrent` exercise: lstm_cell, gru_cell, lstm_sequence."""
+import torch
+
+from ..inputs import gradients, rnd
+from ..registry import probe
+
+EX = "recurrent"
+
+
+def weights(n_gates, d_in, d_h, seed, dtype=torch.float32):
+    return (rnd((n_gates * d_h, d_in), seed, 0.8, dtype), rnd((n_gates * d_h, d_h), seed + 1, 0.8, dtype),
+            rnd((n_gates * d_h,), seed + 2, 0.5, dtype), rnd((n_gates * d_h,), seed + 3, 0.5, dtype))
+
+
+def lstm_step(B, d_in, d_h, seed, dtype=torch.float32, grad=False):
+    def run(s):
+        x = rnd((B, d_in), seed, 1.0, dtype)
+        h, c = rnd((B, d_h), seed + 1, 1.0, dtype), rnd((B, d_h), seed + 2, 1.5, dtype)
+        W = weights(4, d_in, d_h, seed + 3, dtype)
+        leaves = [t.requires_grad_(True) for t in (x, h, c)] if grad else []
+        res = s.call("lstm_cell", x, (h, c), *W)
+        if grad and isinstance(res, (tuple, list)) and len(res) == 2:
+            return {"h_new, c_new": res, "gradient": gradients(list(res), leaves)}
+        return res
+    run.__name__ = f"lstm_step_{B}x{d_in}x{d_h}"
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, d_in=3, d_h=4), dict(B=3, d_in=2, d_h=2), dict(B=1, d_in=4, d_h=3, dtype=torch.float64),
+                          dict(B=2, d_in=2, d_h=3, grad=True)]):
+    probe(EX, "lstm_cell")(lstm_step(seed=500 + 10 * _i, **_kw))
+
+
+def gru_step(B, d_in, d_h, seed, dtype=torch.float32):
+    def run(s):
+        x, h = rnd((B, d_in), seed, 1.0, dtype), rnd((B, d_h), seed + 1, 1.0, dtype)
+        return s.call("gru_cell", x, h, *weights(3, d_in, d_h, seed + 3, dtype))
+    run.__name__ = f"gru_step_{B}x{d_in}x{d_h}"
+    return run
+
+
+for _i, _kw in enumerate([dict(B=2, d_in=3, d_h=4), dict(B=3, d_in=2, d_h=2), dict(B=1, d_in=4, d_h=3, dtype=torch.float64)]):
+    probe(EX, "gru_cell")(gru_step(seed=600 + 10 * _i, **_kw))
+
+
+def lstm_over_padded_batch(lengths, T, d_in, d_h, seed, state=False, dtype=torch.float32, grad=False):
+    def run(s):
+        B = len(lengths)
+        X = rnd((B, T, d_in), seed, 1.0, dtype)
+        W = weights(4, d_in, d_h, seed + 3, dtype)
+        kw = {}
+        if state:
+            kw["state"] = (rnd((B, d_h), seed + 1, 1.0, dtype), rnd((B, d_h), seed + 2, 1.0, dtype))
+        if grad:
+            X.requires_grad_(True)
+        res = s.call("lstm_sequence", X, torch.tensor(lengths), *W, **kw)
+        if grad:
+            try:
+                out, (h, c) = res
+            except Exception:  # noqa: BLE001 - not (outputs, (h_n, c_n)): compare it as it is
+                return res
+            return {"outputs, (h_n, c_n)": res, "gradient": gradients([out, h, c], [X])}
+        return res
+    run.__name__ = f"lstm_sequence_{'_'.join(map(str, lengths))}_of_{T}"
+    return run
+
+
+for _i, _kw in enumerate([dict(lengths=[4, 2, 1], T=4, d_in=2, d_h=3),
+                          dict(lengths=[3, 1], T=5, d_in=3, d_h=2, state=True),
+                          dict(lengths=[2, 3], T=3, d_in=2, d_h=2, dtype=torch.float64),
+                          dict(lengths=[3, 3], T=3, d_in=2, d_h=3, state=True),
+                          dict(lengths=[3, 2], T=3, d_in=2, d_h=2, grad=True)]):
+    probe(EX, "lstm_sequence")(lstm_over_padded_batch(seed=700 + 10 * _i, **_kw))

@@ -1,0 +1,93 @@
+"""The probes' registry and what a probe sees of the student.
+
+A probe is ``probe_fn(student) -> anything engine.encode() reads``, registered for one function of
+one exercise with ``@probe(exercise, function)``.  It talks to the student only through the
+``Student`` interface (``call`` / ``new`` / ``invoke`` / ``raises``), wrapped in a ``Guarded``
+student: a call that crashes, or modifies its input in place, gives a ``CallFailed`` in place of
+its result, so that one failing call is one observation (a probe that calls a function five times
+still sees the four other results).  A missing function still raises: a function that is not
+there is never diagnosed.
+"""
+from ..errors import MissingFunction, PropertyFailure, TestTimeout
+
+PROBES = {}  # exercise -> {function: [probe(student) -> value]}
+
+
+def probe(exercise, function):
+    """Register a probe of `function` (an exercise function, or a class like MultiHeadAttention)."""
+    def register(fn):
+        PROBES.setdefault(exercise, {}).setdefault(function, []).append(fn)
+        return fn
+    return register
+
+
+class CallFailed:
+    """What a guarded call gives when the student's code raised ("error") or changed an input in
+    place ("inplace")."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __repr__(self):
+        return f"CallFailed({self.kind})"
+
+
+def failure_kind(f):
+    """'missing', 'inplace' or 'error' for a PropertyFailure raised by a Student call."""
+    if isinstance(f, MissingFunction) or getattr(f, "kind", "") == "missing":
+        return "missing"
+    return "inplace" if "in place" in (getattr(f, "en", "") or "") else "error"
+
+
+class Guarded:
+    """A Student whose failing calls give CallFailed instead of raising (see the module docstring).
+    `calls` lists the text of every call made, in order (for the report's "something else differs")."""
+
+    def __init__(self, student):
+        self.student = student
+        self.calls = []
+
+    def _run(self, method, label, *args, **kwargs):
+        try:
+            out = method(label, *args, **kwargs)
+        except TestTimeout:
+            raise
+        except PropertyFailure as f:
+            kind = failure_kind(f)
+            if kind == "missing":
+                raise
+            out = CallFailed(kind)
+        self.calls.append(str(getattr(self.student, "last_call", "") or label))
+        return out
+
+    def call(self, name, *args, **kwargs):
+        return self._run(self.student.call, name, *args, **kwargs)
+
+    def new(self, name, *args, **kwargs):
+        return self._run(self.student.new, name, *args, **kwargs)
+
+    def invoke(self, label, fn, *args, **kwargs):
+        if isinstance(fn, CallFailed):
+            return fn
+        return self._run(lambda lab, *a, **k: self.student.invoke(lab, fn, *a, **k), label, *args, **kwargs)
+
+    def raises(self, exc_type, name, *args, **kwargs):
+        """True / False as Student.raises; a crash it cannot read (NotImplementedError) is a CallFailed."""
+        try:
+            out = self.student.raises(exc_type, name, *args, **kwargs)
+        except TestTimeout:
+            raise
+        except PropertyFailure as f:
+            if failure_kind(f) == "missing":
+                raise
+            out = CallFailed("error")
+        self.calls.append("raises " + str(getattr(self.student, "last_call", "") or name))
+        return out
+
+    def __getattr__(self, name):  # abort, exercise, last_call ...
+        return getattr(self.student, name)
+
+
+__all__ = ["PROBES", "probe", "CallFailed", "Guarded", "failure_kind", "MissingFunction"]
