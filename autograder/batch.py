@@ -643,16 +643,17 @@ def _dask_results(client, address, items, course_file, options, timeout):
 
 class Batch:
     def __init__(self, args):
-        from .config import DEFAULT_COURSE, load_course
+        from .config import find_course, load_course
 
         self.args = args
-        self.course_file = Path(args.course) if args.course else DEFAULT_COURSE
+        self.course_file = find_course(args.course)
         self.course = load_course(self.course_file, language=args.language, max_examples=args.max_examples)
         known = args.assignment if args.assignment in self.course.assignments else None
         self.exercises = list(args.exercise or self.course.assignment(known))
         for ex in self.exercises:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
+            self.course.reference(ex)  # missing: one clear error now, not an error row per student
         self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
                         "reuse": not getattr(args, "no_reuse", False)}
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
@@ -991,7 +992,8 @@ def add_parser(sub):
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)
-    b.add_argument("--course", metavar="YML", help="course file (default: course.yml of this repo)")
+    b.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "
+                                                    "in the current folder or above it, else the built-in course)")
     b.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     b.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     b.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")

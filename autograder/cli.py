@@ -1,6 +1,8 @@
-"""Command line: ``python -m autograder grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``,
-``python -m autograder grade-batch SUBMISSIONS --out DIR`` (see batch.py) and
-``python -m autograder dashboard DIR --out dashboard.html`` (see report/dashboard.py)."""
+"""Command line (``seqgrader ...`` or ``python -m autograder ...``):
+``grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``, ``grade-batch SUBMISSIONS --out DIR``
+(see batch.py), ``dashboard DIR --out dashboard.html`` (see report/dashboard.py), ``init-course DIR``
+(a course folder to edit), ``student-kit DIR`` (what students need, without the grader), and the
+nbgrader commands (nbgrader_course/cli.py)."""
 import argparse
 import json
 import os
@@ -22,22 +24,26 @@ def _write_atomic(path, text):
 
 
 def cmd_grade(args):
+    from .config import load_course
+
+    course = load_course(args.course, language=args.language, max_examples=args.max_examples)
+    exercises = args.exercise or course.assignment(args.assignment)
+    for ex in exercises:  # a bad course fails at once, before torch is imported
+        if ex in course.exercises:
+            course.reference(ex)
     if not args.in_process:
         from .sandbox import server
         server.prestart()  # its import of torch runs beside ours
-    from .config import load_course
     from .grading import grade
     from .report.text import render_text
     from .sandbox import ForkRunner, InProcessRunner
 
-    course = load_course(args.course, language=args.language, max_examples=args.max_examples)
     runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
 
     def progress(ex, test, status):
         if args.verbose:
             print(f"  {status:<8} {ex}/{test}", file=sys.stderr, flush=True)
 
-    exercises = args.exercise or course.assignment(args.assignment)
     report = grade(args.submission, course, runner, exercises=exercises, progress=progress)
     if args.student:
         report.student = args.student
@@ -74,9 +80,63 @@ def cmd_dashboard(args):
     return 0
 
 
+COURSE_HELP = ("course folder (course.yml, solutions/, exercises/) or its course.yml (default: the nearest "
+               "course.yml in the current folder or above it, else the built-in course)")
+
+
+def cmd_init_course(args):
+    import shutil
+
+    from .config import BUILTIN, ConfigError
+
+    out = Path(args.dir)
+    if (out / "course.yml").exists() and not args.force:
+        raise ConfigError(f"{out} already holds a course.yml (--force overwrites the course's files)")
+    parts = {"course.yml": BUILTIN / "course.yml", "solutions": BUILTIN / "solutions", "exercises": BUILTIN / "exercises"}
+    missing = [str(p) for p in parts.values() if not p.exists()]
+    if missing:
+        raise ConfigError(f"the built-in course is missing from this installation: {', '.join(missing)}")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(parts["course.yml"], out / "course.yml")
+    for name, pattern in (("solutions", "*.py"), ("exercises", "*.ipynb")):
+        (out / name).mkdir(exist_ok=True)
+        for f in sorted(parts[name].glob(pattern)):
+            if not f.name.startswith("_"):
+                shutil.copyfile(f, out / name / f.name)
+    if not args.quiet:
+        print(f"""course written to {out.resolve()}:
+  course.yml   assignments, points per test, time limits, feedback language
+  solutions/   the reference solutions (never give them to students)
+  exercises/   the student notebooks
+Use it with --course {out} (or from inside the folder), e.g.
+  seqgrader grade SUBMISSION --course {out}
+  seqgrader nbgrader-course COURSE_DIR --course {out}     # a ready nbgrader course
+  seqgrader student-kit KIT_DIR --course {out}            # notebooks + visible checks, no grader needed""")
+    return 0
+
+
+def cmd_student_kit(args):
+    from .config import load_course
+    from .nbgrader_course.build import write_student_kit
+
+    course = load_course(args.course)
+    written = write_student_kit(args.dir, course, assignment=args.assignment, force=args.force)
+    if not args.quiet:
+        print(f"student kit written to {Path(args.dir).resolve()}: " + ", ".join(p.name for p in written))
+        print("Students run `pytest` there (needs only torch, numpy, matplotlib, pytest and nbformat); "
+              "the hidden tests run when their work is graded.")
+    return 0
+
+
+def _prog():
+    name = os.path.basename(sys.argv[0] or "")
+    return "seqgrader" if name.startswith("seqgrader") else "python -m autograder"
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m autograder",
-                                description="Autograder for the sequence-models chapter.")
+    p = argparse.ArgumentParser(prog=_prog(),
+                                description="Autograder for the sequence-models chapter. `COMMAND --help` "
+                                            "explains each command.")
     p.add_argument("--version", action="version", version=f"autograder {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one submission (.py, .ipynb or a folder)",
@@ -84,7 +144,7 @@ def build_parser():
                                    "Exit status 0 whenever a report was produced, whatever the score.")
     g.add_argument("submission", help="a .py file, an .ipynb notebook, or a folder of them")
     g.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
-    g.add_argument("--course", metavar="YML", help="course file (default: course.yml of this repo)")
+    g.add_argument("--course", metavar="DIR", help=COURSE_HELP)
     g.add_argument("--assignment", metavar="NAME",
                    help="grade the exercises of this course.yml assignment (default: the first)")
     g.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
@@ -115,6 +175,26 @@ def build_parser():
     d.add_argument("--language", choices=["zh", "en", "both"], default="both", help="language of the page")
     d.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     d.set_defaults(func=cmd_dashboard)
+
+    i = sub.add_parser("init-course", help="write a course folder (a copy of the built-in course) to edit",
+                       description="Write DIR/course.yml, DIR/solutions/ and DIR/exercises/: the built-in course, "
+                                   "ready to edit. Select it with --course DIR, or run the commands inside DIR.")
+    i.add_argument("dir", metavar="DIR", help="the course folder (created)")
+    i.add_argument("--force", action="store_true", help="overwrite the course files of an existing course folder")
+    i.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    i.set_defaults(func=cmd_init_course)
+
+    k = sub.add_parser("student-kit", help="write what students need for an assignment (no grader, no solutions)",
+                       description="Write DIR/<exercise>.ipynb for each exercise of the assignment (stubs, visible "
+                                   "checks, hidden-tests cells that only say when they run) and DIR/conftest.py: "
+                                   "`pytest` in DIR runs the visible checks with only torch, numpy, matplotlib, "
+                                   "pytest and nbformat installed. Neither the properties nor the solutions are in it.")
+    k.add_argument("dir", metavar="DIR", help="the kit folder (created)")
+    k.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    k.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
+    k.add_argument("--force", action="store_true", help="write into a folder that is not empty")
+    k.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    k.set_defaults(func=cmd_student_kit)
 
     from .batch import add_parser
     add_parser(sub)

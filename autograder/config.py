@@ -1,5 +1,13 @@
 """The one typed configuration: defaults < course.yml < command-line flags.
 
+A course is a folder: course.yml, solutions/ (the reference solutions, <exercise>.py) and
+exercises/ (the student notebooks, <exercise>.ipynb); `seqgrader init-course DIR` writes one, a
+copy of the built-in course (autograder/default_course/, package data).  `--course` takes the
+folder or its course.yml; without it, the nearest course.yml in the working directory or above it,
+else the built-in course (`find_course`).  A course folder without a solutions/ (or exercises/)
+folder uses the built-in one, which always matches the properties of this package; a solutions/
+folder that lacks an exercise's file is an error (`Course.reference`), never a weaker diagnosis.
+
 course.yml keys
 ---------------
 language       feedback language: ``zh``, ``en`` or ``both`` (default both)
@@ -26,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from .errors import ConfigError
 
-DEFAULT_COURSE = Path(__file__).resolve().parent.parent / "course.yml"
+BUILTIN = Path(__file__).resolve().parent / "default_course"  # package data (links to the checkout's files)
+DEFAULT_COURSE = BUILTIN / "course.yml"
 
 
 class TestConfig(BaseModel):
@@ -73,6 +82,30 @@ class Course(BaseModel):
         """The course.yml this configuration was read from (None when built in code)."""
         return self._source
 
+    @property
+    def root(self):
+        """The course folder (the one holding course.yml); the built-in course when built in code."""
+        return Path(self._source).parent if self._source else BUILTIN
+
+    @property
+    def solutions_dir(self):
+        """The reference solutions: the course's solutions/, else the built-in ones."""
+        return _course_part(self.root, "solutions")
+
+    @property
+    def exercises_dir(self):
+        """The student notebooks: the course's exercises/, else the built-in ones."""
+        return _course_part(self.root, "exercises")
+
+    def reference(self, exercise):
+        """solutions/<exercise>.py of this course; a ConfigError when it is missing (the diagnosis,
+        replay and the nbgrader course need it)."""
+        path = self.solutions_dir / f"{exercise}.py"
+        if not path.is_file():
+            raise ConfigError(f"no reference solution for exercise {exercise!r}: {path} is missing (the diagnosis "
+                              f"and the nbgrader course need it; `seqgrader init-course DIR` writes a complete course)")
+        return path
+
     @model_validator(mode="after")
     def _known_exercises(self):
         for name, ids in self.assignments.items():
@@ -103,9 +136,43 @@ class Course(BaseModel):
         return list(self.assignments[name])
 
 
+def _course_part(root, name):
+    own = Path(root) / name
+    if own.is_dir():
+        return own.resolve()  # a submission-like folder: the loader follows no link
+    builtin = (BUILTIN / name).resolve()
+    if not builtin.is_dir():
+        raise ConfigError(f"the course {root} has no {name}/ folder and the built-in one is missing from this "
+                          f"installation ({builtin}): reinstall seqgrader, or add {own}")
+    return builtin
+
+
+def find_course(arg=None, cwd=None):
+    """The course.yml to use: `arg` (a course folder or a .yml file), else the nearest course.yml in
+    `cwd` (default: the working directory) or a folder above it, else the built-in course."""
+    if arg:
+        p = Path(arg)
+        if p.is_dir():
+            if not (p / "course.yml").is_file():
+                raise ConfigError(f"{p} is not a course folder: it has no course.yml "
+                                  f"(`seqgrader init-course {p}` writes one)")
+            return p / "course.yml"
+        if not p.is_file():
+            raise ConfigError(f"course not found: {p} (give a course folder or its course.yml)")
+        return p
+    here = Path(cwd or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "course.yml").is_file():
+            return d / "course.yml"
+    if not DEFAULT_COURSE.is_file():
+        raise ConfigError(f"no course.yml in {here} or above it, and the built-in course is missing from this "
+                          f"installation ({DEFAULT_COURSE}): give --course DIR, or reinstall seqgrader")
+    return DEFAULT_COURSE
+
+
 def load_course(path=None, **overrides):
-    """Read course.yml (default: the one next to the package) and apply flag overrides."""
-    path = Path(path) if path else DEFAULT_COURSE
+    """Read a course (a folder or its course.yml; default: `find_course()`) and apply flag overrides."""
+    path = find_course(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:

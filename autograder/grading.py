@@ -36,6 +36,10 @@ def grade(path, course, runner, exercises=None, progress=None):
             raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
     grading_profile(course.max_examples)  # before the property modules are imported: @given keeps it
     registry = check_course(course, ids)
+    for ex in ids:  # the diagnosis and replay compare with the course's reference: missing is an error
+        course.reference(ex)
+    from .catalogue import use_solutions
+    use_solutions(course.solutions_dir)
     find_files(path)  # raises SubmissionNotFound early, with a clear message
     plan = {ex: list(course.exercises[ex].tests) for ex in ids}
     if hasattr(runner, "run_many"):

@@ -6,7 +6,9 @@
 Every notebook follows the same plan (STYLE.md: math right above the code, teach a mask in three
 steps): the goal and the information boundary of the topic, the notation, then for each contract
 function (docs/contract.md) its formula, a stub to fill in, a check by hand, a picture
-where it helps, and visible checks whose points add up to the exercise's points in course.yml.
+where it helps, and visible checks (their nbgrader points add up to the exercise's points in course.yml;
+the nbgrader course makes them 0-point self-checks and gives the points to hidden-tests cells, which is
+what the how-to text tells students).
 
 Cells carry nbgrader metadata (schema 3):
   instructions (markdown, set-up code)  grade=False solution=False locked=True
@@ -161,17 +163,20 @@ def how_to(exercise, points):
 
 1. 从上到下运行单元格。把每个 `raise NotImplementedError` 换成你的代码；不要改函数名和参数。
 2. “动手检查”先在纸上算，再运行代码对照；图在函数实现之前只打印提示。
-3. 🔒 “自测”单元格（共 {points:g} 分）必须全部通过。评分器还会用更多隐藏的性质测试（随机的小输入）检查你的函数，
-   所以自测通过不等于满分。函数不要原地修改输入，也不要依赖其他练习的笔记本。
-4. 提交前自评 / self-check: `python -m autograder grade {exercise}.ipynb --exercise {exercise}`
+3. 🔒 “自测”单元格本身不计分，但必须全部通过。本练习的 {points:g} 分全部来自隐藏的性质测试：作业评分时，评分器用许多随机的小输入
+   检查你的函数，所以自测通过不等于满分。函数不要原地修改输入，也不要依赖其他练习的笔记本。
+4. 提交前自查：在这个文件夹里运行 `pytest`，每个函数一行：通过、还没有实现、或没通过以及原因。
 
 1. Run the cells from top to bottom. Replace every `raise NotImplementedError` by your code; keep the names and
    signatures.
 2. Work out each "check by hand" on paper first, then run the cell and compare; the pictures only print a hint
    until the function is implemented.
-3. The 🔒 "visible checks" ({points:g} points in all) must pass. The grader also checks hidden properties on many
-   small random inputs, so passing the visible checks does not guarantee full marks. Do not modify inputs in
-   place, and do not rely on another exercise's notebook.
+3. The 🔒 "visible checks" score no points themselves, but must all pass. All {points:g} points of this exercise
+   come from hidden property tests: when your work is graded, the grader checks your functions on many small random
+   inputs, so passing the visible checks does not guarantee full marks. Do not modify inputs in place, and do not
+   rely on another exercise's notebook.
+4. Before submitting: run `pytest` in this folder, one line per function: passed, not implemented yet, or failed
+   and why.
 """
 
 

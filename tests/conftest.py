@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +92,107 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+# ---------------------------------------------------------------- the built wheel in fresh virtualenvs
+
+WHEEL_SOURCES = ("autograder", "solutions", "exercises", "course.yml", "pyproject.toml", "README.md")
+STUDENT_PACKAGES = ("torch", "numpy", "matplotlib", "pytest", "nbformat", "nbgrader", "ipykernel")
+
+
+def _dist_name(d):
+    return (d.metadata["Name"] or "").lower().replace("_", "-")
+
+
+def _closure(names):
+    """The distributions `names` (requirement strings: "nbgrader", "dask[distributed]") need, with
+    their dependencies, as installed in this environment."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    dists = {_dist_name(d): d for d in md.distributions()}
+    todo, seen = [Requirement(n) for n in names], {}
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        key = (name, tuple(sorted(req.extras)))
+        if key in seen:
+            continue
+        seen[key] = dists[name]  # KeyError: a needed package missing from the test environment
+        for dep in dists[name].requires or ():
+            r = Requirement(dep)
+            if r.marker is None or any(r.marker.evaluate({"extra": e}) for e in ("", *req.extras)):
+                todo.append(r)
+    return list({_dist_name(d): d for d in seen.values()}.values())
+
+
+def clone_into_venv(venv, dists):
+    """A real virtualenv at `venv` holding `dists` of this environment, their files hard-linked (what
+    pip would unpack, in a second instead of minutes), console scripts written for its python."""
+    import importlib.metadata as md  # noqa: F401
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    for d in dists:
+        base = Path(d.locate_file(""))
+        for f in d.files or ():
+            rel = Path(os.path.normpath(site / f))
+            if rel.parent == venv / "bin" or "share/jupyter/kernels/" in str(rel):  # scripts: below; a kernel.json
+                continue                                                             # names another python: below
+            if f.parts[:2] == ("torch", "include"):  # 9,000 C++ headers, for building extensions only
+                continue
+            src = Path(os.path.normpath(base / f))
+            if not src.is_file():
+                continue
+            rel.parent.mkdir(parents=True, exist_ok=True)
+            if not rel.exists():
+                os.link(src, rel)
+        for ep in d.entry_points.select(group="console_scripts"):
+            module, _, attr = ep.value.partition(":")
+            head, _, rest = attr.partition(".")
+            script = venv / "bin" / ep.name
+            script.write_text(f"#!{venv}/bin/python\nimport sys\nfrom {module} import {head} as _entry\n"
+                              f"sys.exit(_entry{'.' + rest if rest else ''}())\n")
+            script.chmod(0o755)
+    kernel = venv / "share" / "jupyter" / "kernels" / "python3"
+    kernel.mkdir(parents=True, exist_ok=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python"}))
+    return venv
+
+
+@pytest.fixture(scope="session")
+def installed():
+    """The wheel built from this checkout, pip-installed (with its nbgrader extra) into a fresh virtualenv
+    outside the checkout; and a student's virtualenv with only torch, numpy, matplotlib, pytest,
+    nbformat, nbgrader and ipykernel (never this package).  Under /srv (or ~), not /tmp (see real_place)."""
+    import importlib.metadata as md
+
+    place = real_place("install")
+    try:
+        src = place / "src"
+        for name in WHEEL_SOURCES:
+            if (ROOT / name).is_dir():
+                shutil.copytree(ROOT / name, src / name, symlinks=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                shutil.copy(ROOT / name, src / name)
+        dist = place / "dist"
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
+                        str(src)], check=True, capture_output=True, text=True)
+        (wheel,) = dist.glob("seqgrader-*.whl")
+        needs = [r for r in md.distribution("seqgrader").requires if "extra" not in r or "nbgrader" in r]
+        venv = clone_into_venv(place / "venv", _closure([*(r.split(";")[0] for r in needs), "pip"]))
+        proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-cache-dir",
+                               "-q", f"{wheel}[nbgrader]"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        student = clone_into_venv(place / "student", _closure(STUDENT_PACKAGES))
+        yield {"place": place, "wheel": wheel, "venv": venv, "bin": venv / "bin", "student": student / "bin"}
+    finally:
+        subprocess.run(["rm", "-rf", str(place)])  # ~70,000 links: faster than shutil.rmtree
 
 
 @pytest.fixture(scope="session")

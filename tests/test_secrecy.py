@@ -56,7 +56,8 @@ def layout():
     marker = f"SECRET{uuid.uuid4().hex[:12]}"
     checkout = base / "instructor" / "seqgrader"  # the grader, as an instructor's clone holds it
     for name in ("autograder", "solutions", "exercises", "docs"):
-        shutil.copytree(ROOT / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+        # symlinks kept: autograder/default_course/ links to the (marked) solutions/, exercises/, course.yml
+        shutil.copytree(ROOT / name, checkout / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", checkout)
     (checkout / "course.yml").write_text(f"# {marker}-course\n" + (ROOT / "course.yml").read_text(encoding="utf-8"),
                                          encoding="utf-8")

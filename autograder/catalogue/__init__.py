@@ -13,7 +13,8 @@ Each entry::
         def causal_mask(T, device=None):
             ...
 
-`code` is appended to the reference solution of the exercise (solutions/<exercise>.py), so it
+`code` is appended to the reference solution of the exercise (solutions/<exercise>.py of the course
+being graded: `use_solutions`, set by grading.grade; the built-in course's otherwise), so it
 may use anything defined there (e.g. ``class MultiHeadAttention(MultiHeadAttention)``).
 
 Optional: ``diagnosis: false`` for a mistake the diagnosis' probes cannot see (it changes only
@@ -33,7 +34,24 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-SOLUTIONS = HERE.parent.parent / "solutions"
+SOLUTIONS = (HERE.parent / "default_course" / "solutions").resolve()  # the built-in course's (package data)
+_current = None  # the graded course's solutions/ (use_solutions)
+
+
+def use_solutions(folder):
+    """Take the reference solutions of the course being graded from `folder` (this process and the
+    judges it forks)."""
+    global _current
+    _current = Path(folder)
+
+
+def reference_solution(exercise):
+    """The reference solution's source file of `exercise` (of the course being graded); a missing one
+    raises FileNotFoundError, which grading.grade has ruled out beforehand (Course.reference)."""
+    path = (_current or SOLUTIONS) / f"{exercise}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no reference solution {path}")
+    return path
 
 
 def load_catalogue(exercise=None):

@@ -61,7 +61,7 @@ import time
 
 import torch
 
-from ..catalogue import SOLUTIONS, load_catalogue
+from ..catalogue import load_catalogue, reference_solution
 from ..errors import PropertyFailure, TestTimeout
 from . import probes as _probes  # noqa: F401 - registers every exercise's probes
 from .probes.tiny_lm import PARTS
@@ -298,7 +298,7 @@ class _Namespace:
 
 
 def _namespace(exercise, code=None):
-    src = (SOLUTIONS / f"{exercise}.py").read_text(encoding="utf-8")
+    src = reference_solution(exercise).read_text(encoding="utf-8")
     ns = {"__name__": f"catalogue_{exercise}"}
     exec(compile(src + ("\n\n" + code if code else ""), f"<catalogue {exercise}>", "exec"), ns)  # noqa: S102 - trusted
     return ns

@@ -1,23 +1,31 @@
-"""Build a ready nbgrader course from exercises/, solutions/ and course.yml.
+"""Build a ready nbgrader course (and a student kit) from a course folder: course.yml, solutions/,
+exercises/ (see config.py).
 
     DIR/nbgrader_config.py              course id, SandboxGrade instead of Execute, restore deleted
-                                        test cells, release/feedback settings
-    DIR/course.yml                      the course file the graders use (a copy)
+                                        test cells, flag unreadable notebooks, release settings
+    DIR/course.yml, solutions/,         a copy of the course folder: DIR is itself a course, so the
+      exercises/                        graders run inside DIR (or with --course DIR) find all of it
     DIR/source/<assignment>/<ex>.ipynb  per exercise: the student notebook with the reference
                                         solution inside ### BEGIN/END SOLUTION, the visible checks
                                         as locked 0-point test cells, and one locked hidden-tests
                                         cell per function holding that function's points
-    DIR/source/<assignment>/test_visible_checks.py   `pytest` in the released folder runs the
-                                        visible checks of every notebook there
+    DIR/source/<assignment>/conftest.py `pytest` in the released folder runs the visible checks, one
+                                        line per function, with no grader installed (kit_conftest.py)
 
 Nothing of the hidden properties or the answers is written into a notebook: a hidden-tests cell
-holds one call, `hidden_tests("attention", "MultiHeadAttention")`.
+holds a few lines that print, in both languages, that the hidden tests run when the work is graded
+(and, in a misconfigured `nbgrader autograde` that runs it in a kernel, fail loudly rather than
+give the points away), ending in one call, `hidden_tests("attention", "MultiHeadAttention")`, which
+SandboxGrade reads to fill the cell with the real result.
 
 A markdown answer cell of the exercise notebook (nbgrader grade=True, solution=True: a written
 analysis) stays a manually graded answer: its points are course.yml's `manual` points for its id,
 and the model answer, a top-level string of that name in solutions/<exercise>.py, goes into a
 solution region (nbgrader's release shows ClearSolutions.text_stub instead).  `nbgrader autograde`
 flags it *needs manual grade*; `grade` never scores it.
+
+`write_student_kit` writes the same notebooks without solutions (the exercise stubs as they are)
+and the same conftest.py: what students need when the course does not use nbgrader.
 """
 import ast
 import shutil
@@ -29,7 +37,7 @@ import nbformat
 from ..errors import ConfigError
 from . import HIDDEN_MARKER, VISIBLE_MARKER
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+KIT_CONFTEST = Path(__file__).resolve().parent / "kit_conftest.py"
 
 
 # ---------------------------------------------------------------- solution regions
@@ -136,11 +144,22 @@ def _meta(grade_id, *, grade, solution, locked, points=None):
 
 
 def hidden_cell(exercise, function, points):
-    src = (f"{HIDDEN_MARKER} ({points:g} points) — 不要修改 / do not edit\n"
-           f"# 隐藏的性质测试在评分器里运行，这里只显示结果。/ The hidden property tests run in the grader; "
-           f"this cell shows the result.\n"
-           f"from autograder.nbgrader_course.cell import hidden_tests\n"
-           f"hidden_tests({exercise!r}, {function!r})")
+    """The locked hidden-tests cell of `function`.  Run by a student (Jupyter, `nbgrader validate`) it
+    prints that the hidden tests run at grading time and scores nothing; it needs no grader.  In
+    `nbgrader autograde` SandboxGrade fills it without running it; should a misconfigured autograde run
+    it in a kernel, it fails (0 points, a clear message) instead of handing out the points."""
+    src = f"""{HIDDEN_MARKER} ({points:g} points) — 不要修改 / do not edit
+# 隐藏测试在评分时由评分器运行，这个单元格只在这里说明。/ The hidden tests run when your work is graded; this cell only says so.
+def hidden_tests(exercise, function, points={points:g}):
+    import os
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # SandboxGrade grades this cell; a kernel never should
+        raise RuntimeError("seqgrader: nbgrader autograde ran a hidden-tests cell in a kernel: nbgrader_config.py "
+                           "must use SandboxGrade (seqgrader nbgrader-course writes it)")
+    print(f"🔒 {{function}}：隐藏测试（{{points:g}} 分）在作业评分时运行，这里不运行、不计分。\\n"
+          f"   {{function}}: the hidden tests ({{points:g}} points) run when your work is graded; nothing is scored here.")
+
+
+hidden_tests({exercise!r}, {function!r})"""
     cell = nbformat.v4.new_code_cell(src, metadata=_meta(f"hidden_{function}", grade=True, solution=False,
                                                           locked=True, points=points))
     cell.id = f"hidden-{function}"[:64]
@@ -148,17 +167,19 @@ def hidden_cell(exercise, function, points):
 
 
 NOTE = """\
-### nbgrader 课程说明 / In this nbgrader course
+### 计分说明 / How this notebook is scored
 
-每个函数后面有两个 🔒 单元格：**自测**（0 分，帮你自查）和 **隐藏测试**（这个函数的全部分数）。隐藏测试在评分器的沙箱里
-用随机的小输入检查你的函数的性质，并把得分（分数）作为单元格的值显示出来；失败时会打印反例和提示。提交前可以运行
-`nbgrader validate`，或在这个文件夹里运行 `pytest` 只跑自测。
+每个函数后面有两个 🔒 单元格：**自测**（0 分，帮你自查）和 **隐藏测试**（这个函数的全部分数）。隐藏测试在作业评分时由评分器运行：
+它在沙箱里用随机的小输入检查你的函数的性质，结果和反馈会出现在批改后的笔记本里。你自己运行时，隐藏测试单元格只说明这一点，不计分。
+提交前，在这个文件夹里运行 `pytest`（每个函数一行：通过、还没有实现、或没通过以及原因），或者运行 `nbgrader validate`。
 
-After each function come two 🔒 cells: the **visible checks** (0 points, for you) and the **hidden tests** (all
-of the function's points). The hidden tests check properties of your function on small random inputs inside the
-grader's sandbox and show the score (in points) as the cell's value; on a failure they print the counterexample
-and a hint. Before submitting, run `nbgrader validate`, or `pytest` in this folder for the visible checks only.
+After each function come two 🔒 cells: the **visible checks** (0 points, for you) and the **hidden tests** (all of
+the function's points). The hidden tests run when your work is graded: the grader checks properties of your function
+on small random inputs in its sandbox, and the results and feedback appear in your graded notebook. When you run
+the notebook yourself, a hidden-tests cell only says so and scores nothing. Before submitting, run `pytest` in this
+folder (one line per function: passed, not implemented yet, or failed and why), or `nbgrader validate`.
 """
+
 
 MANUAL_NOTE = """
 书面回答的单元格由助教手工评分（分数写在单元格上方的题目里），隐藏测试不评它。
@@ -167,16 +188,17 @@ The written-answer cell is graded by hand (its points are in the question above 
 """
 
 
-def source_notebook(exercise, course, exercises_dir, solutions_dir):
-    """The instructor's version of one exercise notebook (see the module docstring)."""
+def source_notebook(exercise, course, exercises_dir, solutions_dir, *, solutions=True):
+    """The instructor's version of one exercise notebook (see the module docstring); with
+    `solutions=False` the student's version (the stubs as they are, for the student kit)."""
     path = Path(exercises_dir) / f"{exercise}.ipynb"
     sol_path = Path(solutions_dir) / f"{exercise}.py"
     if not path.exists():
         raise ConfigError(f"no notebook for exercise {exercise!r}: {path}")
-    if not sol_path.exists():
+    if solutions and not sol_path.exists():
         raise ConfigError(f"no reference solution for exercise {exercise!r}: {sol_path}")
     nb = nbformat.read(str(path), as_version=4)
-    solution = sol_path.read_text(encoding="utf-8")
+    solution = sol_path.read_text(encoding="utf-8") if solutions else ""
     points = {}
     for test, cfg in course.exercises[exercise].tests.items():
         fn = test.split("/", 1)[0]
@@ -191,14 +213,15 @@ def source_notebook(exercise, course, exercises_dir, solutions_dir):
                 raise ConfigError(f"{exercise}.ipynb: the answer cell {name!r} has no points in course.yml "
                                   f"(exercises.{exercise}.manual)")
             meta.update(grade=True, locked=False, points=manual[name])
-            model = model_answer(solution, name)
+            model = model_answer(solution, name) if solutions else None
             if model is not None:
                 cell.source = _region(model, 0)
             cells.append(cell)
             answered.add(name)
         elif meta.get("solution"):
             name = meta["grade_id"]
-            cell.source = with_solution(cell.source, solution, name)
+            if solutions:
+                cell.source = with_solution(cell.source, solution, name)
             cells.append(cell)
         elif meta.get("grade") and cell.cell_type == "code":  # visible checks: locked, 0 points
             fn = meta["grade_id"].removeprefix("test_")
@@ -254,95 +277,63 @@ c.Autograde.autograde_preprocessors = [
 ]
 c.SandboxGrade.course_file = os.path.join(HERE, "course.yml")
 
+# A notebook nbgrader cannot read (corrupt JSON...) stops its conversion; before that, this hook
+# flags the submission's hidden-tests cells *needs manual grade* with the reason, so it never shows
+# as a silent partial score.
+from autograder.nbgrader_course.hooks import flag_unreadable_notebooks  # noqa: E402
+
+c.Autograde.pre_convert_hook = flag_unreadable_notebooks
+
 # What a solution region becomes in the release (code; a written answer).
-c.ClearSolutions.code_stub = {{"python": "# 你的代码 / your code\\nraise NotImplementedError()"}}
+c.ClearSolutions.code_stub = {{"python": "# 你的代码 / your code\\nraise NotImplementedError(\\"还没有实现 / not implemented yet\\")"}}
 c.ClearSolutions.text_stub = "在这里写你的回答（中文或英文均可）。/ Write your answer here (in Chinese or English)."
 
 # A deleted (or changed) test cell comes back from the database.
 c.OverwriteCells.add_missing_cells = True
 
-# Students' own runs (`nbgrader validate`): a hidden-tests cell grades the notebook in a
-# subprocess; give it time.
-c.Execute.timeout = 600
+# Students' own runs (`nbgrader validate`): the visible checks run in a kernel (a hidden-tests cell
+# only prints that it runs at grading time); a tiny model trains in some of them.
+c.Execute.timeout = 300
 c.Validator.validate_all = False
 
 # Autograde even students who are not in the gradebook yet.
 c.Autograde.create_student = True
+
+# Late submissions: nbgrader compares each submission's timestamp.txt with the assignment's due date
+# (`nbgrader db assignment add NAME --duedate "2026-12-01 18:00:00 UTC"`); "zero" scores a late one 0.
+# c.LateSubmissionPlugin.penalty_method = "zero"
 '''
 
 
-VISIBLE_TESTS = '''\
-"""Visible checks of the notebooks in this folder, for `pytest` (students\' self-check).
-
-Runs each notebook\'s code cells in order, outside Jupyter, then each 🔒 visible-checks cell as a
-test.  The hidden tests are not run here (run `nbgrader validate`, or the notebook itself).
-"""
-from pathlib import Path
-
-import nbformat
-import pytest
-
-HERE = Path(__file__).resolve().parent
-HIDDEN, VISIBLE = {hidden!r}, {visible!r}
-
-
-def _cells(path):
-    nb = nbformat.read(str(path), as_version=4)
-    return [c for c in nb.cells if c.cell_type == "code"]
+def _copy_course(course, out):
+    """DIR becomes a course folder too: course.yml, solutions/ and exercises/ (see config.py)."""
+    src = Path(course.source)
+    if src.resolve() != (out / "course.yml").resolve():
+        shutil.copyfile(src, out / "course.yml")
+    for name, folder, pattern in (("solutions", course.solutions_dir, "*.py"),
+                                  ("exercises", course.exercises_dir, "*.ipynb")):
+        dest = out / name
+        if Path(folder).resolve() == dest.resolve():
+            continue
+        dest.mkdir(exist_ok=True)
+        for f in sorted(Path(folder).glob(pattern)):
+            if not f.name.startswith("_"):
+                shutil.copyfile(f, dest / f.name)
 
 
-def _plain(src):
-    return "\\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
-
-
-def _checks():
-    for path in sorted(HERE.glob("*.ipynb")):
-        for cell in _cells(path):
-            if cell.source.startswith(VISIBLE):
-                yield pytest.param(path, cell.source.splitlines()[0][len(VISIBLE) + 2:],
-                                   id=f"{{path.stem}}::{{cell.source.splitlines()[0][len(VISIBLE) + 2:]}}")
-
-
-_namespaces = {{}}
-
-
-def _namespace(path):
-    if path not in _namespaces:
-        import matplotlib
-        matplotlib.use("Agg")
-        ns = {{"__name__": "__notebook__"}}
-        for cell in _cells(path):
-            if cell.source.startswith((HIDDEN, VISIBLE)):
-                continue
-            try:
-                exec(compile(_plain(cell.source), f"{{path.name}}", "exec"), ns)
-            except Exception:  # noqa: BLE001 - a demo cell may need an unfinished function
-                pass
-        _namespaces[path] = ns
-    return _namespaces[path]
-
-
-@pytest.mark.parametrize("path, function", list(_checks()))
-def test_visible_checks(path, function):
-    ns = dict(_namespace(path))
-    for cell in _cells(path):
-        if cell.source.startswith(f"{{VISIBLE}}: {{function}}"):
-            exec(compile(_plain(cell.source), f"{{path.name}}: visible checks of {{function}}", "exec"), ns)
-'''
-
-
-def build_course(out, course, course_file, *, assignments=None, exercises_dir=None, solutions_dir=None,
+def build_course(out, course, course_file=None, *, assignments=None, exercises_dir=None, solutions_dir=None,
                  course_id="seqgrader", force=False):
     """Write the course into `out`; returns {assignment: [notebook paths]}."""
     out = Path(out)
-    exercises_dir = Path(exercises_dir or ROOT / "exercises")
-    solutions_dir = Path(solutions_dir or ROOT / "solutions")
+    exercises_dir = Path(exercises_dir or course.exercises_dir)
+    solutions_dir = Path(solutions_dir or course.solutions_dir)
     names = assignments or course.assignment_names()
     for name in names:
         course.assignment(name)  # raises ConfigError for an unknown one
     if out.exists() and any(out.iterdir()) and not force:
-        if not (out / "nbgrader_config.py").exists():
-            raise ConfigError(f"{out} exists and is not an nbgrader course; choose an empty folder")
+        if not (out / "nbgrader_config.py").exists() and not (out / "course.yml").exists():
+            raise ConfigError(f"{out} exists and is neither a course folder nor an nbgrader course; "
+                              f"choose an empty folder")
     built = {}
     for name in names:
         folder = out / "source" / name
@@ -355,9 +346,30 @@ def build_course(out, course, course_file, *, assignments=None, exercises_dir=No
             path = folder / f"{ex}.ipynb"
             nbformat.write(nb, str(path))
             built[name].append(path)
-        (folder / "test_visible_checks.py").write_text(
-            VISIBLE_TESTS.format(hidden=HIDDEN_MARKER, visible=VISIBLE_MARKER), encoding="utf-8")
-    shutil.copyfile(course_file, out / "course.yml")
+        shutil.copyfile(KIT_CONFTEST, folder / "conftest.py")
+    if course.source:
+        _copy_course(course, out)
+    elif course_file:
+        shutil.copyfile(course_file, out / "course.yml")
     (out / "nbgrader_config.py").write_text(CONFIG.format(course_id=course_id),
                                             encoding="utf-8")
     return built
+
+
+def write_student_kit(out, course, *, assignment=None, force=False):
+    """The student kit of `assignment` in `out`: one notebook per exercise (stubs, visible checks,
+    hidden-tests cells that only say when they run) and conftest.py.  Returns the paths written."""
+    out = Path(out)
+    exercises = course.assignment(assignment)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} is not empty (--force writes into it anyway)")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for ex in exercises:
+        nb = source_notebook(ex, course, course.exercises_dir, course.solutions_dir, solutions=False)
+        path = out / f"{ex}.ipynb"
+        nbformat.write(nb, str(path))
+        written.append(path)
+    shutil.copyfile(KIT_CONFTEST, out / "conftest.py")
+    written.append(out / "conftest.py")
+    return written

@@ -1,60 +1,9 @@
-"""What a hidden-tests cell calls when it runs in a Jupyter kernel.
+"""The per-function result text shared by SandboxGrade (a hidden-tests cell's output) and the
+gradebook writer (an answer cell's comment).
 
-    hidden_tests("attention", "MultiHeadAttention")
-
-Used when a student runs the notebook or `nbgrader validate` (in `nbgrader autograde` the
-SandboxGrade preprocessor fills these cells instead; no kernel runs).  It takes the code cells the
-kernel has run so far, grades them in a subprocess (`python -m autograder grade`, sandboxed like
-any grading), prints the feedback for that function on stdout, and returns the points as a plain
-float: the cell's value, which nbgrader reads as partial credit.  Nothing goes to stderr (nbgrader
-scores a graded cell with stderr output 0).  The notebook is graded once per exercise and set of
-cells; the other hidden-tests cells of the notebook reuse the report.
+A hidden-tests cell never imports this package: run by a student it only prints that the hidden
+tests run when the work is graded (build.hidden_cell); in `nbgrader autograde` SandboxGrade fills it.
 """
-import hashlib
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import warnings
-
-from . import HIDDEN_MARKER, VISIBLE_MARKER
-
-_cache = {}
-
-
-def _kernel_cells():
-    try:
-        ip = get_ipython()  # noqa: F821 - defined in IPython kernels
-    except NameError:
-        return None
-    return [src for src in ip.history_manager.input_hist_raw[1:]
-            if src.strip() and not src.lstrip().startswith((HIDDEN_MARKER, VISIBLE_MARKER))]
-
-
-def _grade(exercise, cells, course_file=None):
-    import nbformat
-
-    key = (exercise, hashlib.sha256("\0".join(cells).encode()).hexdigest(), course_file)
-    if key in _cache:
-        return _cache[key]
-    with tempfile.TemporaryDirectory(prefix="seqgrader-cell-") as tmp:
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        path = os.path.join(tmp, f"{exercise}.ipynb")
-        nbformat.write(nb, path)
-        out = os.path.join(tmp, "report.json")
-        cmd = [sys.executable, "-m", "autograder", "grade", path, "--exercise", exercise, "--json", out, "-q"]
-        if course_file:
-            cmd += ["--course", course_file]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=900)
-        if proc.returncode != 0 or not os.path.exists(out):
-            report = {"grader_error": proc.stderr.decode("utf-8", "replace")[-2000:]}
-        else:
-            with open(out, encoding="utf-8") as f:
-                report = json.load(f)
-    _cache[key] = report
-    return report
 
 
 def function_result(report, exercise, function, language=None):
@@ -90,21 +39,3 @@ def function_result(report, exercise, function, language=None):
         lines.append(say("nbgrader.load_problems", language) + ":")
         lines += ["    " + e for e in errors]
     return score, total, "\n".join(lines)
-
-
-def hidden_tests(exercise, function, course_file=None):
-    """Grade `function` of `exercise` on the cells run so far; print feedback; return the points."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cells = _kernel_cells()
-        if cells is None:
-            print("hidden_tests() runs in a Jupyter kernel / 只能在 Jupyter 内核里运行。")
-            return 0.0
-        report = _grade(exercise, cells, course_file or os.environ.get("SEQGRADER_COURSE"))
-        if "grader_error" in report:
-            print("评分器没有运行成功，这不是你的代码的问题；请告诉助教。/ The grader failed (not your code's "
-                  "fault); please tell the teaching staff.\n" + report["grader_error"])
-            return 0.0
-        score, _total, text = function_result(report, exercise, function)
-        print(text)
-        return float(score)

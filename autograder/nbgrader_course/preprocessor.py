@@ -12,11 +12,17 @@ which nbgrader's SaveAutoGrades reads as partial credit.  Visible-check cells (0
 student's cells get no output.  A notebook the engine cannot grade gets 0 in every hidden cell
 and the reason as its output; the grader itself failing is reported the same way, never as a
 silent 0.
+
+With `reports_dir` set (what `nbgrader-gradebook` does), it grades nothing: it fills the cells from
+grade-batch's report of that student (reports_dir/<student>.json), so nbgrader's own autograde
+records the timestamps, late penalties and autograded/ notebooks of a class graded by grade-batch.
 """
 import ast
+import json
 import os
 import tempfile
 import traceback
+from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import Preprocessor
@@ -83,6 +89,16 @@ class SandboxGrade(Preprocessor):
 
     enabled = Bool(True).tag(config=True)  # nbconvert preprocessors are off by default
     course_file = Unicode("", help="course.yml for the hidden properties (default: seqgrader's own)").tag(config=True)
+    reports_dir = Unicode("", help="grade-batch's reports/ folder: take each student's results from "
+                                   "<student>.json there instead of grading (nbgrader-gradebook sets it)").tag(config=True)
+
+    def _batch_report(self, resources):
+        student = (resources.get("nbgrader") or {}).get("student")
+        path = Path(self.reports_dir) / f"{student}.json"
+        if not path.is_file():
+            raise RuntimeError(f"no grade-batch report for student {student!r} ({path}): run grade-batch on "
+                               f"submitted/ again, then nbgrader-gradebook")
+        return json.loads(path.read_text(encoding="utf-8"))
 
     def preprocess(self, nb, resources):
         calls = [hidden_call(c.source) for c in nb.cells if c.cell_type == "code"]
@@ -94,6 +110,17 @@ class SandboxGrade(Preprocessor):
             if c.cell_type == "code":
                 c.outputs, c.execution_count = [], None
         reports = {}
+        if self.reports_dir:
+            report = self._batch_report(resources)
+            status = report.get("batch", {}).get("status", "graded")
+            for exercise in exercises:
+                sub = nbformat.v4.new_notebook(cells=[c for c in nb.cells
+                                                      if (hidden_call(c.source) or ("",))[0] == exercise])
+                if status != "graded":
+                    fill_cells(sub, None, error=f"未评分 / not graded: {status}")
+                else:
+                    fill_cells(sub, report)
+            return nb, resources
         for exercise in exercises:
             try:
                 reports[exercise] = grade_notebook(nb, exercise, self.course_file or None)

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parents[2] / "solutions"
+REFERENCE = (Path(__file__).resolve().parents[1] / "default_course" / "solutions").resolve()  # built-in
 RECORDED = {}  # property full name -> [kwargs of each run of the test body, in order]
 MAX_BYTES = 256 << 20
 RECORD_SECONDS = 120  # a recording that takes longer is abandoned (grading goes on without replay)

@@ -358,7 +358,7 @@ class ForkRunner:
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
         prepare(props)
         if self.replay:
-            replay.record(props, self.course.max_examples)
+            replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
         out, reusable = {}, None
         if self.reuse is not None:  # an exercise whose code was graded before, all passed: its outcomes
             reusable = self._reusable(path, plan, registry)
