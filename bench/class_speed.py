@@ -1,7 +1,7 @@
 """Benchmark: a whole class graded with `grade-batch`, as a real class looks.
 
     .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
-                                          [--compare K]
+                                          [--compare K] [--dask]
 
 Generates N distinct submissions of the first assignment (the five core exercises), each
 function drawn the way a class writes them: most from the reference solution or one of the
@@ -21,6 +21,10 @@ output folder) and prints
                decides how long a class of 1,000 takes
   checksum     sha256 of every student's per-exercise scores (the same class must give the same)
   --compare K  grades K submissions alone with `grade` and checks the same scores
+  --dask       also grades the same class on a Dask LocalCluster of W single-thread workers
+               (processes, as separate machines would be) with `grade-batch --dask-scheduler`, and
+               prints, for both, the time per submission per core (wall x cores / N, and the
+               marginal x cores) and whether the scores' checksums are equal
 
 Nothing here is a test; run it on a quiet machine.
 """
@@ -172,6 +176,9 @@ def main():
     ap.add_argument("--no-reuse", action="store_true", help="pass --no-reuse to grade-batch (grade every exercise)")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="also grade K random submissions alone with `grade` and compare the scores")
+    ap.add_argument("--dask", action="store_true",
+                    help="also grade the class on a Dask LocalCluster with --workers single-thread workers and "
+                         "compare the time per submission per core")
     args = ap.parse_args()
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="class-speed-"))
@@ -241,8 +248,44 @@ def main():
             if not ok:
                 print(f"  DIFFERENT {sid}: grade {alone} vs grade-batch {batch}")
         print(f"compare      {same} / {len(sample)} submissions: the same scores alone and in the batch")
+    if args.dask:
+        local = {"wall": wall, "first": first, "marginal": marginal, "checksum": digest}
+        remote = grade_on_dask(klass, base / "grades-dask", args)
+        print(f"\nper core     (--workers {args.workers} local processes vs a LocalCluster of {args.workers} "
+              f"single-thread workers; s per submission per core)")
+        for name, r in (("local", local), ("dask", remote)):
+            print(f"  {name:6s} {r['wall']:.1f} s wall, {r['first']:.1f} s until the first; "
+                  f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
+                  f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}")
+        print(f"  ratio  dask / local: {remote['wall'] / local['wall']:.2f} overall, "
+              f"{remote['marginal'] / local['marginal']:.2f} marginal; checksums "
+              + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def grade_on_dask(klass, out, args):
+    """The same class graded on a LocalCluster of --workers single-thread worker processes (its
+    start-up not counted: a cluster is up before a batch); wall times as in the local run."""
+    from distributed import LocalCluster
+
+    if out.exists():
+        shutil.rmtree(out)
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out),
+               "--dask-scheduler", cluster.scheduler_address, "-q"] + (["--no-reuse"] if args.no_reuse else [])
+        t0 = datetime.now()
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    times = graded_times(out / "batch.log")
+    first = (min(times) - t0).total_seconds() if times else float("nan")
+    span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
+    digest, _ = checksum(out / "grades.csv")
+    return {"wall": wall, "first": first, "marginal": span / (len(times) - 1) if len(times) > 1 else float("nan"),
+            "checksum": digest}
 
 
 if __name__ == "__main__":

@@ -228,6 +228,64 @@ def test_a_dying_or_hanging_grader_costs_one_row(tmp_path):
         assert results[ok]["report"] == {"name": ok}
 
 
+def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):
+    """LocalPool.grade, the API the Dask workers use: synchronous, on an idle process kept between
+    calls (its pid and how many it graded before are in the result); a process that dies costs
+    its submission only and the next call gets a new one; close() stops them all."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=3, log_path=None)
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    first = pool.grade(Namespace(student="a", path=tmp_path / "a.py"))
+    second = pool.grade(Namespace(student="b", path=tmp_path / "b.py"))
+    assert first["report"] == {"name": "a.py"} and second["report"] == {"name": "b.py"}
+    assert second["pid"] == first["pid"] and (first["warm"], second["warm"]) == (0, 1)  # no new start-up
+    assert pool.grade(Namespace(student="c", path=tmp_path / "crash.py"))["error"] == \
+        "the grading process died (exit status 3)"
+    third = pool.grade(Namespace(student="d", path=tmp_path / "d.py"))
+    assert third["report"] == {"name": "d.py"} and third["pid"] != first["pid"] and third["warm"] == 0
+    assert pool.idle()
+    pool.close()
+    assert not Path(f"/proc/{third['pid']}").exists()  # killed and reaped
+    assert pool.grade(Namespace(student="e", path=tmp_path / "e.py"))["error"] == "the grading pool was stopped"
+
+
+def test_the_course_travels_as_bytes_and_stays_private(tmp_path):
+    """The Dask path sends course.yml and the reference solutions (what the diagnosis and replay
+    read), written on the worker into a private folder that the grading processes hide from the
+    submissions; a submission's files are written into its own folder, never outside it."""
+    from autograder.batch.cluster import course_bundle, materialise_course, write_submission
+    from autograder.sandbox.runner import hidden_paths
+
+    src = tmp_path / "mycourse"
+    shutil.copytree(ROOT / "solutions", src / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "solutions" / "masks.py").write_text((ROOT / "solutions" / "masks.py").read_text() + "\n# mine\n")
+    shutil.copy(ROOT / "course.yml", src / "course.yml")
+    course = load_course(src)
+    digest, bundle = course_bundle(src / "course.yml", course)
+    assert set(bundle) == {"course.yml"} | {f"solutions/{p.name}" for p in (ROOT / "solutions").glob("*.py")}
+    assert bundle["solutions/masks.py"].endswith(b"# mine\n")
+    assert course_bundle(src / "course.yml", course)[0] == digest
+    assert course_bundle(ROOT / "course.yml", load_course())[0] != digest  # another reference, another course
+
+    (tmp_path / "worker").mkdir(mode=0o700)  # the plugin's own folder (tempfile.mkdtemp)
+    worker_course = materialise_course(bundle, tmp_path / "worker" / "course-1")
+    there = load_course(worker_course)
+    assert there.reference("masks").read_bytes() == bundle["solutions/masks.py"]
+    assert there.solutions_dir == (tmp_path / "worker" / "course-1" / "solutions").resolve()
+    assert (worker_course.parent.stat().st_mode & 0o777) == 0o700
+    with pytest.raises(GraderError, match="unexpected file"):
+        materialise_course({"../../evil.py": b"x"}, tmp_path / "worker" / "course-2")
+
+    sub = tmp_path / "worker" / "submission-1"
+    sub.mkdir(mode=0o700)
+    target = write_submission(sub, "carol", True, {"masks.py": b"x = 1\n", "../../escape.py": b"y"})
+    assert sorted(p.name for p in target.iterdir()) == ["masks.py"] and not (tmp_path / "escape.py").exists()
+    hide = hidden_paths(target, there)
+    assert str(worker_course.parent) in hide and str(sub) in hide  # the course and the folders around it
+
+
 def test_a_grader_exception_is_an_error_row_not_a_crash(tmp_path):
     from autograder.batch import _grade_in_process
 
@@ -451,10 +509,48 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
         assert [r["student"] for r in rows] == ["alice", "bob", "dave", "ghost", "sol"]
         assert rows[2]["status"].startswith("error: dave.ipynb")
         assert rows[3]["status"] == f"error: no .py or .ipynb file in {small / 'ghost'}"
+        # warm processes: one grading process per worker thread, kept between tasks, so a process
+        # graded several submissions (paying the import of torch once)
+        processes = {}
+        for line in (out / "batch.log").read_text(encoding="utf-8").splitlines():
+            if " graded " in line and " process=" in line:
+                host_pid, warm = line.split(" process=")[1].split()[0].rsplit("#", 1)
+                processes.setdefault(host_pid, []).append(int(warm))
+        assert sum(map(len, processes.values())) == 4 and 1 <= len(processes) <= 2, processes
+        assert max(len(w) for w in processes.values()) >= 2 and any(max(w) >= 1 for w in processes.values())
+        for warm in processes.values():
+            assert sorted(warm) == list(range(len(warm)))  # the same process each time, never restarted
+
+        def plugin_state(dask_worker):
+            import os
+            import stat
+
+            plugin = dask_worker.plugins["seqgrader-grading"]
+            return {"root": str(plugin.root), "mode": stat.S_IMODE(os.stat(plugin.root).st_mode),
+                    "entries": {p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode)
+                                for p in os.listdir(plugin.root)},
+                    "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all]}
+
+        with distributed.Client(cluster.scheduler_address) as client:
+            states = client.run(plugin_state)
+        assert len(states) == 2
+        for st in states.values():  # a private folder; the course in it, no submission left behind
+            assert st["mode"] == 0o700 and st["entries"] and all(m == 0o700 for m in st["entries"].values()), st
+            assert set(st["entries"]) - {"processes"} and all(e.startswith("course-") for e in st["entries"]
+                                                              if e != "processes"), st
+        pids = [pid for st in states.values() for pid in st["pids"]]
+        assert {int(h.rsplit(":", 1)[1]) for h in processes} <= set(pids)  # still alive, still warm
         # resume works the same: nothing to do
         again = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
                     cluster.scheduler_address)
         assert again.returncode == 0 and run_log(out) == dict.fromkeys(["alice", "bob", "dave", "ghost", "sol"], "kept")
+    # the cluster closed: the plugin's teardown stopped the processes and removed its folders
+    for _ in range(100):
+        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
+            break
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    assert not any(Path(st["root"]).exists() for st in states.values())
     local_rows = {r["student"]: r for r in read_csv(local / "grades.csv")}
     for r in rows:
         if r["student"] != "ghost":  # its status names its own folder

@@ -25,6 +25,7 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ..store import write_atomic
 from .model import level, pick
 
 
@@ -369,8 +370,6 @@ def render_dashboard(grades_dir, language="both"):
 
 def write_dashboard(grades_dir, out=None, language="both"):
     """Write the dashboard (default GRADES_DIR/dashboard.html) atomically; return its path."""
-    from ..batch import write_atomic
-
     out = Path(out) if out else Path(grades_dir) / "dashboard.html"
     write_atomic(out, render_dashboard(grades_dir, language))
     return out

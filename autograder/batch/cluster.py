@@ -1,0 +1,316 @@
+"""The Dask path: ``grade-batch --dask-scheduler tcp://HOST:8786``, as fast per core as the local pool.
+
+    client                                 each Dask worker (a GradingPlugin)
+    ──────                                 ───────────────────────────────────
+    course_bundle()   course.yml and the    once per course: the bundle written into a private
+                      reference solutions   folder (0700) <root>/course-<digest>/, and a LocalPool
+                      as bytes, one task    of `nthreads` warm grading processes (the same
+                      that holds them       `python -m autograder.batch --worker` processes as the
+                                            local mode: torch imported once, replay, reuse cache)
+    grade_task()      one task per          the submission's bytes written into a private folder
+                      submission: its       (0700) <root>/submission-XXXX/ of its own, graded by
+                      files as bytes        an idle warm process (LocalPool.grade), the folder
+                                            removed; the same result dict as the local pool, plus
+                                            the worker's host name
+
+The worker needs no shared file system and no copy of the course: the reference solutions (which
+the diagnosis and replay compare with) travel with the course.yml.  The grading processes sandbox
+every submission exactly as on one machine (sandbox/limits.py: a new root holding Python and the
+submission only); the course folder is the one the processes load, so it is among the paths they
+hide (runner.hidden_paths: the course folder, the working directory, the submission's parents),
+and the submissions' folders are separate from it and from each other.  The plugin's teardown
+(the worker closing, or the plugin removed) stops the processes and removes its folder; a worker
+that dies takes its processes with it (PR_SET_PDEATHSIG, see pool.py).
+
+``grade_remote`` is the former task, a ``python -m autograder grade`` subprocess per submission
+(paying the import of torch every time, and only course.yml sent): bench/batch_speed.py measures
+it as the "subprocess" strategy.
+"""
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from ..errors import GraderError, SubmissionNotFound
+from ..store import grader_version, one_line, submission_files
+from .discover import Item
+from .pool import LocalPool, _child_env
+
+try:
+    from distributed import WorkerPlugin
+except ImportError:  # dask is a dependency; without it only --dask-scheduler is unavailable
+    WorkerPlugin = object
+
+PLUGIN_NAME = "seqgrader-grading"
+COURSE_FILE = "course.yml"
+
+
+# ---------------------------------------------------------------- the course, as bytes
+
+def course_bundle(course_file, course):
+    """(digest, {relative name: bytes}): course.yml and the reference solutions (solutions/*.py of
+    the course, or the built-in ones it falls back to), all a worker needs to load the course and
+    diagnose with it exactly as here."""
+    files = {COURSE_FILE: Path(course_file).read_bytes()}
+    for p in sorted(Path(course.solutions_dir).glob("*.py")):
+        if p.is_file():
+            files[f"solutions/{p.name}"] = p.read_bytes()
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(f"{rel}\0{len(files[rel])}\0".encode())
+        h.update(files[rel])
+    return h.hexdigest(), files
+
+
+def _safe_course_name(rel):
+    parts = rel.split("/")
+    if rel == COURSE_FILE:
+        return True
+    return (len(parts) == 2 and parts[0] == "solutions" and parts[1].endswith(".py")
+            and parts[1] not in (".py",) and not parts[1].startswith("."))
+
+
+def materialise_course(bundle, dest):
+    """Write a course bundle into the new folder `dest` (mode 0700); returns its course.yml."""
+    dest = Path(dest)
+    dest.mkdir(mode=0o700)
+    (dest / "solutions").mkdir(mode=0o700)
+    for rel, data in bundle.items():
+        if not _safe_course_name(rel):
+            raise GraderError(f"unexpected file in the course sent by the client: {rel!r}")
+        (dest / rel).write_bytes(data)
+    return dest / COURSE_FILE
+
+
+def write_submission(folder, name, is_dir, files):
+    """The submission `name` (a file, or a folder when `is_dir`) written into `folder` from
+    {relative name: bytes}; never writes outside `folder`.  Returns its path."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        name = "submission"
+    target = Path(folder) / name
+    if is_dir:
+        target.mkdir()
+    for rel, data in files.items():
+        dest = (target / rel) if is_dir else target
+        if is_dir and not dest.resolve().is_relative_to(target.resolve()):
+            continue  # never write outside the temp folder
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    return target
+
+
+def _replace_path(obj, old, new):
+    """`obj` (JSON-able) with the string `old` replaced by `new` everywhere (the worker's temp path
+    of the submission becomes the client's path, as a local report has it)."""
+    text = json.dumps(obj, ensure_ascii=False)
+    text = text.replace(json.dumps(old, ensure_ascii=False)[1:-1], json.dumps(new, ensure_ascii=False)[1:-1])
+    return json.loads(text)
+
+
+# ---------------------------------------------------------------- the worker's side
+
+class GradingPlugin(WorkerPlugin):
+    """Warm grading processes on a Dask worker: one LocalPool per (course, options), `nthreads`
+    processes each, kept between tasks; a private folder for the courses and the submissions."""
+
+    idempotent = True  # a second batch (or client) registering it keeps the warm processes
+
+    def __init__(self):
+        self.root = None
+        self.pools = {}
+        self.nthreads = 1
+        self.lock = None
+
+    def setup(self, worker=None):
+        self.lock = threading.Lock()
+        self.pools = {}  # key -> (LocalPool, course folder)
+        self.root = Path(tempfile.mkdtemp(prefix="seqgrader-dask-"))  # 0700
+        try:
+            self.nthreads = max(1, int(worker.state.nthreads))
+        except AttributeError:
+            self.nthreads = max(1, int(getattr(worker, "nthreads", 1) or 1))
+
+    def teardown(self, worker=None):
+        with self.lock:
+            pools, self.pools = list(self.pools.values()), {}
+        for pool, _folder in pools:
+            pool.close()
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _pool(self, course_digest, bundle, options, budget):
+        key = hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
+        with self.lock:
+            if key in self.pools:
+                return self.pools[key][0]
+            for other, (pool, folder) in list(self.pools.items()):  # another course: its idle pool goes
+                if pool.idle():
+                    pool.close()
+                    shutil.rmtree(folder, ignore_errors=True)
+                    del self.pools[other]
+            folder = self.root / f"course-{key[:16]}"
+            course_file = materialise_course(bundle, folder)
+            cwd = self.root / "processes"  # their working folder (hypothesis keeps its .hypothesis/ there)
+            cwd.mkdir(mode=0o700, exist_ok=True)
+            pool = LocalPool(self.nthreads, 1, course_file, options, budget, log_path=None, cwd=str(cwd))
+            self.pools[key] = (pool, folder)
+        pool.warm_up()  # every process of this worker starts importing torch now
+        return pool
+
+    def grade(self, name, is_dir, files, course_digest, bundle, options, budget, display):
+        pool = self._pool(course_digest, bundle, options, budget)
+        tmp = tempfile.mkdtemp(prefix="submission-", dir=self.root)  # 0700, this task's only
+        try:
+            target = write_submission(tmp, name, is_dir, files)
+            res = pool.grade(Item(display, target), budget)
+            res = _replace_path(res, str(target), display)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if res.get("report") is not None:
+            res["report"]["submission"] = display
+        return res
+
+
+_ATTACH = threading.Lock()
+
+
+def _plugin(worker):
+    """This worker's GradingPlugin (registered by the client; attached here if it is missing)."""
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        with _ATTACH:
+            plugin = worker.plugins.get(PLUGIN_NAME)
+            if plugin is None:
+                plugin = GradingPlugin()
+                plugin.setup(worker)
+                worker.plugins[PLUGIN_NAME] = plugin  # torn down with the worker
+    return plugin
+
+
+def grade_task(name, is_dir, files, course_digest, bundle, options, budget, display):
+    """A Dask task: grade one submission on this worker's warm grading processes.  `files` maps
+    relative names to bytes (a file, or a folder when `is_dir`); `bundle` is the course
+    (course_bundle).  Returns the result dict of the local pool, plus "host"."""
+    from distributed import get_worker
+
+    start = time.monotonic()
+    try:
+        res = _plugin(get_worker()).grade(name, is_dir, files, course_digest, bundle, options, budget, display)
+    except GraderError as e:  # the grading processes cannot start on this worker
+        res = {"error": f"on {socket.gethostname()}: {e}", "retry": True, "grader": grader_version(),
+               "seconds": round(time.monotonic() - start, 3)}
+    res["host"] = socket.gethostname()
+    return res
+
+
+def _bundle_value(bundle):
+    return bundle
+
+
+# ---------------------------------------------------------------- the client's side
+
+def run_dask(address, items, course_file, course, options, timeout):
+    """Connects to the scheduler (raises GraderError if it cannot), then returns a generator of
+    (item, result dict) as the cluster's tasks finish."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise GraderError("--dask-scheduler needs dask's distributed package: pip install 'dask[distributed]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as e:
+        raise GraderError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    return _dask_results(client, address, items, course_file, course, options, timeout)
+
+
+def _dask_results(client, address, items, course_file, course, options, timeout):
+    from distributed import as_completed
+
+    from ..load import find_files
+
+    futures = {}
+    try:
+        if not client.scheduler_info().get("workers"):
+            print(f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
+                  f"(start one with: dask worker {address})", file=sys.stderr)
+        client.register_plugin(GradingPlugin(), name=PLUGIN_NAME)
+        digest, bundle = course_bundle(course_file, course)
+        # the course travels once per worker: a task's dependency, not a copy in every task
+        course_future = client.submit(_bundle_value, bundle, key=f"seqgrader-course-{digest[:16]}-"
+                                      f"{uuid.uuid4().hex[:8]}", pure=False)
+        for item in items:
+            try:
+                find_files(item.path)  # no code at all: said here, as `grade` would say it
+            except SubmissionNotFound as e:
+                yield item, {"error": str(e), "retry": False}
+                continue
+            files = {rel: p.read_bytes() for rel, p in submission_files(item.path)}
+            key = f"grade-{item.student}-{uuid.uuid4().hex[:8]}"
+            fut = client.submit(grade_task, item.path.name, item.path.is_dir(), files, digest, course_future,
+                                options, timeout, str(item.path), key=key, pure=False, retries=1)
+            futures[fut] = item
+        for fut in as_completed(futures):
+            item = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001 - a lost worker, a task error: this row only
+                res = {"error": f"the Dask task failed: {type(e).__name__}: {one_line(e, 200)}", "retry": True}
+            fut.release()
+            yield item, res
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------- the former task
+
+def grade_remote(name, is_dir, files, course_text, options, timeout, display):
+    """The former Dask task: grade one submission in a `python -m autograder grade` subprocess on
+    this machine (a fresh import of torch each time; only course.yml is sent, the reference
+    solutions are the worker's built-in ones).  grade-batch no longer uses it; bench/batch_speed.py
+    compares it with the pool.  `options`: `grade`'s command-line flags."""
+    start = time.monotonic()
+    runner_workers = 1
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+        nthreads = getattr(w, "nthreads", None) or w.state.nthreads
+        runner_workers = max(1, (os.cpu_count() or 1) // max(1, nthreads))
+    except Exception:  # noqa: BLE001 - not in a worker (tests call it directly)
+        pass
+    with tempfile.TemporaryDirectory(prefix="grade-batch-") as tmp:
+        base = Path(tmp) / "submission"
+        base.mkdir()
+        target = write_submission(base, name, is_dir, files)
+        course_file = Path(tmp) / "course.yml"
+        course_file.write_text(course_text, encoding="utf-8")
+        out = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "autograder", "grade", str(target), "--json", str(out), "-q",
+               "--course", str(course_file), "--workers", str(runner_workers), *options]
+        result = {"grader": grader_version(), "host": socket.gethostname()}
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=_child_env())
+        except subprocess.TimeoutExpired:
+            result.update(error=f"grading did not finish within {timeout:g} s", retry=True)
+        else:
+            stderr = proc.stderr.replace(str(target), display).strip()
+            if proc.returncode == 0 and out.exists():
+                report = json.loads(out.read_text(encoding="utf-8"))
+                report["submission"] = display
+                result["report"] = report
+            elif proc.returncode == 2:  # the grader's one-line message: this worker's course or grader
+                msg = stderr.splitlines()[-1] if stderr else "exit status 2"  # (the client checked the files)
+                result.update(error=f"on {result['host']}: {msg.removeprefix('error: ')}", retry=True)
+            else:
+                tail = one_line(stderr[-400:]) if stderr else ""
+                result.update(error=f"grader failed (exit status {proc.returncode}) {tail}".strip(), retry=True)
+    result["seconds"] = round(time.monotonic() - start, 3)
+    return result

@@ -1,0 +1,391 @@
+"""The grading processes: warm `python -m autograder.batch --worker CONFIG` processes, one
+submission at a time each.
+
+    worker_main()   a grading process: imports torch once (and starts its sandbox server beside
+                    that import), then grades submission after submission with a ForkRunner
+                    (replay and the reuse cache on), one JSON line in (a path), one JSON line out
+                    (the result dict)
+    LocalPool       N such processes and the rules around them.  ``grade(item)`` grades one
+                    submission, synchronously, on an idle process (several threads may call it at
+                    once); ``run(items)`` grades a whole list with N threads and yields the results
+                    as they finish.  grade-batch's local mode uses ``run``; a Dask worker keeps one
+                    LocalPool per course and calls ``grade`` from its tasks (cluster.py).
+
+A result dict: {"report": the contract's JSON} or {"error": reason, "retry": bool} (or {"fatal":
+reason} when course.yml and the properties disagree), with "seconds" and "grader"; a report also
+carries "pid" (the grading process) and "warm" (how many submissions that process had graded
+before this one: 0 means this one paid the start-up).
+
+A submission is sent to a process only when it is idle, so a process that dies (or that the
+watchdog kills after the budget) costs exactly the submission it was grading, and a new process
+takes its place.  Processes are started from one long-lived thread of the pool, so that
+PR_SET_PDEATHSIG (which fires when the *thread* that started a process ends) kills them only when
+the pool's owner dies: the batch, or the Dask worker.
+"""
+import json
+import os
+import queue
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ..errors import ConfigError, GraderError
+from ..store import PACKAGE_DIR, grader_version
+
+
+def _die_with_parent():
+    """Linux: get SIGKILL when the batch process dies, so a killed batch leaves no grader behind."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort (not Linux)
+        pass
+
+
+def _grade_in_process(path, course, runner, exercises):
+    """The result dict of one submission, graded in this process (never raises)."""
+    from ..grading import grade
+
+    start = time.monotonic()
+    try:
+        out = {"report": grade(path, course, runner, exercises=exercises).to_dict()}
+    except ConfigError as e:
+        out = {"fatal": str(e)}
+    except GraderError as e:
+        out = {"error": str(e), "retry": False}
+    except Exception as e:  # noqa: BLE001 - a grader bug costs this submission only
+        out = {"error": f"grader failed: {type(e).__name__}: {e}", "retry": True}
+    out["seconds"] = round(time.monotonic() - start, 3)
+    out["grader"] = grader_version()
+    return out
+
+
+def worker_main(config_json):
+    """A grading process of the pool: one JSON line in (a submission), one JSON line out."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything else printed goes to the log, not into the protocol
+    _die_with_parent()
+    from ..sandbox import server
+    server.prestart()  # before this process holds anything of a student's: see server.py
+    cfg = json.loads(config_json)
+    from ..config import load_course
+    from ..sandbox import ForkRunner
+
+    course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
+    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
+                        reuse=cfg.get("reuse", True))
+    for line in sys.stdin:
+        job = json.loads(line)
+        hits = runner.reuse.hits if runner.reuse else 0
+        out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
+        out["id"] = job["id"]
+        out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
+        proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
+        proto.flush()
+
+
+class _Worker:
+    def __init__(self, cmd, env, log, cwd=None):
+        # its own session: Ctrl-C reaches the batch only, which then stops its grading processes
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                     cwd=cwd, start_new_session=True)
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd, selectors.EVENT_READ)
+        self.buf = b""
+        self.job = None  # (id, item, deadline)
+        self.answered = 0
+
+    def send(self, job_id, item, deadline):
+        self.job = (job_id, item, deadline)
+        try:
+            self.proc.stdin.write((json.dumps({"id": job_id, "path": str(item.path)}) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # it died (or was stopped): its EOF says so
+
+    def answer(self):
+        """The result dict of the current job; None when the process died (EOF) or the deadline
+        passed (then self.job[2] <= now)."""
+        while True:
+            timeout = self.job[2] - time.monotonic()
+            if timeout <= 0:
+                return None
+            try:
+                if not self.sel.select(timeout):
+                    continue
+                chunk = os.read(self.fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            except (OSError, ValueError, KeyError):  # closed by kill() from another thread
+                return None
+            if not chunk:
+                return None  # EOF: the process died (a crash, or student code that killed its parent)
+            self.buf += chunk
+            *lines, self.buf = self.buf.split(b"\n")
+            for line in lines:
+                res = self._parse(line)
+                if res is not None:
+                    return res
+
+    def _parse(self, line):
+        try:
+            res = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(res, dict) or self.job is None or res.get("id") != self.job[0]:
+            return None
+        return res
+
+    def kill(self):
+        try:
+            self.proc.kill()
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            self.sel.close()
+        except (OSError, ValueError, KeyError):
+            pass
+
+    def exit_reason(self):
+        rc = self.proc.wait()
+        if rc < 0:
+            try:
+                return f"signal {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"signal {-rc}"
+        return f"exit status {rc}"
+
+
+class _Closed(Exception):
+    pass
+
+
+class LocalPool:
+    """Up to `processes` grading processes; each runs ForkRunner(workers=runner_workers).
+
+    A submission is sent to a process only when it is idle, so a process that dies (or that the
+    watchdog kills after `budget` seconds) costs exactly the submission it was grading, and a new
+    process takes its place.  A process that dies on its very first submission may have died
+    starting up: that submission is tried once more before it is charged.  Processes live until
+    ``close()`` (``run`` closes the pool when it ends); `log_path` None: their stderr is ours."""
+
+    STARTUP = 60.0  # extra seconds for a process's first submission (imports torch)
+
+    def __init__(self, processes, runner_workers, course_file, options, budget, log_path, cwd=None):
+        self.processes = processes
+        self.budget = budget
+        config = json.dumps({"course": str(course_file), "runner_workers": runner_workers, **options})
+        self.cmd = [sys.executable, "-m", "autograder.batch", "--worker", config]
+        self.env = _child_env()
+        self.log_path = log_path
+        self.cwd = cwd
+        self._cond = threading.Condition()
+        self._idle, self._all = [], set()
+        self._starting = 0
+        self._closed = False
+        self._log = None
+        self._spawner = None  # the one thread that starts processes (see the module's docstring)
+        self._job_id = 0
+        self.answers = self.deaths = 0
+
+    # ---- processes
+
+    def _start(self):
+        """A new process, started by the spawner thread; registered, or _Closed."""
+        with self._cond:
+            if self._closed:
+                raise _Closed
+            if self._log is None and self.log_path is not None:
+                self._log = open(self.log_path, "ab")
+            if self._spawner is None:
+                self._spawner = ThreadPoolExecutor(1, thread_name_prefix="grading-processes")
+            spawner, log = self._spawner, self._log
+        w = spawner.submit(_Worker, self.cmd, self.env, log, self.cwd).result()
+        with self._cond:
+            if self._closed:
+                w.kill()
+                raise _Closed
+            self._all.add(w)
+        return w
+
+    def _checkout(self):
+        """An idle process, or a new one when fewer than `processes` are alive; waits otherwise."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise _Closed
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._all) + self._starting < self.processes:
+                    self._starting += 1
+                    break
+                self._cond.wait()
+        try:
+            return self._start()
+        finally:
+            with self._cond:
+                self._starting -= 1
+                self._cond.notify_all()
+
+    def _checkin(self, w, alive):
+        with self._cond:
+            keep = alive and not self._closed
+            if keep:
+                self._idle.append(w)
+            else:
+                self._all.discard(w)
+            self._cond.notify_all()
+        if not keep:
+            w.kill()
+
+    def warm_up(self, n=None):
+        """Start up to `n` (default: `processes`) processes now, idle: their start-up (torch) runs
+        while nothing waits for them (Popen returns at once)."""
+        want = min(n or self.processes, self.processes)
+        while True:
+            with self._cond:
+                if self._closed or len(self._all) + self._starting >= want:
+                    return
+                self._starting += 1
+            try:
+                w = self._start()
+            except _Closed:
+                return
+            finally:
+                with self._cond:
+                    self._starting -= 1
+                    self._cond.notify_all()
+            self._checkin(w, True)
+
+    def idle(self):
+        """True when no submission is being graded (nor a process being started)."""
+        with self._cond:
+            return not self._starting and len(self._idle) == len(self._all)
+
+    # ---- one submission
+
+    def grade(self, item, budget=None):
+        """The result dict of one submission (item.path), graded on an idle process; blocks until
+        it is done.  Raises GraderError when no process can start at all."""
+        budget = self.budget if budget is None else budget
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                w = self._checkout()
+            except _Closed:
+                return {"error": "the grading pool was stopped", "retry": True}
+            with self._cond:
+                self._job_id += 1
+                job_id = self._job_id
+            first = not w.answered
+            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0))
+            res = w.answer()
+            if res is not None:
+                res["pid"], res["warm"] = w.proc.pid, w.answered
+                w.answered += 1
+                w.job = None
+                with self._cond:
+                    self.answers += 1
+                self._checkin(w, True)
+                return res
+            if w.proc.poll() is None and time.monotonic() >= w.job[2]:
+                self._checkin(w, False)
+                return {"error": f"grading did not finish within {budget:g} s "
+                                 f"(the grading process was killed)", "retry": True}
+            reason = w.exit_reason()
+            self._checkin(w, False)
+            with self._cond:
+                self.deaths += 1
+                closed, cannot_start = self._closed, not self.answers and self.deaths > 2
+            if closed:
+                return {"error": "the grading pool was stopped", "retry": True}
+            if cannot_start:
+                where = f"; see {self.log_path}" if self.log_path else ""
+                raise GraderError(f"the grading processes cannot start ({reason}){where}")
+            if first and tries < 2:
+                continue  # it may have died starting up: once more, on a new process
+            return {"error": f"the grading process died ({reason})", "retry": True}
+
+    # ---- a whole list
+
+    def run(self, items):
+        """Yields (item, result dict) as submissions finish, in the order they finish; `processes`
+        threads call grade(); the processes are stopped when it ends (or is closed early)."""
+        todo, done = queue.SimpleQueue(), queue.SimpleQueue()
+        items = list(items)
+        for item in items:
+            todo.put(item)
+
+        def work():
+            while not self._closed:
+                try:
+                    item = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put((item, self.grade(item), None))
+                except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
+                    done.put((item, None, e))
+                    return
+
+        # daemon threads: a batch stopped by Ctrl-C never waits for them (close() ends their work)
+        for _ in range(max(1, min(self.processes, len(items)))):
+            threading.Thread(target=work, name="grade", daemon=True).start()
+        try:
+            for _ in items:
+                while True:
+                    try:
+                        item, res, exc = done.get(timeout=0.5)
+                        break
+                    except queue.Empty:
+                        continue
+                if exc is not None:
+                    raise exc
+                yield item, res
+        finally:
+            self.close()
+
+    def close(self):
+        """Stop every process: the idle ones at once; a busy one is killed and its thread, woken by
+        the end of its pipe, cleans up (its submission gets "the grading pool was stopped")."""
+        with self._cond:
+            self._closed = True
+            idle = set(self._idle)
+            workers, self._all, self._idle = list(self._all), set(), []
+            spawner, self._spawner = self._spawner, None
+            log, self._log = self._log, None
+            self._cond.notify_all()
+        for w in workers:
+            if w in idle:
+                w.kill()
+            else:
+                try:
+                    w.proc.kill()
+                except ProcessLookupError:
+                    pass
+        if spawner is not None:
+            spawner.shutdown(wait=False)
+        if log is not None:
+            log.close()
+
+
+def _child_env():
+    env = dict(os.environ)
+    root = str(PACKAGE_DIR.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
