@@ -3,21 +3,23 @@
     grade / a grade-batch process / nbgrader's SandboxGrade   (trusted: holds course.yml, the
     │                                                          properties, earlier students' reports)
     ├── judge (forked per exercise) ─── its own socket ───┐
-    └── sandbox server  (`python -m autograder.sandbox.server`, started with a scrubbed
-        │                environment and cwd /: it imports torch, numpy, matplotlib and the
-        │                worker's own modules, and nothing else of the grader)
+    └── sandbox server  (forked right after `import torch` by a process that has read nothing
+        │                yet -- `grade`, a grade-batch process: is_clean() -- or else started as
+        │                `python -m autograder.sandbox.server` with a scrubbed environment and
+        │                cwd /: it holds torch, numpy, matplotlib and the worker's own modules,
+        │                and nothing else of the grader)
         └── zygote  (forked per judge; holds this submission's sources and nothing more)
               └── worker  (forked per start: limits, its own filesystem view, then student code)
 
-Why a process of its own, started by exec rather than fork: a forked process holds the whole
-memory of its parent, and student code can read its own memory (walking `sys._getframe()`
-up into the judge's frames, or with ctypes).  A worker forked from a judge reached the property
+Why a process of its own, forked while its parent is still clean or started by exec: a forked
+process holds the whole memory of its parent, and student code can read its own memory (walking
+`sys._getframe()` up into the judge's frames, or with ctypes).  A worker forked from a judge reached the property
 modules and their reference helpers that way, and a worker forked from a batch process could
 find the reports of the students graded before.  A worker forked from this server can find
 nothing but torch and its own submission, whatever it reads.
 
-Starting it costs one `import torch` (~2 s of CPU, paid once per grading process; `prestart()`
-runs it beside the parent's own import).  Where it cannot start, `connect()` returns None and the
+Forked, it costs one fork (the parent imports torch anyway); exec'd, one `import torch` (~2 s of
+CPU, paid once per grading process; `prestart()` runs it beside the parent's own work).  Where it cannot start, `connect()` returns None and the
 judge forks the zygote itself, as before; the workers then say so in their levels ("problems"),
 and the report's sandbox line with them.
 
