@@ -329,7 +329,8 @@ def keep_python_path(root):
 # What the worker never needs and the student must not find in its process: the properties and
 # their reference helpers, the diagnosis with its catalogue of mistakes, the grading and reports.
 GRADER_ONLY = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
-               "autograder.report", "autograder.batch", "autograder.nbgrader_course", "hypothesis")
+               "autograder.report", "autograder.batch", "autograder.store", "autograder.nbgrader_course",
+               "hypothesis")
 
 
 def forget_the_grader():
@@ -349,7 +350,7 @@ def forget_the_grader():
                     delattr(sys.modules[parent], child)
                 except AttributeError:
                     pass
-    for attr in ("properties", "diagnose", "catalogue", "grading", "report", "batch", "nbgrader_course"):
+    for attr in ("properties", "diagnose", "catalogue", "grading", "report", "batch", "store", "nbgrader_course"):
         autograder.__dict__.pop(attr, None)
     replay = sys.modules.get("autograder.sandbox.replay")
     if replay is not None:  # the inputs recorded for replay (inputs only, but none of its business)
