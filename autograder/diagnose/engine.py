@@ -68,6 +68,11 @@ from .probes.tiny_lm import PARTS
 from .registry import PROBES, CallFailed, Guarded, failure_kind, probe  # noqa: F401 - probe: the public decorator
 
 ATOL = RTOL = 1e-4
+# The diagnosis' own time (its budget, the pair search's, how slow a function's probes are) is the
+# judge's CPU time, not the wall clock: on a loaded machine the wall clock runs several times faster
+# than the work done, and a diagnosis cut short there would differ from the same one on a quiet
+# machine.  (The wall clock only guards against a hang: diagnose_outcomes' alarm.)
+_clock = time.process_time
 FAILED = ("failed", "error", "timeout")
 
 # ---------------------------------------------------------------- observations
@@ -478,10 +483,10 @@ class _Trusted:
             student = self.student()
             if student is False:
                 return ("broken",)
-            start = time.perf_counter()
+            start = _clock()
             with torch.random.fork_rng():
                 self._obs[key] = observe(student, PROBES[self.exercise][function][i])
-            self.seconds[function] = self.seconds.get(function, 0.0) + time.perf_counter() - start
+            self.seconds[function] = self.seconds.get(function, 0.0) + _clock() - start
         return self._obs[key]
 
     def all(self, function):
@@ -691,7 +696,7 @@ class _Session:
         self.composed = _COMPOSED.setdefault(exercise, {})
 
     def late(self):
-        return self.deadline is not None and time.monotonic() > self.deadline
+        return self.deadline is not None and _clock() > self.deadline
 
     def observed(self, function):
         """The student's observations of `function` (None: missing, or out of time)."""
@@ -1051,11 +1056,11 @@ def _pair(session, f, pool, chosen, singles):
     it keeps what was already named."""
     pool = pool[:PAIR_POOL]
     named = {c.mistake.group for c in chosen}
-    stop = time.monotonic() + PAIR_SECONDS
+    stop = _clock() + PAIR_SECONDS
     found = []  # pairs that explain everything
     for i, (a, form_a) in enumerate(pool):
         for b, form_b in pool[i + 1:]:
-            if session.late() or time.monotonic() > stop:
+            if session.late() or _clock() > stop:
                 break
             if a.group == b.group or not named <= {a.group, b.group}:
                 continue
@@ -1124,7 +1129,7 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
     """{function: [mistake description]} for the given (failing) functions; [] where nothing is named.
 
     Each description is describe()'s, plus "unexplained_zh" / "unexplained_en" when something in
-    the function differs that the named mistakes do not explain.  `deadline`: a time.monotonic()
+    the function differs that the named mistakes do not explain.  `deadline`: a _clock() (CPU time)
     after which the diagnosis gives up (functions not reached get nothing); `into`: a dict filled
     as functions are done (kept if the caller's alarm fires).  Never raises but TestTimeout (the
     caller's alarm)."""
@@ -1197,11 +1202,12 @@ def _merge(descriptions):
     return list(merged.values())
 
 
-def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0):
+def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wall=None):
     """Attach `diagnosis` lists to the failed outcomes in place; returns {test: diagnosis} added.
 
-    outcomes: {test name: outcome dict}; functions_of: test name -> function.  Guarded by an alarm
-    of `budget` seconds; any problem gives no diagnosis."""
+    outcomes: {test name: outcome dict}; functions_of: test name -> function.  `budget`: seconds of
+    the judge's CPU time (_clock); guarded by an alarm after `wall` seconds (default `budget`) of
+    wall-clock time; any problem gives no diagnosis."""
     failed = [n for n, o in outcomes.items() if isinstance(o, dict) and o.get("status") in FAILED]
     if not failed or budget <= 0:
         return {}
@@ -1214,9 +1220,9 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0):
     try:
         if threading.current_thread() is threading.main_thread():  # an alarm needs the main thread
             old = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, budget)
+            signal.setitimer(signal.ITIMER_REAL, max(0.01, wall if wall is not None else budget))
             armed = True
-        diagnose(student, exercise, functions, deadline=time.monotonic() + budget, into=found)
+        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found)
     except TestTimeout:  # what was found before the alarm stands
         abort = getattr(student, "abort", None)
         if abort:

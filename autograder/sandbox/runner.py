@@ -26,7 +26,8 @@ from ..errors import PropertyFailure, TestTimeout
 from . import replay
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
-DIAGNOSIS_BUDGET = 5.0  # seconds an exercise may spend naming catalogued mistakes (autograder/diagnose/)
+DIAGNOSIS_BUDGET = 5.0  # CPU seconds of the judge an exercise may spend naming catalogued mistakes (autograder/diagnose/)
+DIAGNOSIS_WALL = 20.0  # ... and wall-clock seconds at most (a loaded machine: the same diagnosis, only later)
 
 
 def _alarm(_signum, _frame):
@@ -121,7 +122,7 @@ class InProcessRunner:
         return {"tests": results, "load_errors": sub.load_errors}
 
 
-def _diagnose(student, exercise, outcomes, budget):
+def _diagnose(student, exercise, outcomes, budget, wall=None):
     """Name the catalogued mistakes behind the failed tests (adds outcome["diagnosis"] in place);
     returns {test: diagnosis}.  Never raises: a diagnosis must never cost a result."""
     try:
@@ -133,7 +134,7 @@ def _diagnose(student, exercise, outcomes, budget):
         def function_of(name):
             return REGISTRY[f"{exercise}/{name}"].function
 
-        return diagnose_outcomes(student, exercise, outcomes, function_of, budget)
+        return diagnose_outcomes(student, exercise, outcomes, function_of, budget, wall)
     except BaseException:  # noqa: BLE001
         return {}
 
@@ -262,12 +263,12 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
             outcomes[name] = outcome
         # every result is out: the diagnosis can only add to them (the parent gives it its own deadline)
         t_tests = time.monotonic()
-        budget = DIAGNOSIS_BUDGET
+        wall = DIAGNOSIS_WALL
         if ex_deadline is not None:
-            budget = min(budget, ex_deadline - time.monotonic() - GRACE)
-        if budget > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
-            emit({"event": "diagnose", "seconds": budget})
-            found = _diagnose(student, exercise, outcomes, budget)
+            wall = min(wall, ex_deadline - time.monotonic() - GRACE)
+        if wall > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
+            emit({"event": "diagnose", "seconds": wall})
+            found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall)
             if found:
                 emit({"event": "diagnosis", "tests": found})
         t_diag = time.monotonic()
@@ -463,7 +464,7 @@ class ForkRunner:
                     progress(job.exercise, ev["test"], ev["outcome"]["status"])
             elif kind == "diagnose" and not job.left:
                 # after the last result: a kill now costs nothing but the diagnosis
-                seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_BUDGET)
+                seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_WALL)
                 job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
             elif kind == "timing" and isinstance(ev.get("timing"), dict):
                 for k, v in ev["timing"].items():
