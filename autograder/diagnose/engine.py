@@ -981,6 +981,8 @@ def _distinctive(session, c):
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
+        if all(session.verdict(form, g) is None for form in m.forms):
+            continue  # the student's own values rule it out elsewhere (a row it leaves as the reference has it)
         alike = True
         for fn, i, key, s, cells in own:
             o = m.forms[0].deviation(session.ref, fn, i).get(key)
