@@ -13,14 +13,16 @@ three ways, through the same Student interface the properties use:
 
 What a probe returns is cut into *aspects* along the reference's own result: the rows of every
 tensor (a row of a mask, of attention weights, of a gradient...; compared entry by entry, row i
-with row i when the student has more or fewer rows), its dtype, every number, flag ("raises
+with row i when the student has more or fewer rows; the same numbers in another form, a Python
+number or axes of size 1 more or less, compared by value), its dtype (or form), every number, flag ("raises
 ValueError", "finite") and failure of a call (each call of a probe is observed on its own).  For a
 mistake M, where M's result differs from the reference's, a row (or value) is
 
 * a **hit** when the student gives M's values at every entry where M differs (a row of numbers may
   differ elsewhere too: a second defect; a mask row must be M's exactly),
-* a **contradiction** when the student gives the reference's value at one of them: M is not in
-  the student's code, and is never named (a flag M gets wrong on the way, a check its code leaves
+* a **contradiction** when the student gives the reference's value at one of them (a number:
+  well within the tolerance, where M's is clearly outside it): M is not in the student's code,
+  and is never named (a flag M gets wrong on the way, a check its code leaves
   out, only counts against it; so does a row count its broadcasting adds),
 * a **miss** when the student differs there from both (something else changes it too),
 * unknown when M's code crashes there (it says nothing of what the mistake computes there) --
@@ -36,7 +38,8 @@ makes the mistake and their attention_mask inherits it), and more probes support
 2. then the others, together, when with those of 1 nothing is left unexplained in f and in their
    own functions;
 3. if something is still unexplained, two mistakes at once (their code composed, see
-   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes;
+   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes,
+   those that deviate where most of the student's deviations are first;
 
 then a named mistake that explains nothing the others do not is dropped, and so is one whose own
 part another unnamed mistake explains as well (a guess).  A part's mistake that also explains the
@@ -217,7 +220,8 @@ def _as_ref_shape(ref, node):
     """(form, values of ref's shape) when `node` holds the numbers of a tensor like `ref` in
     another form: a Python number for a one-number tensor, or a tensor whose shape differs only
     by axes of size 1; else None."""
-    if node[0] == "P" and node[1] in ("float", "int") and math.prod(ref[2]) == 1 and ref[3].is_floating_point():
+    if node[0] == "P" and node[1] in ("float", "int") and math.prod(ref[2]) == 1 \
+            and ref[3].is_floating_point():
         return f"Python {node[1]}", torch.tensor(float(node[2]), dtype=torch.float64).reshape(ref[2])
     if node[0] == "T" and node[2] != ref[2] and math.prod(node[2]) == math.prod(ref[2]) > 0 \
             and [n for n in node[2] if n != 1] == [n for n in ref[2] if n != 1]:
@@ -275,7 +279,8 @@ def _clearly_apart(a, b, where, factor=CLEAR):
     """Entries (of `where`, or all) where a differs from b by more than `factor` tolerances: numbers
     a second defect may have brought near the reference's by chance refute nothing (other values:
     wherever they differ)."""
-    if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape and (a[1].is_floating_point() or b[1].is_floating_point()):
+    if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape and \
+            (a[1].is_floating_point() or b[1].is_floating_point()):
         x, y = a[1].double(), b[1].double()
         apart = ~torch.isclose(x, y, atol=ATOL * factor, rtol=RTOL * factor, equal_nan=True)
         return apart if where is None else where & apart
@@ -981,8 +986,6 @@ def _distinctive(session, c):
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
-        if all(session.verdict(form, g) is None for form in m.forms):
-            continue  # the student's own values rule it out elsewhere (a row it leaves as the reference has it)
         alike = True
         for fn, i, key, s, cells in own:
             o = m.forms[0].deviation(session.ref, fn, i).get(key)
