@@ -13,14 +13,16 @@ three ways, through the same Student interface the properties use:
 
 What a probe returns is cut into *aspects* along the reference's own result: the rows of every
 tensor (a row of a mask, of attention weights, of a gradient...; compared entry by entry, row i
-with row i when the student has more or fewer rows), its dtype, every number, flag ("raises
+with row i when the student has more or fewer rows; the same numbers in another form, a Python
+number or axes of size 1 more or less, compared by value), its dtype (or form), every number, flag ("raises
 ValueError", "finite") and failure of a call (each call of a probe is observed on its own).  For a
 mistake M, where M's result differs from the reference's, a row (or value) is
 
 * a **hit** when the student gives M's values at every entry where M differs (a row of numbers may
   differ elsewhere too: a second defect; a mask row must be M's exactly),
-* a **contradiction** when the student gives the reference's value at one of them: M is not in
-  the student's code, and is never named (a flag M gets wrong on the way, a check its code leaves
+* a **contradiction** when the student gives the reference's value at one of them (a number:
+  well within the tolerance, where M's is clearly outside it): M is not in the student's code,
+  and is never named (a flag M gets wrong on the way, a check its code leaves
   out, only counts against it; so does a row count its broadcasting adds),
 * a **miss** when the student differs there from both (something else changes it too),
 * unknown when M's code crashes there (it says nothing of what the mistake computes there) --
@@ -36,7 +38,8 @@ makes the mistake and their attention_mask inherits it), and more probes support
 2. then the others, together, when with those of 1 nothing is left unexplained in f and in their
    own functions;
 3. if something is still unexplained, two mistakes at once (their code composed, see
-   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes;
+   compositions()) that reproduce everything exactly, tried among the mistakes nothing refutes,
+   those that deviate where most of the student's deviations are first;
 
 then a named mistake that explains nothing the others do not is dropped, and so is one whose own
 part another unnamed mistake explains as well (a guess).  A part's mistake that also explains the
@@ -165,6 +168,16 @@ def aspects(ref, node, path=(), out=None):
             if len(ref[2]) >= 2:
                 out[path + ("leading",)] = ("P", "int", node[2][0])
             return out
+        like = _as_ref_shape(ref, node)
+        if like is not None:
+            # the same numbers in another form (a Python number for a 0-dim tensor; extra or missing
+            # axes of size 1): the values are compared, the form is told by the dtype aspect
+            form, vals = like
+            out[path + ("dtype",)] = ("P", "str", form)
+            out[path + ("values",)] = ("R", _as_rows(vals))
+            if len(ref[2]) >= 2:
+                out[path + ("leading",)] = ("P", "int", ref[2][0])
+            return out
         if node[0] == "T" and len(ref[2]) >= 2 and len(node[2]) == len(ref[2]) and node[2][1:] == ref[2][1:]:
             # more or fewer windows, steps, sequences: row i is compared with row i
             n, k = ref[2][0], node[2][0]
@@ -208,6 +221,19 @@ def aspects(ref, node, path=(), out=None):
     return out
 
 
+def _as_ref_shape(ref, node):
+    """(form, values of ref's shape) when `node` holds the numbers of a tensor like `ref` in
+    another form: a Python number for a one-number tensor, or a tensor whose shape differs only
+    by axes of size 1; else None."""
+    if node[0] == "P" and node[1] in ("float", "int") and math.prod(ref[2]) == 1 \
+            and ref[3].is_floating_point():
+        return f"Python {node[1]}", torch.tensor(float(node[2]), dtype=torch.float64).reshape(ref[2])
+    if node[0] == "T" and node[2] != ref[2] and math.prod(node[2]) == math.prod(ref[2]) > 0 \
+            and [n for n in node[2] if n != 1] == [n for n in ref[2] if n != 1]:
+        return f"{node[1]} of shape {tuple(node[2])}", node[3].reshape(ref[2])
+    return None
+
+
 _ABSENT = 1.2345e300  # a row the student's tensor does not have (it has fewer along its first axis)
 
 
@@ -248,6 +274,24 @@ def _equal(a, b, shape):
     if a[0] in ("R", "Q") or b[0] in ("R", "Q"):
         return torch.full(shape, a[0] == b[0] == "Q" and same(("L", "seq", a[1]), ("L", "seq", b[1])))
     return torch.full(shape, same(a[1], b[1]) if a[0] == b[0] == "W" else same(a, b))
+
+
+CLEAR = 10  # a mistake refuted by a number of the reference's: it is this many tolerances away there
+STRICT = 0.1  # ... and the student within this share of a tolerance
+
+
+def _clearly_apart(a, b, where, factor=CLEAR):
+    """Entries (of `where`, or all) where a differs from b by more than `factor` tolerances: numbers
+    a second defect may have brought near the reference's by chance refute nothing (other values:
+    wherever they differ)."""
+    if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape and \
+            (a[1].is_floating_point() or b[1].is_floating_point()):
+        x, y = a[1].double(), b[1].double()
+        apart = ~torch.isclose(x, y, atol=ATOL * factor, rtol=RTOL * factor, equal_nan=True)
+        return apart if where is None else where & apart
+    if where is not None:
+        return where
+    return ~_equal(a, b, _shape(b))
 
 
 def _failed(value):
@@ -345,14 +389,18 @@ def forms(code):
     return list(dict.fromkeys(out))
 
 
-def merge3(base, a, b):
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def merge3(base, a, b, split=str.splitlines, join="\n".join):
     """a and b, two edits of the text base, in one text; None when they change the same lines
-    differently (identical changes on both sides are one change)."""
-    lines = base.splitlines()
+    differently (identical changes on both sides are one change).  `split`, `join`: the units
+    (lines; tokens for two edits of one line)."""
+    lines = split(base)
 
     def edits(text):
-        sm = difflib.SequenceMatcher(None, lines, text.splitlines(), autojunk=False)
-        new = text.splitlines()
+        sm = difflib.SequenceMatcher(None, lines, split(text), autojunk=False)
+        new = split(text)
         return {(i1, i2, tuple(new[j1:j2])) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"}
 
     ea, eb = edits(a), edits(b)
@@ -370,7 +418,7 @@ def merge3(base, a, b):
     for i1, i2, new in changes:
         out += lines[pos:i1] + list(new)
         pos = i2
-    return "\n".join(out + lines[pos:]) + "\n"
+    return join(out + lines[pos:]) + ("\n" if split is str.splitlines else "")
 
 
 _CONSENSUS = {}
@@ -435,8 +483,9 @@ def compositions(a, b, pivots):
                        difflib.SequenceMatcher(None, lines, x.splitlines(), autojunk=False).get_opcodes()
                        if tag != "equal") for x in (a, b))
 
-    for pivot in [consensus(pivots + [a, b])] + sorted(pivots, key=distance):
-        merged = merge3(pivot, a, b)
+    pivot = consensus(pivots + [a, b])
+    by_token = merge3(pivot, a, b, _TOKEN.findall, "".join)  # two edits of one line, at other places in it
+    for pivot, merged in [(p, merge3(p, a, b)) for p in [pivot] + sorted(pivots, key=distance)] + [(pivot, by_token)]:
         if merged is None or merged in (a, b):
             continue
         counts = {}
@@ -521,7 +570,7 @@ class _Trusted:
                 if m is None or _crashed(m[0]) or _flag(r) or (k and k[-1] == "leading"):
                     parts.append(torch.zeros(n, dtype=torch.bool))
                 else:
-                    parts.append(m[1].reshape(-1))
+                    parts.append((m[1] & _clearly_apart(m[0], r, m[1])).reshape(-1))
             self._dev[key] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
         return self._dev[key]
 
@@ -724,11 +773,21 @@ class _Session:
         return self._asp[(function, i)]
 
     def flat_same_as_ref(self, function, i):
-        """same_as_ref of every aspect of a probe, flattened in the reference's order (kept)."""
+        """at_ref of every aspect of a probe, flattened in the reference's order (kept)."""
         k = ("flat", function, i)
         if k not in self._same_as_ref:
-            parts = [self.same_as_ref(function, i, key).reshape(-1) for key in self.ref_aspects(function, i)]
+            parts = [self.at_ref(function, i, key).reshape(-1) for key in self.ref_aspects(function, i)]
             self._same_as_ref[k] = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
+        return self._same_as_ref[k]
+
+    def at_ref(self, function, i, key):
+        """Entries where the student gives the reference's value closely enough to refute a mistake
+        that differs there (numbers: well within the tolerance; kept)."""
+        k = ("at", function, i, key)
+        if k not in self._same_as_ref:
+            r = self.ref_aspects(function, i)[key]
+            self._same_as_ref[k] = self.same_as_ref(function, i, key) & \
+                ~_clearly_apart(self.student_aspects(function, i)[key], r, None, STRICT)
         return self._same_as_ref[k]
 
     def same_as_ref(self, function, i, key):
@@ -789,7 +848,8 @@ class _Session:
                 s = mine[key]
                 s_ref = self.same_as_ref(function, i, key)
                 cell = (function, i, key)
-                if bool((m_dev & s_ref).any()) and not _crashed(m):
+                clear = _clearly_apart(m, self.ref_aspects(function, i)[key], m_dev & self.at_ref(function, i, key))
+                if bool(clear.any()) and not _crashed(m):
                     if not _flag(self.ref_aspects(function, i)[key]) and key[-1] != "leading":
                         return None  # the student has the reference's value where the mistake differs
                     # a flag the mistake's code gets wrong on the way (a check it leaves out, NaN
@@ -1044,48 +1104,74 @@ def _where(session, f, left, limit=3):
     return "；".join(zh[:limit]) + more_zh, "; ".join(en[:limit]) + more_en
 
 
-PAIR_POOL = 6  # two mistakes at once are tried among this many that are not refuted
-PAIR_SLOW = 0.1  # ... only for functions whose probes take the reference less than this (not training runs)
+PAIR_POOL = 10  # two mistakes at once are tried among this many that are not refuted
+PAIR_SLOW = 0.05  # ... only for functions whose probes take the reference less than this each (not training runs)
 PAIR_SECONDS = 0.75  # ... and for at most this long per function
+
+
+def _cheap(session, f):
+    """Are f's probes cheap enough to try two mistakes at once (seconds per probe on the reference;
+    a composition is checked probe by probe and dropped at its first miss)?"""
+    n = len(PROBES[session.exercise].get(f, [])) or 1
+    return session.ref.seconds.get(f, 0) / n < PAIR_SLOW
+
+
+def _reach(session, f, v):
+    """The student's deviations in f where a mistake's verdict `v` deviates too (cells)."""
+    dev = session.deviations(f)
+    return {k: dev[k] & c for k, c in v.covers.items() if k in dev and bool((dev[k] & c).any())}
+
+
+def _size(cells):
+    return sum(int(x.sum()) for x in cells.values())
 
 
 def _pair(session, f, pool, chosen, singles):
     """Two catalogued mistakes made at once (their code composed: see compositions) that together
     reproduce everything the student's f (and their own functions) does, where no one mistake
     did; [candidate, candidate] or None.  Tried only among mistakes nothing refutes, and only if
-    it keeps what was already named."""
-    pool = pool[:PAIR_POOL]
+    it keeps what was already named; first the mistakes that deviate where most of the student's
+    deviations are, and the pairs whose deviations together reach most of them."""
+    reach = [_reach(session, f, v) for _, _, v in pool]
+    order = sorted(range(len(pool)), key=lambda i: (-pool[i][2].hits, -_size(reach[i]), -pool[i][0].order))
+    order = order[:PAIR_POOL]
+    pairs = sorted(((i, j) for n, i in enumerate(order) for j in order[n + 1:]),
+                   key=lambda ij: (-_size(_union(reach[ij[0]], reach[ij[1]])),
+                                   -(pool[ij[0]][2].hits + pool[ij[1]][2].hits)))
     named = {c.mistake.group for c in chosen}
     stop = _clock() + PAIR_SECONDS
     found = []  # pairs that explain everything
-    for i, (a, form_a) in enumerate(pool):
-        for b, form_b in pool[i + 1:]:
-            if session.late() or _clock() > stop:
-                break
-            if a.group == b.group or not named <= {a.group, b.group}:
+    for i, j in pairs:
+        (a, form_a, _), (b, form_b, _) = pool[i], pool[j]
+        if session.late() or _clock() > stop:
+            break
+        if a.group == b.group or not named <= {a.group, b.group}:
+            continue
+        for form in _composed(session, a, b, form_a, form_b):
+            first = session.verdict(form, f, strict=True)  # (probe by probe, dropped at its first miss)
+            if first is None or first.misses or first.unknown:
                 continue
-            for form in _composed(session, a, b, form_a, form_b):
-                if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
-                    continue  # one redefinition hides the other: not both at once
-                if any(_crashed(o) and not _crashed(x) and not _crashed(y)
-                       for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))):
-                    continue  # the merged code crashes where neither mistake does: a bad merge
-                functions = list(dict.fromkeys([f, a.function, b.function]))
-                verdicts = {}
-                for g in functions:
-                    if session.observed(g) is None:
-                        break
-                    v = session.verdict(form, g, strict=True)
-                    if v is None or v.misses or v.unknown:
-                        break  # both at once must reproduce everything: no crash of theirs excuses a value
-                    verdicts[g] = v
-                else:
-                    if not verdicts[f].hits or not verdicts[f].strong:
-                        continue  # two mistakes at once are named for values they give, not for a crash
-                    both = _Candidate(a, verdicts, f, form)
-                    if all(_within(session.deviations(g), _explained([both])) for g in functions):
-                        found.append([both, _Candidate(b, dict(verdicts), f, form)])
-                        break
+            if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
+                continue  # one redefinition hides the other: not both at once
+            if any(_crashed(o) and not _crashed(x) and not _crashed(y)
+                   for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))):
+                continue  # the merged code crashes where neither mistake does: a bad merge
+            functions = list(dict.fromkeys([f, a.function, b.function]))
+            verdicts = {}
+            for g in functions:
+                if session.observed(g) is None:
+                    break
+                v = session.verdict(form, g, strict=True)
+                if v is None or v.misses or v.unknown:
+                    break  # both at once must reproduce everything: no crash of theirs excuses a value
+                verdicts[g] = v
+            else:
+                if not verdicts[f].hits or not verdicts[f].strong:
+                    continue  # two mistakes at once are named for values they give, not for a crash
+                both = _Candidate(a, verdicts, f, form)
+                if all(_within(session.deviations(g), _explained([both])) for g in functions):
+                    found.append([both, _Candidate(b, dict(verdicts), f, form)])
+                    break
     if not found:
         return None
     # the pair that explains most, its own functions included (a part's mistake seen in the part);
@@ -1163,7 +1249,7 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
                     continue  # refuted in its own function (checked first: it is usually cheaper)
                 v = session.verdict(form, f, like=like)
                 if v is not None and v.covers:
-                    pool.append((v.hits, -v.misses, -m.order, m, form))
+                    pool.append((m, form, v))
                     break
         # every candidate read on every candidate's function too: a part's mistake that also
         # explains what a model mistake explains in its own function goes first
@@ -1171,9 +1257,8 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
         for c in candidates:
             c.widen(session, functions)
         chosen = _select(session, f, candidates)
-        if _unexplained(session, f, chosen) and not session.late() and session.ref.seconds.get(f, 0) < PAIR_SLOW:
-            both = _pair(session, f, [x[3:] for x in sorted(pool, key=lambda x: x[:3], reverse=True)], chosen,
-                         candidates)
+        if _unexplained(session, f, chosen) and not session.late() and _cheap(session, f):
+            both = _pair(session, f, pool, chosen, candidates)
             if both:
                 chosen = both
         found = []

@@ -108,16 +108,25 @@ def experiment_facts(s):
 
 @probe(EX, "run_ablation")
 def ablation_grid(s):
-    """results[i][j] for 2 values x 2 seeds (given unsorted), each read as the (value, seed) of the
-    student's own run_experiment that gives it (seeds shifted by one tried too)."""
+    """results[i][j] for 2 values x 2 seeds, each read as the (value, seed) of the student's own
+    run_experiment that gives it (seeds shifted by one tried too); the seeds given out of order,
+    then in order (what the student does with the order of the seeds shows only in the first)."""
     base = base_config(seed=0, steps=2)
-    values, seeds = [0.05, 0.1], [3, 1]
-    res = s.call("run_ablation", base, "train.lr", values, seeds)
+    values = [0.05, 0.1]
+    res = s.call("run_ablation", base, "train.lr", values, [3, 1])
     if not isinstance(res, (list, tuple)):
         return res if isinstance(res, CallFailed) else ("kind", type(res).__name__)
-    shape = [len(r) if isinstance(r, (list, tuple)) else None for r in res]
     known = {}
+    out = {"shape": [len(res), [len(r) if isinstance(r, (list, tuple)) else None for r in res]],
+           "cells": _cells(s, res, values, [3, 1], known)}
+    in_order = s.call("run_ablation", base, "train.lr", values, [1, 3])
+    out["cells, seeds in order"] = _cells(s, in_order, values, [1, 3], known) \
+        if isinstance(in_order, (list, tuple)) else ["not a grid"]
+    return out
 
+
+def _cells(s, res, values, seeds, known):
+    """Each cell of a grid as "value, seed N" (the student's own run it equals) or "other"."""
     def run(v, seed):  # the student's own run_experiment, each config once
         if (v, seed) not in known:
             known[(v, seed)] = _run(s, base_config(seed=seed, steps=2, lr=v))
@@ -137,7 +146,7 @@ def ablation_grid(s):
             tries = first + [(v, seed) for v in values for seed in seeds + [x + 1 for x in seeds]]
             cells.append(next((f"{v}, seed {seed}" for v, seed in dict.fromkeys(tries) if _same(got, run(v, seed))),
                               "other"))
-    return {"shape": [len(res), shape], "cells": cells}
+    return cells
 
 
 @probe(EX, "run_ablation")
