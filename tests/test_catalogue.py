@@ -1,5 +1,8 @@
 """Tests of the tests: every catalogued mistake is caught, in its own exercise only, on a test
 that names the function it broke; every correct implementation written differently gets full marks."""
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,16 +10,10 @@ import pytest
 from autograder.catalogue import build_submission, load_catalogue
 from autograder.config import load_course
 from autograder.properties.claims import violations
-from autograder.grading import grade
-from autograder.sandbox import ForkRunner
 
 from .conftest import ROOT
 
 CATALOGUE = load_catalogue()
-# every ISOLATION-th mistake is graded with its whole assignment, to check that it costs points in
-# its own exercise only; the others with their own exercise alone (the other files are the
-# reference solutions, graded in full by test_correct_implementation_gets_full_marks): CI time
-ISOLATION = 6
 CORRECT = sorted(p for p in (ROOT / "tests" / "files" / "correct").iterdir() if p.is_dir())
 
 
@@ -31,17 +28,36 @@ def test_catalogue_is_large_and_unique():
             assert e["title"].get(lang) and e["hint"].get(lang) and e["explanation"].get(lang), (ex, e["id"], lang)
 
 
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{entry id: report}: every catalogued mistake graded with its whole assignment (so that it
+    costs points in its own exercise only) by `grade-batch` -- 2 grading processes, replay, and
+    reuse: the assignment's other exercises, the reference's files, are graded once per process."""
+    course = load_course()
+    base = tmp_path_factory.mktemp("catalogue")
+    by_assignment = {}
+    for exercise, entry in CATALOGUE:
+        name = next(a for a, ids in course.assignments.items() if exercise in ids)
+        build_submission(exercise, entry, base / name / entry["id"])
+        by_assignment.setdefault(name, []).append(entry["id"])
+    reports = {}
+    for name, ids in by_assignment.items():
+        out = base / f"{name}-grades"
+        exercises = [a for ex in course.assignments[name] for a in ("--exercise", ex)]
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(base / name), "--layout", "flat",
+                               *exercises, "--out", str(out), "--workers", "2", "-q"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for i in ids:
+            reports[i] = json.loads((out / "reports" / f"{i}.json").read_text(encoding="utf-8"))
+    return reports
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise,entry", CATALOGUE, ids=[f"{ex}:{e['id']}" for ex, e in CATALOGUE])
-def test_mistake_is_caught_in_its_own_exercise(exercise, entry, tmp_path):
-    # graded in this process with the real sandboxed runner (the command line itself is tested in
-    # test_cli.py); this saves importing torch a hundred times
-    sub = build_submission(exercise, entry, tmp_path / "sub")
-    course = load_course()
-    # the exercises of the assignment that holds this one (sequence-models: the five core exercises)
-    assignment = next(ids for ids in course.assignments.values() if exercise in ids)
-    whole = [e for _, e in CATALOGUE].index(entry) % ISOLATION == 0
-    report = grade(sub, course, ForkRunner(course, replay=True), exercises=assignment if whole else [exercise]).to_dict()
+def test_mistake_is_caught_in_its_own_exercise(exercise, entry, graded):
+    report = graded[entry["id"]]
+    assert report["graded"] and not report["errors"], (report["errors"], report.get("not_graded_reason"))
     by_id = {e["id"]: e for e in report["exercises"]}
     for ex_id, ex in by_id.items():
         if ex_id != exercise:
@@ -59,13 +75,23 @@ def test_mistake_is_caught_in_its_own_exercise(exercise, entry, tmp_path):
         assert not violations(t["hint_en"], t["counterexample"]), (t["name"], t["hint_en"], t["counterexample"])
 
 
+@pytest.fixture(scope="module")
+def correct_reports(tmp_path_factory):
+    """{folder name: report} of the correct implementations, graded by `grade-batch` at four times
+    course.yml's examples: a correct variant must never be rejected, however long hypothesis searches."""
+    out = tmp_path_factory.mktemp("correct") / "grades"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(ROOT / "tests" / "files" / "correct"),
+                           "--layout", "flat", "--out", str(out), "--workers", "2", "--max-examples", "20", "-q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "reports").glob("*.json")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("folder", CORRECT, ids=[p.name for p in CORRECT])
-def test_correct_implementation_gets_full_marks(folder, grade_cli):
-    # four times course.yml's examples: a correct variant must never be rejected, however long
-    # hypothesis searches
-    proc, report = grade_cli(folder, "--max-examples", "20")
-    assert proc.returncode == 0, proc.stderr
+def test_correct_implementation_gets_full_marks(folder, correct_reports):
+    report = correct_reports[folder.name]
+    assert report["graded"] and not report["errors"], report["errors"]
     lost = {t["name"]: t["feedback"] for e in report["exercises"] for t in e["tests"] if not t["passed"]}
     assert not lost, f"{folder.name} lost points:\n" + "\n\n".join(f"{k}\n{v}" for k, v in lost.items())
     assert report["score"] == report["max_score"] == 100

@@ -28,7 +28,7 @@ torch.set_num_threads(1)
 
 from autograder.sandbox import limits as L
 
-from .conftest import ROOT
+from .conftest import ROOT, real_place
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"),
                                 reason="Linux only")
@@ -546,9 +546,14 @@ def test_what_must_stay_hidden_inside_the_view_is_empty():
 
 
 def test_the_fallback_is_the_deny_list_and_says_so():
-    run = run_in_worker(lambda lv: {"checkout": os.path.exists(ROOT / "course.yml")}, view="deny-list")
+    place = real_place("fallback")  # where a course lives (not /tmp, which even the fallback replaces)
+    try:
+        (place / "course.yml").write_text("secret")
+        run = run_in_worker(lambda lv: {"course": os.path.exists(place / "course.yml")}, view="deny-list")
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
     run.need("mountns")
-    assert run.levels["view"] == "deny-list" and run.report["checkout"] is True
+    assert run.levels["view"] == "deny-list" and run.report["course"] is True
     assert "WARNING: can read the whole filesystem" in L.describe(run.levels)
 
 

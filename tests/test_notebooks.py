@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -271,14 +272,43 @@ def kernel_name(tmp_path_factory):
         yield "python3"
 
 
-def execute(nb, kernel_name, cwd):
-    """Run every cell in a fresh kernel; errors are kept in the outputs, not raised."""
-    from nbclient import NotebookClient
+_EXECUTE = """
+import sys
+import nbformat
+from nbclient import NotebookClient
+src, dst, kernel_name, cwd = sys.argv[1:]
+nb = nbformat.read(src, as_version=4)
+NotebookClient(nb, kernel_name=kernel_name, timeout=120, allow_errors=True,
+               resources={"metadata": {"path": cwd}}).execute()
+nbformat.write(nb, dst)
+"""
 
-    nb = nbformat.reads(nbformat.writes(nb), as_version=4)  # a copy
-    NotebookClient(nb, kernel_name=kernel_name, timeout=120, allow_errors=True,
-                   resources={"metadata": {"path": str(cwd)}}).execute()
-    return nb
+
+def execute_all(notebooks, kernel_name, tmp):
+    """{key: the notebook with every cell run in a fresh kernel} for {key: notebook}; errors are kept
+    in the outputs, not raised.  Two at a time (each kernel keeps one core busy), each in a process
+    of its own running nbclient, in a folder of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(key):
+        cwd = tmp / key
+        cwd.mkdir()
+        src, dst = tmp / f"{key}.in.ipynb", tmp / f"{key}.out.ipynb"
+        nbformat.write(notebooks[key], str(src))
+        proc = subprocess.run([sys.executable, "-c", _EXECUTE, str(src), str(dst), kernel_name, str(cwd)],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"{key}: {proc.stderr[-3000:]}"
+        return key, nbformat.read(str(dst), as_version=4)
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(run, list(notebooks)))
+
+
+@pytest.fixture(scope="module")
+def executed(kernel_name, tmp_path_factory):
+    """Every notebook as released and with the reference solutions pasted in, run in real kernels."""
+    notebooks = {**{f"released-{ex}": read_notebook(ex) for ex in IDS}, **{f"solved-{ex}": solved(ex) for ex in IDS}}
+    return execute_all(notebooks, kernel_name, tmp_path_factory.mktemp("executed"))
 
 
 def errors(cell):
@@ -307,8 +337,8 @@ def solved(ex):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ex", IDS)
-def test_released_notebook_fails_only_in_its_visible_checks(ex, kernel_name, tmp_path):
-    nb = execute(read_notebook(ex), kernel_name, tmp_path)
+def test_released_notebook_fails_only_in_its_visible_checks(ex, executed):
+    nb = executed[f"released-{ex}"]
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -326,8 +356,8 @@ def test_released_notebook_fails_only_in_its_visible_checks(ex, kernel_name, tmp
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ex", IDS)
-def test_solved_notebook_runs_and_passes_its_visible_checks(ex, kernel_name, tmp_path):
-    nb = execute(solved(ex), kernel_name, tmp_path)
+def test_solved_notebook_runs_and_passes_its_visible_checks(ex, executed):
+    nb = executed[f"solved-{ex}"]
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not errors(cell), f"{ex}: cell {cell.id} failed with the reference solution:\n" + \
@@ -341,14 +371,23 @@ def test_solved_notebook_runs_and_passes_its_visible_checks(ex, kernel_name, tmp
     assert not any("implement" in stdout(c).lower() and "first" in stdout(c).lower() for c in nb.cells)
 
 
+@pytest.fixture(scope="module")
+def solved_report(tmp_path_factory):
+    """One `grade` of a folder holding every solved notebook, every exercise (one torch import)."""
+    tmp = tmp_path_factory.mktemp("solved")
+    folder = tmp / "student"
+    folder.mkdir()
+    for ex in IDS:
+        nbformat.write(solved(ex), str(folder / f"{ex}.ipynb"))
+    proc, report = run_grade(folder, tmp, *[a for ex in IDS for a in ("--exercise", ex)])
+    assert proc.returncode == 0, proc.stderr
+    return report
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("ex", IDS)
-def test_solved_notebook_gets_full_marks_from_the_grader(ex, tmp_path):
-    path = tmp_path / f"{ex}.ipynb"
-    nbformat.write(solved(ex), str(path))
-    proc, report = run_grade(path, tmp_path, "--exercise", ex)
-    assert proc.returncode == 0, proc.stderr
-    (result,) = report["exercises"]
+def test_solved_notebook_gets_full_marks_from_the_grader(ex, solved_report):
+    (result,) = [e for e in solved_report["exercises"] if e["id"] == ex]
     lost = {t["name"]: t["feedback"] for t in result["tests"] if not t["passed"]}
     assert not lost and result["score"] == result["max_score"] == course_points(ex), lost
-    assert not report["errors"], report["errors"]
+    assert not solved_report["errors"], solved_report["errors"]
