@@ -699,10 +699,13 @@ def test_the_watchdog_kills_leftovers_even_if_the_judge_never_cleans_up():
 def test_without_root_an_unprivileged_user_namespace_still_isolates():
     uid = L.WORKER_UID_BASE - 7  # a plain user for the judge M
     marker = f"pwned-userns-{os.getpid()}"
+    place = real_place("userns")  # a folder like a checkout, where one lives (not under /tmp)
+    os.chmod(place, 0o777)  # writable for anybody: only the worker's read-only view keeps it out
+    target = str(place / marker)
 
     def inside(levels):
         out = {"uid": os.getuid()}
-        for label, path in (("checkout", str(ROOT / marker)), ("/tmp", f"/tmp/{marker}")):
+        for label, path in (("checkout", target), ("/tmp", f"/tmp/{marker}")):
             try:
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
                 out[label] = "opened"
@@ -716,18 +719,19 @@ def test_without_root_an_unprivileged_user_namespace_still_isolates():
             out["workdir"] = type(e).__name__
         return out
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root to play a non-root judge")
     try:
+        if os.geteuid() != 0:
+            pytest.skip("needs root to play a non-root judge")
         run = run_in_worker(inside, judge_uid=uid)
+        written = os.path.exists(target)
     finally:
-        for p in (ROOT / marker, f"/tmp/{marker}"):
-            if os.path.exists(p):
-                os.remove(p)
+        shutil.rmtree(place, ignore_errors=True)
+        if os.path.exists(f"/tmp/{marker}"):
+            os.remove(f"/tmp/{marker}")
     if not run.levels.get("userns"):
         pytest.skip(f"no unprivileged user namespaces here: {run.levels.get('problems')}")
     assert run.report["uid"] == uid and run.report["workdir"] == "ok"
-    assert run.report["checkout"] != "opened"
+    assert run.report["checkout"] != "opened" and not written
     assert run.levels["netns"] and run.levels["readonly_fs"], run.levels["problems"]
     assert run.report["/tmp"] == "opened"  # its own private /tmp ...
     assert not os.path.exists(f"/tmp/{marker}")  # ... not the judge's
