@@ -7,24 +7,14 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from . import __version__
 
 
-def _write_atomic(path, text):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a report is for the instructor and the student
-    os.replace(tmp, path)
-
-
 def cmd_grade(args):
     from .config import load_course
+    from .store import write_atomic
 
     course = load_course(args.course, language=args.language, max_examples=args.max_examples)
     exercises = args.exercise or course.assignment(args.assignment)
@@ -50,14 +40,14 @@ def cmd_grade(args):
     if args.verbose or "WARNING" in (report.sandbox or ""):  # for the instructor (student pages do not show it);
         print(f"({report.sandbox})", file=sys.stderr, flush=True)  # a worker that saw too much: always
     if args.json:
-        _write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+        write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     if args.html:
         from .report.html import render_html
-        _write_atomic(args.html, render_html(report, course.language))
+        write_atomic(args.html, render_html(report, course.language))
     if args.markdown:
         from .report.markdown import render_markdown
         md = Path(args.markdown)
-        _write_atomic(md, render_markdown(report, course.language, images=md.parent / f"{md.stem}_files"))
+        write_atomic(md, render_markdown(report, course.language, images=md.parent / f"{md.stem}_files"))
     if not args.quiet:
         if args.rich:
             from .report.terminal import render_rich
