@@ -31,10 +31,17 @@ mistake M, where M's result differs from the reference's, a row (or value) is
 M *accounts for* part of a failing function f when it is not refuted in f nor in its own function
 g (a wrong padding_mask is named on attention_mask's tests only when the student's padding_mask
 makes the mistake and their attention_mask inherits it), and more probes support it than refute it
-(a probe supports it when at least as many of its outputs are mostly M's as are not).  Named are:
+(a probe supports it when at least as many of its outputs are mostly M's as are not; a probe
+refutes it when one of them is not and the student has the reference's value somewhere M differs
+there, or it is one number; numbers differing from the reference at every one of M's entries may
+be M and a second defect changing the same values: they say nothing either way when M reproduces
+something on a probe made so that a part of the function cannot matter -- a recurrent gate
+saturated, two gate blocks alike -- and count against it otherwise, for a wrong constant meets a
+catalogued one at some size).  Named are:
 
 1. those that reproduce something only they give: a value no other catalogued mistake of g gives
-   there (flags count only when they are all M claims and the function does not crash);
+   there (flags count only when they are all M claims and the function does not crash; when M's
+   values are all the student's deviations in g, another mistake the student refutes is no rival);
 2. then the others, together, when with those of 1 nothing is left unexplained in f and in their
    own functions;
 3. if something is still unexplained, two mistakes at once (their code composed, see
@@ -277,6 +284,7 @@ def _equal(a, b, shape):
 
 
 CLEAR = 10  # a mistake refuted by a number of the reference's: it is this many tolerances away there
+COVERED_NEUTRAL = True
 STRICT = 0.1  # ... and the student within this share of a tolerance
 
 
@@ -699,12 +707,14 @@ class _Verdict:
     {(function, probe, key): bool tensor (rows, columns)}."""
 
     __slots__ = ("hits", "misses", "unknown", "evidence", "covers", "crashes", "strong", "weak_probes",
-                 "supporting", "refuting", "soft")
+                 "supporting", "refuting", "soft", "covered", "isolated")
 
     def __init__(self):
         self.hits = self.misses = self.unknown = 0
         self.soft = 0  # flags where the student has the reference's value (see _verdict)
         self.supporting = self.refuting = 0  # probes where it reproduces something / only differs
+        self.covered = 0  # probes where the student differs wherever it does, otherwise (see _accounts)
+        self.isolated = False  # it reproduces something on a probe where a second defect cannot matter
         self.evidence = {}  # the student's deviations it reproduces
         self.covers = {}  # every entry where it deviates (or its code crashes)
         self.crashes = {}  # entries where its code crashes and the student computes something else
@@ -843,6 +853,7 @@ class _Session:
             mine = self.student_aspects(function, i)
             informative = False
             matched = missed = soft = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
+            uncovered = 0  # ... of those not, the ones where the student has the reference's value somewhere it differs
             crashed_right = []  # where the mistake's code crashes: is the student right there?
             for key, (m, m_dev) in deviation.items():
                 s = mine[key]
@@ -883,6 +894,10 @@ class _Session:
                     matched += 1
                 else:
                     missed += 1
+                    # numbers that differ from the reference wherever the mistake differs, only
+                    # otherwise: the mistake and something else changing the same values, or not
+                    if not (COVERED_NEUTRAL and _floats(s) and int(m_dev.sum()) >= 2 and not bool((m_dev & s_ref).any())):
+                        uncovered += 1
                 if n_hit:
                     v.evidence[cell] = m_dev & hit[:, None]
                     informative = informative or bool(_informative(s, hit, m_dev).any())
@@ -899,15 +914,19 @@ class _Session:
                     v.strong = True
                 else:
                     v.weak_probes.add((function, i))
-            elif missed or (soft and not v.hits):
-                v.refuting += 1  # (a flag it gets wrong on the way alone does not refute a probe)
+                if getattr(PROBES[self.exercise][function][i], "isolates", False):
+                    v.isolated = True
+            elif uncovered or (soft and not v.hits):
+                v.refuting += 1
+            elif missed:
+                v.covered += 1  # (a flag it gets wrong on the way alone does not refute a probe)
         self._died.pop(key, None)
         return v
 
 
 def _accounts(v):
     """More probes (independent experiments) where it reproduces something than where it only differs."""
-    return v is not None and v.hits >= 1 and v.supporting > v.refuting
+    return v is not None and v.hits >= 1 and v.supporting > v.refuting + (0 if v.isolated else v.covered)
 
 
 def _flag(ref_value):
@@ -988,9 +1007,16 @@ def _distinctive(session, c):
         if not flags or any(_failed(session.student_aspects(k[0], k[1])[k[2]]) for k in session.deviations(g)):
             return False
         own = flags
+    # a mistake whose values are all the student's deviations of its function (only their form, a
+    # dtype or a count of rows, may differ besides) is not mistaken for another one the student's
+    # values refute: that one cannot be what gives them
+    left = _minus(session.deviations(g), c.evidence) if session.obs.get(g) else {"?": True}
+    whole = all(k[2] and k[2][-1] in ("dtype", "leading") for k in left)
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue
+        if whole and _refuted(session, m, g):
+            continue  # the student's own values rule it out: it cannot be what gives them
         alike = True
         for fn, i, key, s, cells in own:
             o = m.forms[0].deviation(session.ref, fn, i).get(key)
@@ -1002,6 +1028,14 @@ def _distinctive(session, c):
         if alike:
             return False
     return True
+
+
+def _refuted(session, m, g):
+    """Is every form of mistake m contradicted by the student's values in g (see _Verdict)?"""
+    if session.observed(g) is None:
+        return False
+    return all(session.verdict(form, g, like=m.forms[0] if form is not m.forms[0] else None) is None
+               for form in m.forms)
 
 
 def _select(session, f, candidates):

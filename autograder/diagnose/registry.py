@@ -13,9 +13,12 @@ from ..errors import MissingFunction, PropertyFailure, TestTimeout
 PROBES = {}  # exercise -> {function: [probe(student) -> value]}
 
 
-def probe(exercise, function):
-    """Register a probe of `function` (an exercise function, or a class like MultiHeadAttention)."""
+def probe(exercise, function, isolates=False):
+    """Register a probe of `function` (an exercise function, or a class like MultiHeadAttention).
+    `isolates`: its inputs make a part of the function irrelevant (a saturated gate, alike gate
+    blocks), so that a mistake elsewhere is seen alone."""
     def register(fn):
+        fn.isolates = isolates
         PROBES.setdefault(exercise, {}).setdefault(function, []).append(fn)
         return fn
     return register

@@ -43,6 +43,55 @@ for _i, _kw in enumerate([dict(B=2, d_in=3, d_h=4), dict(B=3, d_in=2, d_h=2), di
     probe(EX, "gru_cell")(gru_step(seed=600 + 10 * _i, **_kw))
 
 
+# Weights in which one part of a cell cannot matter, so that a mistake there hides and another one
+# is seen alone (a cell with two gate mistakes: each probe shows one of them).  Inputs in [-1, 1],
+# weights in [-0.8, 0.8]: a gate's pre-activation stays within +-8 of its bias.
+
+
+def gru_isolated(B, d_in, d_h, seed, what):
+    """`what`: "rz equal" (the r and z blocks alike: their order cannot matter), "no b_hn" (b_hh's n
+    block 0), "linear n" (the n block's pre-activation small and positive: tanh(a) = a = relu(a)
+    within the tolerance)."""
+    def run(s):
+        x, h = rnd((B, d_in), seed, 1.0), rnd((B, d_h), seed + 1, 1.0)
+        W_ih, W_hh, b_ih, b_hh = weights(3, d_in, d_h, seed + 3)
+        H = d_h
+        if what == "rz equal":
+            for t in (W_ih, W_hh, b_ih, b_hh):
+                t[H:2 * H] = t[:H]
+        elif what == "no b_hn":
+            b_hh[2 * H:] = 0
+        elif what == "linear n":
+            W_ih[2 * H:] = W_ih[2 * H:].abs() * 0.002
+            W_hh[2 * H:] = W_hh[2 * H:].abs() * 0.002
+            b_ih[2 * H:], b_hh[2 * H:] = 0.02, 0.01
+            x, h = x.abs(), h.abs()
+        return s.call("gru_cell", x, h, W_ih, W_hh, b_ih, b_hh)
+    run.__name__ = f"gru_step_{B}x{d_in}x{d_h}_{what.replace(' ', '_')}"
+    return run
+
+
+for _i, _what in enumerate(["rz equal", "no b_hn", "linear n"]):
+    probe(EX, "gru_cell", isolates=True)(gru_isolated(2, 3, 3, 640 + 10 * _i, _what))
+
+
+def lstm_isolated(B, d_in, d_h, seed, gate):
+    """One LSTM gate saturated at 1 (its bias +20): i (c = f c + g), g (tanh and sigmoid alike: 1)."""
+    def run(s):
+        x = rnd((B, d_in), seed, 1.0)
+        h, c = rnd((B, d_h), seed + 1, 1.0), rnd((B, d_h), seed + 2, 1.5)
+        W_ih, W_hh, b_ih, b_hh = weights(4, d_in, d_h, seed + 3)
+        k = "ifgo".index(gate)
+        b_ih[k * d_h:(k + 1) * d_h] += 20.0
+        return s.call("lstm_cell", x, (h, c), W_ih, W_hh, b_ih, b_hh)
+    run.__name__ = f"lstm_step_{B}x{d_in}x{d_h}_{gate}_saturated"
+    return run
+
+
+for _i, _gate in enumerate("ig"):
+    probe(EX, "lstm_cell", isolates=True)(lstm_isolated(2, 2, 3, 560 + 10 * _i, _gate))
+
+
 def lstm_over_padded_batch(lengths, T, d_in, d_h, seed, state=False, dtype=torch.float32, grad=False):
     def run(s):
         B = len(lengths)
