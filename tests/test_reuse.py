@@ -1,5 +1,5 @@
 """Reuse (autograder/sandbox/reuse.py): in a batch, an exercise whose code was graded before with
-every test passed is not graded again.  What decides "the same code" is tested on its own; then a
+every test passed, or with failures that depend on the code alone, is not graded again.  What decides "the same code" is tested on its own; then a
 small class through grade-batch gets exactly the reports `grade` gives each submission alone, and
 nothing that could behave differently is reused."""
 import json
@@ -99,6 +99,12 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
     student("a2", header="# mine, with comments\n")  # the same code: both exercises reused
     student("b1", masks_extra="\n\ndef causal_mask(T, device=None):\n"
                               "    return torch.ones(T, T, dtype=torch.bool, device=device).triu()\n")
+    student("b2", header="# the same mistake as b1's\n\n\n",
+            masks_extra="\n\ndef causal_mask(T, device=None):\n"
+                        "    return torch.ones(T, T, dtype=torch.bool, device=device).triu()\n")
+    raising = "\n\ndef causal_mask(T, device=None):\n    raise RuntimeError('not today')\n"
+    student("e1", masks_extra=raising)
+    student("e2", header="# another line, so the traceback's line numbers differ\n", masks_extra=raising)
     student("m1", masks_extra="\n\n_orig = torch.Tensor.tril\ntorch.Tensor.tril = lambda self, diagonal=0: "
                               "_orig(self, diagonal + 1)\n")
     out = tmp_path / "grades"
@@ -111,8 +117,12 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
               for line in log.splitlines() if " graded " in line and " fingerprint=" in line}
     assert reused["a1"] == 0 and reused["a2"] == 2, log  # a2's files differ from a1's only in comments
     assert reused["b1"] == 1, log  # its masked_loss only: its causal_mask is another
+    # the same failure (and diagnosis) as b1's: remembered, its feedback depends on the code alone
+    assert reused["b2"] == 2, log
+    # a failure whose feedback shows the student's frames (file, line) is graded again
+    assert reused["e1"] == 1 and reused["e2"] == 1, log
     assert reused["m1"] == 1, log  # top-level code in masks.py patches torch: only its other file is reused
-    for name in ("a2", "b1", "m1"):
+    for name in ("a2", "b1", "b2", "e2", "m1"):
         batch = json.loads((out / "reports" / f"{name}.json").read_text(encoding="utf-8"))
         alone_file = tmp_path / f"{name}.json"
         subprocess.run([sys.executable, "-m", "autograder", "grade", klass / name, "--json", alone_file, "-q", *flags],
@@ -126,7 +136,13 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
         assert view(batch) == view(alone), name
         assert batch["errors"] == alone["errors"] and batch["sandbox"] == alone["sandbox"], name
     scores = {n: json.loads((out / "reports" / f"{n}.json").read_text(encoding="utf-8"))["score"] for n in reused}
-    assert scores["a1"] == scores["a2"] == 35 and scores["b1"] < 35 and scores["m1"] < 35, scores
+    assert scores["a1"] == scores["a2"] == 35 and scores["b1"] == scores["b2"] < 35 and scores["m1"] < 35, scores
+    b2 = json.loads((out / "reports" / "b2.json").read_text(encoding="utf-8"))
+    named = {d["id"] for e in b2["exercises"] for t in e["tests"] for d in t.get("diagnosis") or []}
+    assert named, "b2's reused failures keep their diagnosis"
+    e2 = json.loads((out / "reports" / "e2.json").read_text(encoding="utf-8"))
+    line = (klass / "e2" / "masks.py").read_text(encoding="utf-8").splitlines().index(raising.splitlines()[-1]) + 1
+    assert f"masks.py, line {line}, in causal_mask" in json.dumps(e2, ensure_ascii=False), "e2's own line numbers"
 
 
 def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():

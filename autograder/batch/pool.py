@@ -79,7 +79,7 @@ def worker_main(config_json):
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
     runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
-                        reuse=cfg.get("reuse", True))
+                        reuse=cfg.get("reuse", True), share=cfg.get("reuse", True))
     for line in sys.stdin:
         job = json.loads(line)
         hits = runner.reuse.hits if runner.reuse else 0

@@ -26,6 +26,7 @@ from pathlib import Path
 
 REFERENCE = (Path(__file__).resolve().parents[1] / "default_course" / "solutions").resolve()  # built-in
 RECORDED = {}  # property full name -> [kwargs of each run of the test body, in order]
+TRIED = set()  # property full names recorded or given up on (draws in its body, the reference failed)
 MAX_BYTES = 256 << 20
 RECORD_SECONDS = 120  # a recording that takes longer is abandoned (grading goes on without replay)
 
@@ -35,7 +36,7 @@ def record(props, max_examples, reference=REFERENCE):
     Returns how many properties were recorded; never raises (replay is an optimisation)."""
     import torch
 
-    props = [p for p in props if p.full_name not in RECORDED and hasattr(p.run, "hypothesis")]
+    props = [p for p in props if p.full_name not in TRIED and hasattr(p.run, "hypothesis")]
     if not props or not reference.is_dir():
         return 0
     torch.set_num_threads(1)  # before forking: an OpenMP pool does not survive fork (the child hangs)
@@ -54,9 +55,10 @@ def record(props, max_examples, reference=REFERENCE):
     try:
         body = _read_all(r, time.monotonic() + RECORD_SECONDS)
         n = struct.unpack("<Q", body[:8])[0] if len(body) >= 8 else -1
-        got = pickle.loads(body[8:]) if len(body) == n + 8 and n > 0 else {}  # from our own child: trusted
+        complete = len(body) == n + 8 and n > 0
+        got = pickle.loads(body[8:]) if complete else {}  # from our own child: trusted
     except Exception:  # noqa: BLE001
-        got = {}
+        got, complete = {}, False
     finally:
         os.close(r)
         try:
@@ -68,6 +70,8 @@ def record(props, max_examples, reference=REFERENCE):
         except ChildProcessError:
             pass
     RECORDED.update(got)
+    if complete:  # once per process: a property that cannot be recorded is not tried for every submission
+        TRIED.update(p.full_name for p in props)
     return len(got)
 
 

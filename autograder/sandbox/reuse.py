@@ -1,8 +1,9 @@
 """Reuse: in a batch, an exercise is graded once per distinct code.
 
 Many students write the same functions (the same one-liners, the reference from the lecture,
-the same helper).  A grade-batch process remembers, for every exercise whose tests *all passed*,
-the names each test looked up and a fingerprint of each name's code; a later submission whose
+the same helper, and the same mistakes).  A grade-batch process remembers, for every exercise it
+graded (with the conditions below), the names each test and the diagnosis looked up and a
+fingerprint of each name's code; a later submission whose
 code for all of those names has the same fingerprints, in a file that cannot behave differently,
 gets the same outcomes without starting a worker (`ForkRunner(reuse=True)`).  Grading is
 derandomized and a worker starts from the same state every time, so those outcomes are what
@@ -12,8 +13,11 @@ What makes it safe against a hostile or merely unusual submission:
 
 * the keys come from the judge's side only: the submission's source text, parsed here; nothing
   a worker says is part of a key;
-* only exercises whose every test passed are remembered (a failure's feedback names the lines of
-  the student's own file, and time-outs depend on the machine);
+* an exercise is remembered when every test passed, or when its failures depend on the code
+  alone (`settled_outcomes`): one judge ran every test and ended normally, the diagnosis finished
+  well inside its budget, no time-out, crash or grader error (they depend on the machine), and no
+  feedback shows the student's frames (file names and line numbers, which the fingerprint leaves
+  out);
 * only *pure* files: every top-level statement is a docstring, an import of an allowed module
   (ALLOWED_MODULES), a def or class, a name bound to a literal constant, or an
   `if __name__ == "__main__":` block (never run in a worker); a file with any other
@@ -36,7 +40,10 @@ What makes it safe against a hostile or merely unusual submission:
 """
 import ast
 import builtins
+import copy
 import hashlib
+import json
+import re
 import symtable
 from pathlib import Path
 
@@ -81,7 +88,6 @@ class _Normalize(ast.NodeTransformer):
 
 
 def _dump(node):
-    import copy
     return ast.dump(_Normalize().visit(copy.deepcopy(node)), include_attributes=False)
 
 
@@ -195,8 +201,10 @@ class FileModel:
                          | _names_in(ran)) & RISKY
                 if risky:
                     raise Impure(f"{stmt.name}'s definition uses {sorted(risky)[0]} when the file loads")
-                load.update(f"def {stmt.name}\0".encode() + "\0".join(
-                    ast.dump(n, include_attributes=False) for n in ran if n is not None).encode())
+                ran = [n for n in ran if n is not None]
+                if ran:  # a plain def runs nothing as the file loads: only its name is bound (fingerprint)
+                    load.update(f"def {stmt.name}\0".encode() + "\0".join(
+                        ast.dump(n, include_attributes=False) for n in ran).encode())
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _literal(stmt.value):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if not all(isinstance(t, ast.Name) for t in targets):
@@ -220,6 +228,17 @@ class FileModel:
 
     def fingerprint(self, name):
         """The fingerprint of what `name` is once the file has run (Impure if it cannot be reused)."""
+        memo = self.__dict__.setdefault("_memo", {})
+        if name not in memo:
+            try:
+                memo[name] = self._fingerprint(name)
+            except Impure as e:
+                memo[name] = e
+        if isinstance(memo[name], Impure):
+            raise memo[name]
+        return memo[name]
+
+    def _fingerprint(self, name):
         if name not in self.final:
             raise Impure(f"{name} is not defined")
         h = hashlib.sha256()
@@ -317,20 +336,25 @@ class Reuse:
                 hit = by_keys.get(keys)
                 if hit is not None:
                     self.hits += 1
-                    tests = {name: dict(outcome) for name, outcome in hit["tests"].items()}
+                    tests = {name: copy.deepcopy(outcome) for name, outcome in hit["tests"].items()}
                     return {"tests": tests, "load_errors": list(read_errors), "levels": hit["levels"],
                             "reused": True}
         self.misses += 1
         return None
 
     def store(self, sources, exercise, needed, result, read_errors=()):
-        """Remember `result` if every test passed and the code can be reused."""
+        """Remember `result` if the code can be reused and the result is settled (see
+        `settled_outcomes`)."""
         tests = result.get("tests") or {}
-        if not tests or any(o.get("status") != "passed" for o in tests.values()):
+        if not tests:
             return False
         if set(result.get("load_errors") or []) != set(read_errors):  # only what the judge read itself
             return False
-        names = sorted({n for o in tests.values() for n in (o.get("looked_up") or [])})
+        outcomes = settled_outcomes(result)
+        if outcomes is None:
+            return False
+        names = sorted({n for o in tests.values() for n in (o.get("looked_up") or [])}
+                       | set((result.get("settled") or {}).get("looked_up") or []))
         if not names or self.size >= self.limit:
             return False
         try:
@@ -339,8 +363,34 @@ class Reuse:
             return False
         slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})
         if keys not in slot:
-            slot[keys] = {"tests": {k: {"status": "passed", "seconds": o.get("seconds", 0.0),
-                                        "looked_up": list(o.get("looked_up") or [])} for k, o in tests.items()},
-                          "levels": result.get("levels") or {}}
+            slot[keys] = {"tests": outcomes, "levels": result.get("levels") or {}}
             self.size += 1
         return True
+
+
+REUSABLE = {"passed", "failed", "missing"}  # what the same code always gets again
+_FRAME = re.compile(r", line \d+, in ")
+
+
+def settled_outcomes(result):
+    """The outcomes to remember of an exercise's `result`, or None when it must not be reused.
+
+    Every test passed: always (as before).  A failure only when what it says depends on the code
+    alone: one judge ran every test and ended normally, its diagnosis finished well inside its
+    budget (the runner's "settled"), no time-out, crash or grader error, and no feedback that
+    shows the student's frames ("masks.py, line 12, in causal_mask": line numbers and file names
+    that the normalized fingerprint leaves out)."""
+    tests = result.get("tests") or {}
+    statuses = {o.get("status") for o in tests.values()}
+    if statuses == {"passed"}:
+        return {k: {"status": "passed", "seconds": o.get("seconds", 0.0),
+                    "looked_up": list(o.get("looked_up") or [])} for k, o in tests.items()}
+    if not statuses <= REUSABLE or not isinstance(result.get("settled"), dict):
+        return None
+    try:
+        text = json.dumps(tests, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    if _FRAME.search(text):
+        return None
+    return json.loads(text)

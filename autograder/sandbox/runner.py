@@ -14,6 +14,7 @@ One seam, two runners with the same call ``run(path, exercise, tests) -> dict``:
 Results are plain dicts: {"tests": {name: outcome}, "load_errors": [...]} where an outcome is
 {"status": "passed" | "failed" | "missing" | "error" | "timeout", "zh", "en", "details", ...}.
 """
+import base64
 import json
 import os
 import select
@@ -185,6 +186,23 @@ def _warm_up():
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
 
+def _read_catalogues():
+    """Parse every catalogue once in this process (the judges forked from it inherit them): a
+    diagnosis would otherwise parse its exercise's YAML again in every judge."""
+    from ..diagnose import engine
+
+    if getattr(engine, "_CATALOGUES_READ", False):
+        return
+    from ..catalogue import HERE
+
+    for f in sorted(HERE.glob("*.yml")):
+        try:
+            engine._catalogue(f.stem)
+        except Exception:  # noqa: BLE001 - the judge reads it itself
+            pass
+    engine._CATALOGUES_READ = True
+
+
 # exercises whose functions train a model: their workers (and the diagnosis' references) take
 # optimiser steps, and torch's first optimiser step costs ~1.6 s of imports (torch._dynamo)
 TRAINING = {"tiny_lm", "ablation"}
@@ -209,9 +227,11 @@ def _warm_up_optimizers():
     gc.freeze()
 
 
-def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
+def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, share=False):
     """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
-    an earlier child (after a restart), so the diagnosis sees every failure."""
+    an earlier child (after a restart), so the diagnosis sees every failure.  `share`: the
+    diagnosis starts from the trusted observations earlier judges sent, and sends its own
+    (diagnose/share.py)."""
     try:
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -262,22 +282,34 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None):
             emit({"event": "result", "test": name, "outcome": outcome})
             outcomes[name] = outcome
         # every result is out: the diagnosis can only add to them (the parent gives it its own deadline)
-        t_tests = time.monotonic()
+        t_tests, cpu_diag = time.monotonic(), time.process_time()
         wall = DIAGNOSIS_WALL
         if ex_deadline is not None:
             wall = min(wall, ex_deadline - time.monotonic() - GRACE)
         if wall > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
             emit({"event": "diagnose", "seconds": wall})
+            if share:
+                from ..diagnose import share as shared
+                shared.enable()
             found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall)
             if found:
                 emit({"event": "diagnosis", "tests": found})
+            if share:
+                data = shared.export()
+                if data:
+                    emit({"event": "share", "data": base64.b64encode(data).decode("ascii")})
         t_diag = time.monotonic()
+        diag_cpu = time.process_time() - cpu_diag
+        looked_up = student.take_lookups()  # what the diagnosis' probes called (reuse.py)
         student.abort()  # the last worker, reaped now: its CPU time is counted
         emit({"event": "timing", "timing": {
             "start": round(t_loaded - t0, 4), "tests": round(t_tests - t_loaded, 4),
             "diagnosis": round(t_diag - t_tests, 4), "judge_cpu": round(time.process_time() - cpu0, 4),
             "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4)}})
-        emit({"event": "done"})
+        # settled: the diagnosis stayed well inside its budgets, so grading this code again would
+        # give the same names (a failure is remembered for reuse only then: reuse.py)
+        settled = diag_cpu < DIAGNOSIS_BUDGET / 2 and t_diag - t_tests < DIAGNOSIS_WALL / 4
+        emit({"event": "done", "looked_up": looked_up, "settled": settled})
     except BaseException:  # noqa: BLE001 - the parent notices the missing results
         pass
     finally:
@@ -323,6 +355,10 @@ class _Job:
         self.loaded = False
         self.levels = {}
         self.timing = {}  # TIMING keys, summed over the judges of this exercise
+        self.starts = 0  # judges started (1 unless one crashed or ran out of time)
+        self.done = False  # the last judge said "done": every result and the diagnosis are out
+        self.settled = False  # ... and its diagnosis finished well inside its budget
+        self.diagnosis_looked_up = []  # the student's names the diagnosis called
 
 
 class ForkRunner:
@@ -332,10 +368,11 @@ class ForkRunner:
     that the submissions this process grades next pass a property without hypothesis' engine
     (worth it in a process that grades many submissions: recording costs about a second)."""
 
-    def __init__(self, course, workers=None, replay=False, reuse=False):
+    def __init__(self, course, workers=None, replay=False, reuse=False, share=False):
         self.course = course
         self.workers = workers or os.cpu_count() or 1
         self.replay = replay
+        self.share = share  # the diagnosis' trusted observations passed from judge to judge (diagnose/share.py)
         self.reuse = None
         if reuse:
             from .reuse import Reuse
@@ -360,6 +397,8 @@ class ForkRunner:
         prepare(props)
         if self.replay:
             replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
+        if self.share:
+            _read_catalogues()
         out, reusable = {}, None
         if self.reuse is not None:  # an exercise whose code was graded before, all passed: its outcomes
             reusable = self._reusable(path, plan, registry)
@@ -430,10 +469,12 @@ class ForkRunner:
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child(w, path, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline)
+            _child(w, path, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline,
+                   share=self.share)
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
-        job.loaded = False
+        job.loaded = job.done = job.settled = False
+        job.starts += 1
         job.done_at_start = len(job.results)
         job.test_deadline = time.monotonic() + self.course.load_timeout + GRACE
 
@@ -466,6 +507,18 @@ class ForkRunner:
                 # after the last result: a kill now costs nothing but the diagnosis
                 seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_WALL)
                 job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
+            elif kind == "share" and self.share and isinstance(ev.get("data"), str):
+                from ..diagnose import share as shared
+                try:
+                    shared.merge(base64.b64decode(ev["data"], validate=True))
+                except ValueError:
+                    pass
+            elif kind == "done":
+                job.done = True
+                job.settled = ev.get("settled") is True
+                names = ev.get("looked_up")
+                if isinstance(names, list):
+                    job.diagnosis_looked_up = [n for n in names if isinstance(n, str)]
             elif kind == "timing" and isinstance(ev.get("timing"), dict):
                 for k, v in ev["timing"].items():
                     if isinstance(v, (int, float)) and k in TIMING:
@@ -556,5 +609,8 @@ class ForkRunner:
         return True
 
     def _result(self, job):
-        return {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
-                "timing": {k: round(v, 4) for k, v in job.timing.items()}}
+        out = {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
+               "timing": {k: round(v, 4) for k, v in job.timing.items()}}
+        if job.starts == 1 and job.done and job.settled:  # one judge, ended normally: may be reused
+            out["settled"] = {"looked_up": list(job.diagnosis_looked_up)}
+        return out
