@@ -124,6 +124,32 @@ def _record_here(props, max_examples, reference):
     return out
 
 
+def fresh(value, memo=None):
+    """A copy of recorded inputs, as copy.deepcopy makes it (the same object twice stays one
+    object), but a tensor is copied with clone(): deepcopy of a tensor costs ten times more, and a
+    replay copies every input of every example."""
+    import torch
+
+    memo = {} if memo is None else memo
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if type(value) is torch.Tensor and value.is_leaf and not value.is_meta:
+        out = value.detach().clone(memory_format=torch.preserve_format)
+        if value.requires_grad:
+            out.requires_grad_(True)
+    elif type(value) in (list, tuple):
+        out = type(value)(fresh(v, memo) for v in value)
+    elif type(value) is dict:
+        out = {k: fresh(v, memo) for k, v in value.items()}
+    elif value is None or type(value) in (bool, int, float, str, bytes, complex):
+        return value
+    else:
+        out = copy.deepcopy(value, memo)
+    memo[key] = out
+    return out
+
+
 def replay(prop, student):
     """True if the student passes every recorded input of `prop` (then hypothesis would say
     "passed" too); False if there is no recording or anything at all went differently."""
@@ -137,7 +163,7 @@ def replay(prop, student):
     inner = prop.run.hypothesis.inner_test
     try:
         for kwargs in runs:
-            kwargs = copy.deepcopy(kwargs)  # a property may change what it drew (requires_grad_)
+            kwargs = fresh(kwargs)  # a property may change what it drew (requires_grad_)
             with deterministic_PRNG():  # as hypothesis runs each example
                 inner(student, **kwargs)
     except (TestTimeout, KeyboardInterrupt):

@@ -175,13 +175,13 @@ def _warm_up():
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
     warm()
-    # the exercise notebooks draw pictures: importing matplotlib costs ~0.6 s in every worker
-    # that loads a notebook; pay it here once, non-interactive (nothing to show in a worker)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
     from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
     from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
+    try:  # hypothesis reads the constants of every module it has not seen yet, in each judge again
+        from hypothesis.internal.conjecture.providers import _get_local_constants
+        _get_local_constants()
+    except Exception:  # noqa: BLE001 - a private helper of hypothesis: only an optimisation
+        pass
     gc.collect()
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
@@ -201,6 +201,26 @@ def _read_catalogues():
         except Exception:  # noqa: BLE001 - the judge reads it itself
             pass
     engine._CATALOGUES_READ = True
+
+
+_MPL_WARM = False
+
+
+def _warm_up_matplotlib():
+    """The exercise notebooks draw pictures: importing matplotlib costs ~0.6 s in every worker
+    that loads a notebook.  Workers descend from the sandbox server, which imported it; only where
+    there is no server (the judges fork the zygotes themselves) is it paid here, once."""
+    global _MPL_WARM
+    if _MPL_WARM:
+        return
+    _MPL_WARM = True
+    import gc
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    gc.collect()
+    gc.freeze()
 
 
 # exercises whose functions train a model: their workers (and the diagnosis' references) take
@@ -388,9 +408,10 @@ class ForkRunner:
         from . import server
 
         registry = load_all()
-        server.connect()  # ready before any judge forks (each judge asks it for its zygote)
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
-        _warm_up()
+        _warm_up()  # while the sandbox server warms up in its own process
+        if server.connect() is None:  # ready before any judge forks (each judge asks it for its zygote)
+            _warm_up_matplotlib()
         if TRAINING & set(plan):
             _warm_up_optimizers()
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
