@@ -37,7 +37,8 @@ there, or it is one number; numbers differing from the reference at every one of
 be M and a second defect changing the same values: they say nothing either way when M reproduces
 something on a probe made so that a part of the function cannot matter -- a recurrent gate
 saturated, two gate blocks alike -- and count against it otherwise, for a wrong constant meets a
-catalogued one at some size).  Named are:
+catalogued one at some size; once M is reproduced on such a probe, a single number differing
+from both elsewhere no longer counts against it either).  Named are:
 
 1. those that reproduce something only they give: a value no other catalogued mistake of g gives
    there (flags count only when they are all M claims and the function does not crash; when M's
@@ -707,7 +708,7 @@ class _Verdict:
     {(function, probe, key): bool tensor (rows, columns)}."""
 
     __slots__ = ("hits", "misses", "unknown", "evidence", "covers", "crashes", "strong", "weak_probes",
-                 "supporting", "refuting", "soft", "covered", "isolated")
+                 "supporting", "refuting", "soft", "covered", "isolated", "lone")
 
     def __init__(self):
         self.hits = self.misses = self.unknown = 0
@@ -715,6 +716,7 @@ class _Verdict:
         self.supporting = self.refuting = 0  # probes where it reproduces something / only differs
         self.covered = 0  # probes where the student differs wherever it does, otherwise (see _accounts)
         self.isolated = False  # it reproduces something on a probe where a second defect cannot matter
+        self.lone = 0  # probes refuting it only by single numbers differing from both (see _accounts)
         self.evidence = {}  # the student's deviations it reproduces
         self.covers = {}  # every entry where it deviates (or its code crashes)
         self.crashes = {}  # entries where its code crashes and the student computes something else
@@ -854,6 +856,7 @@ class _Session:
             informative = False
             matched = missed = soft = 0  # outputs of this probe the mistake reproduces (wherever it differs) or not
             uncovered = 0  # ... of those not, the ones where the student has the reference's value somewhere it differs
+            lone = 0  # ... of those, single numbers (a loss) that differ from both the reference and it
             crashed_right = []  # where the mistake's code crashes: is the student right there?
             for key, (m, m_dev) in deviation.items():
                 s = mine[key]
@@ -898,6 +901,7 @@ class _Session:
                     # otherwise: the mistake and something else changing the same values, or not
                     if not (COVERED_NEUTRAL and _floats(s) and int(m_dev.sum()) >= 2 and not bool((m_dev & s_ref).any())):
                         uncovered += 1
+                        lone += _floats(s) and int(m_dev.numel()) == 1 and not bool((m_dev & s_ref).any())
                 if n_hit:
                     v.evidence[cell] = m_dev & hit[:, None]
                     informative = informative or bool(_informative(s, hit, m_dev).any())
@@ -918,6 +922,7 @@ class _Session:
                     v.isolated = True
             elif uncovered or (soft and not v.hits):
                 v.refuting += 1
+                v.lone += uncovered == lone and not soft
             elif missed:
                 v.covered += 1  # (a flag it gets wrong on the way alone does not refute a probe)
         self._died.pop(key, None)
@@ -926,7 +931,11 @@ class _Session:
 
 def _accounts(v):
     """More probes (independent experiments) where it reproduces something than where it only differs."""
-    return v is not None and v.hits >= 1 and v.supporting > v.refuting + (0 if v.isolated else v.covered)
+    if v is None or v.hits < 1:
+        return False
+    if v.isolated:  # seen alone where a second defect cannot matter: a single number differing from
+        return v.supporting > v.refuting - v.lone  # both elsewhere may be that defect too
+    return v.supporting > v.refuting + v.covered
 
 
 def _flag(ref_value):
@@ -1012,6 +1021,12 @@ def _distinctive(session, c):
     # values refute: that one cannot be what gives them
     left = _minus(session.deviations(g), c.evidence) if session.obs.get(g) else {"?": True}
     whole = all(k[2] and k[2][-1] in ("dtype", "leading") for k in left)
+    # ... nor is one whose values are all the student's deviations on a probe made so that a part
+    # of the function cannot matter (a second defect elsewhere is out of sight there)
+    if not whole and session.obs.get(g):
+        probes = PROBES[session.exercise][g]
+        seen = {k[1] for k in c.evidence if k[0] == g}
+        whole = any(getattr(probes[i], "isolates", False) and not any(k[1] == i for k in left) for i in seen)
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue

@@ -70,10 +70,11 @@ def mha_params(d, bias, seed):
     return P
 
 
-def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False):
+def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False, zero_q=False):
     """One forward of the student's module with fixed weights.  grad: also the gradients with
     respect to x_q and x_kv (a mistake in the student's own attention function that shows only in
-    gradients shows here too)."""
+    gradients shows here too).  zero_q: x_q is 0 (queries are W_q's bias alone), so that whatever
+    adds x_q to a result (a residual) cannot matter."""
     def run(s):
         P = mha_params(d, bias, seed)
         mha = s.new(MHA, d, H, bias=bias)
@@ -88,7 +89,7 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
                     w.copy_(P[name])
                 if isinstance(b, torch.Tensor) and tuple(b.shape) == (d,):
                     b.copy_(P[name + ".bias"] if bias else rnd((d,), seed + 50, 0.3))
-        x_q = rnd((B, Tq, d), seed + 20)
+        x_q = torch.zeros(B, Tq, d) if zero_q else rnd((B, Tq, d), seed + 20)
         x_kv = x_q if self_attn else rnd((B, Tk, d), seed + 21)
         if mask is None:
             m = None
@@ -109,7 +110,8 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
         else:
             obs["result"] = res
         return obs
-    run.__name__ = f"multi_head_{d}_{H}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "")
+    run.__name__ = f"multi_head_{d}_{H}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "") \
+        + ("_zero_queries" if zero_q else "")
     return run
 
 
@@ -122,6 +124,11 @@ for _i, _kw in enumerate([
         dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 1, 1, 4), grad=True),
 ]):
     probe(EX, MHA)(mha_call(seed=300 + 100 * _i, **_kw))
+
+# x_q = 0: a residual x_q + ... (or anything else scaling or adding x_q) cannot matter, so that a
+# mistake in keys, values or the output projection is seen alone (d = 6, H = 2: d_head = 3 is not
+# sqrt(d), so that scaling by d_head is not scaling by sqrt(d_model) there)
+probe(EX, MHA, isolates=True)(mha_call(d=6, H=2, bias=True, B=2, Tq=2, Tk=3, seed=900, zero_q=True))
 
 
 @probe(EX, MHA)

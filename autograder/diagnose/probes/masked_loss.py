@@ -59,6 +59,22 @@ for _i, _kw in enumerate([
     probe(EX, CE)(loss_call(seed=800 + 10 * _i, **_kw))
 
 
+def uniform_logits(B, T, V, seed, mask):
+    """Logits equal across the vocabulary at every position (each position its own constant):
+    every token's loss is log V, so that how the log-probabilities are formed (smoothed, through
+    a softmax...) cannot matter and only how the losses are summed and divided shows."""
+    def run(s):
+        logits = rnd((B, T, 1), seed, 2.0).expand(B, T, V).contiguous()
+        targets = torch.randint(0, V, (B, T), generator=generator(seed + 1))
+        return s.call(CE, logits, targets, torch.as_tensor(mask))
+    run.__name__ = f"loss_{B}x{T}x{V}_uniform_logits"
+    return run
+
+
+for _i, (_shape, _mask) in enumerate([((3, 4, 3), MASKS[1]), ((2, 4, 5), MASKS[0])]):
+    probe(EX, CE, isolates=True)(uniform_logits(*_shape, 900 + 10 * _i, _mask))
+
+
 @probe(EX, CE)
 def loss_rejects_empty_mask(s):
     return s.raises(ValueError, CE, rnd((2, 3, 4), 890), torch.zeros(2, 3, dtype=torch.long),

@@ -56,6 +56,14 @@ def window_values(s):
             for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (5, 2, 4, 1), (6, 3, 1, 1), (7, 2, 2, 5)]]
 
 
+@probe(EX, "sliding_windows", isolates=True)
+def windows_of_long_enough_series(s):
+    """Every series long enough for two windows or more: a length check (however it is written)
+    cannot matter, so that a mistake in the windows themselves is seen alone."""
+    return [s.call("sliding_windows", series(N, F, 1150 + N), w, h)
+            for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (6, 3, 1, 1), (7, 2, 2, 2)]]
+
+
 @probe(EX, "sliding_windows")
 def windows_reject_bad_arguments(s):
     return [s.raises(ValueError, "sliding_windows", series(N, 2, 1130), w, h)
@@ -67,6 +75,25 @@ def dataset_values(s):
     return [s.call("make_datasets", series(12, 2, 1140), 8, 3, 1),
             s.call("make_datasets", series(14, 1, 1141), 9, 2, 2),
             s.call("make_datasets", series(11, 3, 1142, constant=1), 7, 2, 1)]
+
+
+def unit_std_series(N, F, n_train, seed):
+    """A series whose training period has a population std of exactly 1 per feature (its rows the
+    mean +- 1, the mean exact in binary): dividing by the training std cannot matter."""
+    import torch
+
+    x = series(N, F, seed)
+    signs = torch.tensor([1.0, -1.0]).repeat(n_train // 2)
+    for f in range(F):
+        perm = torch.randperm(n_train, generator=torch.Generator().manual_seed(seed + f))
+        x[:n_train, f] = 0.25 * (f + 1) + signs[perm]
+    return x
+
+
+@probe(EX, "make_datasets", isolates=True)
+def datasets_with_unit_training_std(s):
+    return [s.call("make_datasets", unit_std_series(12, 2, 8, 1160), 8, 3, 1),
+            s.call("make_datasets", unit_std_series(13, 1, 6, 1161), 6, 2, 2)]
 
 
 @probe(EX, "make_datasets")
