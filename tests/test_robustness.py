@@ -75,6 +75,33 @@ def test_an_endless_loop_times_out_and_other_tests_still_pass(tmp_path, short_co
     assert tests["padding_mask/marks_real_tokens"]["passed"]
 
 
+def test_a_function_that_hung_once_gets_a_short_limit_in_its_other_tests(tmp_path):
+    """An endless loop costs one test's limit, not one per test of the function: the function's
+    other tests get HUNG_LIMIT seconds, so a call that returns at once still passes."""
+    from autograder.sandbox.runner import HUNG_LIMIT
+
+    c = yaml.safe_load((ROOT / "course.yml").read_text())
+    for ex in c["exercises"].values():
+        for t in ex["tests"].values():
+            t["timeout"] = 8
+    course = tmp_path / "course.yml"
+    course.write_text(yaml.safe_dump(c))
+    # causal_mask loops; the student's attention_mask calls it only when causal=True
+    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                        '    while True:\n        pass')
+    report, tests = grade_masks(tmp_path, src, course)
+    causal = [t for n, t in tests.items() if n.startswith("causal_mask/")]
+    first, rest = causal[0], causal[1:]
+    assert first["status"] == "timeout" and "8 s" in first["feedback"]
+    assert rest and all(t["status"] == "timeout" and f"get {HUNG_LIMIT:g} s" in t["feedback"] and first["name"].split("/", 1)[1]
+                        in t["feedback"] for t in rest), [t["feedback"] for t in rest]
+    assert tests["attention_mask/blocks_padded_keys_only"]["passed"]  # no causal mask asked for: it returns
+    assert tests["padding_mask/marks_real_tokens"]["passed"]
+    # two tests hung for their whole 8 s (one per function), the others for HUNG_LIMIT at most
+    hung = sum(1 for t in tests.values() if t["status"] == "timeout")
+    assert report["seconds"] < 2 * 8 + (hung - 2) * HUNG_LIMIT + 15, report["seconds"]
+
+
 def test_a_loop_that_swallows_the_alarm_is_killed(tmp_path, short_course):
     src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
                         '    while True:\n        try:\n            while True: pass\n        except BaseException:\n            pass')

@@ -292,10 +292,16 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         for name in tests:
             emit({"event": "start", "test": name})
             student.take_lookups()
+            limit = ex.tests[name].timeout
+            hung = _hung_functions(exercise, outcomes).get(REGISTRY[f"{exercise}/{name}"].function)
+            if hung:  # an endless loop costs one test's time limit, not one per test
+                limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
             try:
-                outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
+                outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, limit)
             except TestTimeout:
-                outcome = _timeout(ex.tests[name].timeout)
+                outcome = _timeout(limit)
+            if hung and outcome.get("status") == "timeout":
+                outcome = _timeout_after_hang(REGISTRY[f"{exercise}/{name}"].function, hung, limit)
             outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
@@ -334,6 +340,36 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         pass
     finally:
         os._exit(0)
+
+
+def _hung_functions(exercise, outcomes):
+    """{function: the test in which it did not return in time} among `outcomes` (this exercise's
+    tests so far, those of an earlier judge included)."""
+    from ..properties import REGISTRY
+
+    out = {}
+    for name, o in outcomes.items():
+        if o.get("status") == "timeout" and not o.get("hung"):
+            prop = REGISTRY.get(f"{exercise}/{name}")
+            if prop is not None:
+                out.setdefault(prop.function, name)
+    return out
+
+
+HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
+HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
+
+
+def _timeout_after_hang(function, test, limit):
+    """The outcome of a test that timed out after `function` had hung in `test`: it had a shorter
+    limit (an endless loop would otherwise cost every test of the function its whole limit and a
+    new worker; a call that returns at once still passes)."""
+    return {"status": "timeout", "hung": test,
+            "zh": f"超时：`{function}` 在测试 {test} 中没有在时限内返回（死循环？），"
+                  f"所以它的其他测试只有 {limit:g} 秒，这个测试也没有完成。",
+            "en": f"Time-out: `{function}` did not return within the time limit in test {test} (an endless "
+                  f"loop?), so its other tests get {limit:g} s, and this one did not finish either.",
+            "details": []}
 
 
 def hidden_paths(path, course=None):
