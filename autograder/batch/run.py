@@ -366,7 +366,8 @@ def add_parser(sub):
     b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
     b.add_argument("--no-reuse", action="store_true",
                    help="grade every exercise of every submission, even when its code is the same as one already "
-                        "graded with every test passed (see autograder/sandbox/reuse.py; the scores are the same)")
+                        "graded (see autograder/sandbox/reuse.py; the scores are the same), and let no judge start "
+                        "from the diagnosis' observations of an earlier one (autograder/diagnose/share.py)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)
