@@ -74,6 +74,8 @@ def test_files_with_anything_but_definitions_are_not_pure(code):
     "return getattr(torch, 'tril')(torch.ones(T, T))",
     "return eval('T')",
     "return open('/etc/passwd').read()",
+    "return torch.load('answers.pt')",  # a file of the submission: its bytes are not in the key
+    "import numpy as np\n    return torch.from_numpy(np.fromfile('answers.bin'))",
     "return undefined_name",
 ])
 def test_closures_that_vary_or_reach_out_are_never_reused(body):

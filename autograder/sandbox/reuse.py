@@ -60,6 +60,8 @@ RISKY = {
     "__class__", "__subclasses__", "__doc__", "__module__", "__file__", "importlib", "inspect", "gc", "ctypes",
     "threading", "multiprocessing", "subprocess", "signal", "pickle", "marshal", "io", "pathlib", "socket",
     "shutil", "tempfile", "_getframe", "settrace", "setprofile",
+    # reading files by another name: what the function returns would depend on bytes outside the key
+    "load", "save", "fromfile", "loadtxt", "genfromtxt", "memmap", "from_file", "hub", "read_csv",
     # global settings of torch that outlive a call
     "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_num_threads",
     "use_deterministic_algorithms", "set_flush_denormal", "backends", "_C", "set_grad_enabled",
