@@ -285,7 +285,6 @@ def _equal(a, b, shape):
 
 
 CLEAR = 10  # a mistake refuted by a number of the reference's: it is this many tolerances away there
-COVERED_NEUTRAL = True
 STRICT = 0.1  # ... and the student within this share of a tolerance
 
 
@@ -899,7 +898,7 @@ class _Session:
                     missed += 1
                     # numbers that differ from the reference wherever the mistake differs, only
                     # otherwise: the mistake and something else changing the same values, or not
-                    if not (COVERED_NEUTRAL and _floats(s) and int(m_dev.sum()) >= 2 and not bool((m_dev & s_ref).any())):
+                    if not (_floats(s) and int(m_dev.sum()) >= 2 and not bool((m_dev & s_ref).any())):
                         uncovered += 1
                         lone += _floats(s) and int(m_dev.numel()) == 1 and not bool((m_dev & s_ref).any())
                 if n_hit:
@@ -918,7 +917,7 @@ class _Session:
                     v.strong = True
                 else:
                     v.weak_probes.add((function, i))
-                if getattr(PROBES[self.exercise][function][i], "isolates", False):
+                if PROBES[self.exercise][function][i].isolates:
                     v.isolated = True
             elif uncovered or (soft and not v.hits):
                 v.refuting += 1
@@ -1026,7 +1025,7 @@ def _distinctive(session, c):
     if not whole and session.obs.get(g):
         probes = PROBES[session.exercise][g]
         seen = {k[1] for k in c.evidence if k[0] == g}
-        whole = any(getattr(probes[i], "isolates", False) and not any(k[1] == i for k in left) for i in seen)
+        whole = any(probes[i].isolates and not any(k[1] == i for k in left) for i in seen)
     for m in session.mistakes:
         if m.function != g or m.group == c.mistake.group:
             continue

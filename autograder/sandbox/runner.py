@@ -15,6 +15,7 @@ Results are plain dicts: {"tests": {name: outcome}, "load_errors": [...]} where 
 {"status": "passed" | "failed" | "missing" | "error" | "timeout", "zh", "en", "details", ...}.
 """
 import base64
+import functools
 import json
 import os
 import select
@@ -186,34 +187,25 @@ def _warm_up():
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
 
+@functools.cache
 def _read_catalogues():
     """Parse every catalogue once in this process (the judges forked from it inherit them): a
     diagnosis would otherwise parse its exercise's YAML again in every judge."""
-    from ..diagnose import engine
-
-    if getattr(engine, "_CATALOGUES_READ", False):
-        return
     from ..catalogue import HERE
+    from ..diagnose import engine
 
     for f in sorted(HERE.glob("*.yml")):
         try:
             engine._catalogue(f.stem)
         except Exception:  # noqa: BLE001 - the judge reads it itself
             pass
-    engine._CATALOGUES_READ = True
 
 
-_MPL_WARM = False
-
-
+@functools.cache
 def _warm_up_matplotlib():
     """The exercise notebooks draw pictures: importing matplotlib costs ~0.6 s in every worker
     that loads a notebook.  Workers descend from the sandbox server, which imported it; only where
     there is no server (the judges fork the zygotes themselves) is it paid here, once."""
-    global _MPL_WARM
-    if _MPL_WARM:
-        return
-    _MPL_WARM = True
     import gc
 
     import matplotlib
@@ -292,16 +284,16 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         for name in tests:
             emit({"event": "start", "test": name})
             student.take_lookups()
-            limit = ex.tests[name].timeout
-            hung = _hung_functions(exercise, outcomes).get(REGISTRY[f"{exercise}/{name}"].function)
+            prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
+            hung = _hung_functions(exercise, outcomes).get(prop.function)
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
             try:
-                outcome = run_one(REGISTRY[f"{exercise}/{name}"], student, limit)
+                outcome = run_one(prop, student, limit)
             except TestTimeout:
                 outcome = _timeout(limit)
             if hung and outcome.get("status") == "timeout":
-                outcome = _timeout_after_hang(REGISTRY[f"{exercise}/{name}"].function, hung, limit)
+                outcome = _timeout_after_hang(prop.function, hung, limit)
             outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
@@ -412,8 +404,8 @@ class _Job:
         self.levels = {}
         self.timing = {}  # TIMING keys, summed over the judges of this exercise
         self.starts = 0  # judges started (1 unless one crashed or ran out of time)
-        self.done = False  # the last judge said "done": every result and the diagnosis are out
-        self.settled = False  # ... and its diagnosis finished well inside its budget
+        self.settled = False  # the last judge said "done" (every result and the diagnosis are out),
+        #                       its diagnosis well inside its budget
         self.diagnosis_looked_up = []  # the student's names the diagnosis called
 
 
@@ -530,7 +522,7 @@ class ForkRunner:
                    share=self.share)
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
-        job.loaded = job.done = job.settled = False
+        job.loaded = job.settled = False
         job.starts += 1
         job.done_at_start = len(job.results)
         job.test_deadline = time.monotonic() + self.course.load_timeout + GRACE
@@ -571,7 +563,6 @@ class ForkRunner:
                 except ValueError:
                     pass
             elif kind == "done":
-                job.done = True
                 job.settled = ev.get("settled") is True
                 names = ev.get("looked_up")
                 if isinstance(names, list):
@@ -668,6 +659,6 @@ class ForkRunner:
     def _result(self, job):
         out = {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
                "timing": {k: round(v, 4) for k, v in job.timing.items()}}
-        if job.starts == 1 and job.done and job.settled:  # one judge, ended normally: may be reused
+        if job.starts == 1 and job.settled:  # one judge, ended normally: may be reused
             out["settled"] = {"looked_up": list(job.diagnosis_looked_up)}
         return out
