@@ -10,7 +10,9 @@ endless loop, a corrupt notebook, a syntax error) and grades it with each strate
   submissions   N grading processes x ForkRunner(workers=1)   (grade-batch --parallel submissions)
   exercises     1 grading process   x ForkRunner(workers=N)   (grade-batch --parallel exercises)
   hybrid        N grading processes x ForkRunner(workers=N)   (not offered: for comparison)
-  subprocess    N at a time, `python -m autograder grade` per submission (what a Dask task does)
+
+(A `python -m autograder grade` subprocess per submission, what a Dask task ran until issue 16,
+is gone with that task; bench/class_speed.py --dask measures the cluster path as it is now.)
 
 and prints the wall time of the whole batch and per submission, and the CPU time of every
 process of the batch (grading processes, judges, zygotes, sandboxed workers: a cpuacct cgroup
@@ -28,13 +30,12 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.batch import LocalPool, discover, grade_remote, submission_files  # noqa: E402
+from autograder.batch import LocalPool, discover  # noqa: E402
 from autograder.config import DEFAULT_COURSE, load_course  # noqa: E402
 
 
@@ -142,18 +143,10 @@ def main():
     def pool(procs, per):
         return lambda: [res for _, res in LocalPool(procs, per, args.course, options, budget, tmp / "workers.log").run(items)]
 
-    def subprocesses():
-        text = Path(args.course).read_text()
-        with ThreadPoolExecutor(n) as ex:
-            return list(ex.map(lambda it: grade_remote(
-                it.path.name, it.path.is_dir(), {r: p.read_bytes() for r, p in submission_files(it.path)},
-                text, [], budget, str(it.path)), items))
-
     strategies = {
         "submissions": (f"{n} processes x 1 exercise", pool(n, 1)),
         "exercises": (f"1 process x {n} exercises", pool(1, n)),
         "hybrid": (f"{n} processes x {n} exercises", pool(n, n)),
-        "subprocess": (f"{n} x `grade` subprocess", subprocesses),
     }
     for spec in args.pool:
         p_, w_ = (int(x) for x in spec.split("x"))

@@ -23,7 +23,7 @@ _WHERE = {
                 "settings_digest", "submission_files", "write_atomic"],
     ".exports": ["classify", "csv_row", "error_report", "gradescope_results", "write_csv"],
     ".pool": ["LocalPool", "worker_main", "_child_env", "_die_with_parent", "_grade_in_process"],
-    ".cluster": ["GradingPlugin", "course_bundle", "grade_remote", "grade_task", "run_dask"],
+    ".cluster": ["GradingPlugin", "course_bundle", "grade_task", "run_dask"],
     ".run": ["Batch", "HELP", "PARALLEL_DEFAULT", "add_parser", "run_batch"],
 }
 _MODULE_OF = {name: mod for mod, names in _WHERE.items() for name in names}

@@ -21,17 +21,12 @@ hide (runner.hidden_paths: the course folder, the working directory, the submiss
 and the submissions' folders are separate from it and from each other.  The plugin's teardown
 (the worker closing, or the plugin removed) stops the processes and removes its folder; a worker
 that dies takes its processes with it (PR_SET_PDEATHSIG, see pool.py).
-
-``grade_remote`` is the former task, a ``python -m autograder grade`` subprocess per submission
-(paying the import of torch every time, and only course.yml sent): bench/batch_speed.py measures
-it as the "subprocess" strategy.
 """
 import hashlib
 import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,7 +37,7 @@ from pathlib import Path
 from ..errors import GraderError, SubmissionNotFound
 from ..store import grader_version, one_line, submission_files
 from .discover import Item
-from .pool import LocalPool, _child_env
+from .pool import LocalPool
 
 try:
     from distributed import WorkerPlugin
@@ -267,50 +262,3 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
             yield item, res
     finally:
         client.close()
-
-
-# ---------------------------------------------------------------- the former task
-
-def grade_remote(name, is_dir, files, course_text, options, timeout, display):
-    """The former Dask task: grade one submission in a `python -m autograder grade` subprocess on
-    this machine (a fresh import of torch each time; only course.yml is sent, the reference
-    solutions are the worker's built-in ones).  grade-batch no longer uses it; bench/batch_speed.py
-    compares it with the pool.  `options`: `grade`'s command-line flags."""
-    start = time.monotonic()
-    runner_workers = 1
-    try:
-        from distributed import get_worker
-
-        w = get_worker()
-        nthreads = getattr(w, "nthreads", None) or w.state.nthreads
-        runner_workers = max(1, (os.cpu_count() or 1) // max(1, nthreads))
-    except Exception:  # noqa: BLE001 - not in a worker (tests call it directly)
-        pass
-    with tempfile.TemporaryDirectory(prefix="grade-batch-") as tmp:
-        base = Path(tmp) / "submission"
-        base.mkdir()
-        target = write_submission(base, name, is_dir, files)
-        course_file = Path(tmp) / "course.yml"
-        course_file.write_text(course_text, encoding="utf-8")
-        out = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "autograder", "grade", str(target), "--json", str(out), "-q",
-               "--course", str(course_file), "--workers", str(runner_workers), *options]
-        result = {"grader": grader_version(), "host": socket.gethostname()}
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=_child_env())
-        except subprocess.TimeoutExpired:
-            result.update(error=f"grading did not finish within {timeout:g} s", retry=True)
-        else:
-            stderr = proc.stderr.replace(str(target), display).strip()
-            if proc.returncode == 0 and out.exists():
-                report = json.loads(out.read_text(encoding="utf-8"))
-                report["submission"] = display
-                result["report"] = report
-            elif proc.returncode == 2:  # the grader's one-line message: this worker's course or grader
-                msg = stderr.splitlines()[-1] if stderr else "exit status 2"  # (the client checked the files)
-                result.update(error=f"on {result['host']}: {msg.removeprefix('error: ')}", retry=True)
-            else:
-                tail = one_line(stderr[-400:]) if stderr else ""
-                result.update(error=f"grader failed (exit status {proc.returncode}) {tail}".strip(), retry=True)
-    result["seconds"] = round(time.monotonic() - start, 3)
-    return result

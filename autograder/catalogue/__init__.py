@@ -60,7 +60,9 @@ def load_catalogue(exercise=None):
     for f in sorted(HERE.glob("*.yml")):
         if exercise and f.stem != exercise:
             continue
-        for entry in yaml.safe_load(f.read_text(encoding="utf-8")) or []:
+        # libyaml's safe loader where PyYAML has it: the same documents, ten times faster
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        for entry in yaml.load(f.read_text(encoding="utf-8"), Loader=loader) or []:
             out.append((f.stem, entry))
     return out
 

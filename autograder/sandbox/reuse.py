@@ -80,17 +80,37 @@ def _strip_docstring(body):
     return body
 
 
-class _Normalize(ast.NodeTransformer):
-    def _doc(self, node):
-        self.generic_visit(node)
-        node.body = _strip_docstring(node.body) or [ast.Pass()]
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _doc
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_PASS = ast.Pass()
 
 
 def _dump(node):
-    return ast.dump(_Normalize().visit(copy.deepcopy(node)), include_attributes=False)
+    """The code of `node` as text, without positions, comments or docstrings (a def, class or
+    method whose body is only a docstring counts as `pass`): one walk, nothing copied."""
+    out = []
+
+    def walk(n):
+        if isinstance(n, ast.AST):
+            out.append(type(n).__name__ + "(")
+            scope = isinstance(n, _SCOPES)
+            for name in n._fields:
+                value = getattr(n, name, None)
+                if scope and name == "body":
+                    value = _strip_docstring(value) or [_PASS]
+                walk(value)
+                out.append(",")
+            out.append(")")
+        elif isinstance(n, list):
+            out.append("[")
+            for v in n:
+                walk(v)
+                out.append(",")
+            out.append("]")
+        else:
+            out.append(repr(n))
+
+    walk(node)
+    return "".join(out)
 
 
 def _literal(node):
@@ -236,6 +256,8 @@ class FileModel:
                 memo[name] = self._fingerprint(name)
             except Impure as e:
                 memo[name] = e
+            except RecursionError:
+                memo[name] = Impure("code nested too deeply")
         if isinstance(memo[name], Impure):
             raise memo[name]
         return memo[name]
@@ -257,11 +279,8 @@ class FileModel:
                 h.update(str(value).encode() + b"\0")
                 continue
             node, table, env_then = value
-            dump = _dump(node)
-            h.update(dump.encode() + b"\0")
-            attrs = {a.attr for a in ast.walk(node) if isinstance(a, ast.Attribute)}
-            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            risky = (attrs | names) & RISKY
+            dump, risky = self._code(i, node)
+            h.update(dump + b"\0")
             if risky:
                 raise Impure(f"{bname} uses {sorted(risky)[0]}")
             for ref, env in ((r, env_then) for r in sorted(_names_in(_load_time_nodes(node)))):
@@ -269,6 +288,19 @@ class FileModel:
             for ref in sorted(_call_time_globals(table)):
                 todo.extend(self._resolve(ref, self.final, bname))
         return h.hexdigest()
+
+    def _code(self, i, node):
+        """(the normalized code of binding i, the RISKY names it uses), once per binding."""
+        codes = self.__dict__.setdefault("_codes", {})
+        if i not in codes:
+            used = set()
+            for n in ast.walk(node):
+                if isinstance(n, ast.Attribute):
+                    used.add(n.attr)
+                elif isinstance(n, ast.Name):
+                    used.add(n.id)
+            codes[i] = (_dump(node).encode(), used & RISKY)
+        return codes[i]
 
     def _resolve(self, ref, env, who):
         if ref in env:

@@ -183,7 +183,7 @@ def _warm_up():
         _get_local_constants()
     except Exception:  # noqa: BLE001 - a private helper of hypothesis: only an optimisation
         pass
-    gc.collect()
+    gc.collect(1)  # the young generations: a full collection of torch's heap costs ~0.12 s and finds nothing
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
 
@@ -281,11 +281,22 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
         outcomes = {k: dict(v) for k, v in (prior or {}).items()}
+        calls = None  # {function: the submission's top-level names it may call}, read when needed
         for name in tests:
             emit({"event": "start", "test": name})
             student.take_lookups()
             prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
-            hung = _hung_functions(exercise, outcomes).get(prop.function)
+            twice = _timed_out(exercise, outcomes).get(prop.function, [])[:2]
+            if len(twice) == 2:  # it did not return in two tests: its other tests are not run
+                outcome = _not_run_after_hangs(prop.function, twice)
+                emit({"event": "result", "test": name, "outcome": outcome})
+                outcomes[name] = outcome
+                continue
+            hung, via = _hung_functions(exercise, outcomes), None
+            if hung and prop.function not in hung:  # a function that calls one that hung
+                calls = calls if calls is not None else _calls(sources)
+                via = next((f for f in sorted(hung) if f in calls.get(prop.function, ())), None)
+            hung = hung.get(via or prop.function)
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
             try:
@@ -293,7 +304,7 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             except TestTimeout:
                 outcome = _timeout(limit)
             if hung and outcome.get("status") == "timeout":
-                outcome = _timeout_after_hang(prop.function, hung, limit)
+                outcome = _timeout_after_hang(prop.function, hung, limit, via)
             outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
@@ -348,20 +359,90 @@ def _hung_functions(exercise, outcomes):
     return out
 
 
+def _timed_out(exercise, outcomes):
+    """{function: the tests (so far) in which it timed out, in order}."""
+    from ..properties import REGISTRY
+
+    out = {}
+    for name, o in outcomes.items():
+        if o.get("status") == "timeout":
+            prop = REGISTRY.get(f"{exercise}/{name}")
+            if prop is not None:
+                out.setdefault(prop.function, []).append(name)
+    return out
+
+
+def _not_run_after_hangs(function, tests):
+    """The outcome of a test not run because `function` timed out in two tests already (the
+    second with the short limit): an endless loop, whatever it is given; running its other tests
+    would cost the short limit and a new worker each, and decide nothing.  Decided by what timed
+    out, never by how long this test would take, so the score does not depend on the machine."""
+    a, b = tests
+    return {"status": "timeout", "hung": a, "not_run": True, "looked_up": [],
+            "zh": f"未运行：`{function}` 在测试 {a} 和 {b} 中都没有在时限内返回（死循环？），"
+                  f"所以它的其他测试没有运行。先修好这个循环。",
+            "en": f"Not run: `{function}` did not return within the time limit in tests {a} and {b} (an "
+                  f"endless loop?), so its other tests are not run. Fix the loop first.",
+            "details": []}
+
+
 HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
 HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
 
 
-def _timeout_after_hang(function, test, limit):
-    """The outcome of a test that timed out after `function` had hung in `test`: it had a shorter
-    limit (an endless loop would otherwise cost every test of the function its whole limit and a
-    new worker; a call that returns at once still passes)."""
+def _timeout_after_hang(function, test, limit, via=None):
+    """The outcome of a test that timed out after `function` (or `via`, a function it calls) had
+    hung in `test`: it had a shorter limit (an endless loop would otherwise cost every test of the
+    function, and of each function that calls it, its whole limit and a new worker; a call that
+    returns at once still passes)."""
+    if via:
+        return {"status": "timeout", "hung": test,
+                "zh": f"超时：`{function}` 调用的 `{via}` 在测试 {test} 中没有在时限内返回（死循环？），"
+                      f"所以调用它的函数的测试只有 {limit:g} 秒，这个测试也没有完成。",
+                "en": f"Time-out: `{via}`, which `{function}` calls, did not return within the time limit in "
+                      f"test {test} (an endless loop?), so the tests of the functions that call it get "
+                      f"{limit:g} s, and this one did not finish either.",
+                "details": []}
     return {"status": "timeout", "hung": test,
             "zh": f"超时：`{function}` 在测试 {test} 中没有在时限内返回（死循环？），"
                   f"所以它的其他测试只有 {limit:g} 秒，这个测试也没有完成。",
             "en": f"Time-out: `{function}` did not return within the time limit in test {test} (an endless "
                   f"loop?), so its other tests get {limit:g} s, and this one did not finish either.",
             "details": []}
+
+
+def _calls(sources):
+    """{top-level function or class of the submission: every top-level name it may reach by
+    calling, itself included}, read from the source text (never run).  Generous on purpose: any
+    name or attribute in a definition counts, as a call of the top-level definition of that name in
+    any file.  Unparsable text counts for nothing."""
+    import ast
+
+    uses = {}
+    for _label, _mod, _filename, chunks in sources:
+        for _chunk, _fn, code in chunks:
+            try:
+                body = ast.parse(code).body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names = uses.setdefault(node.name, set())
+                    for n in ast.walk(node):
+                        if isinstance(n, ast.Name):
+                            names.add(n.id)
+                        elif isinstance(n, ast.Attribute):
+                            names.add(n.attr)
+    out = {}
+    for name in uses:
+        seen, todo = {name}, [name]
+        while todo:
+            for ref in uses.get(todo.pop(), ()):
+                if ref in uses and ref not in seen:
+                    seen.add(ref)
+                    todo.append(ref)
+        out[name] = seen
+    return out
 
 
 def hidden_paths(path, course=None):
@@ -443,7 +524,8 @@ class ForkRunner:
         if TRAINING & set(plan):
             _warm_up_optimizers()
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
-        prepare(props)
+        if self.replay or self.reuse is not None:  # a process that grades many: once, before forking
+            prepare(props)  # (one `grade`: each judge prepares its own properties, side by side)
         if self.replay:
             replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
         if self.share:
