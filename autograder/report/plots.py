@@ -182,10 +182,15 @@ def _slices(cx):
 
 
 def _outline(ax, d, r0=0, c0=0):
+    """A red frame around each wrong cell: one collection, drawn in one go (a patch per cell cost
+    most of a picture's time when a whole table is wrong)."""
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
-    for r, c in zip(*d.nonzero()):
-        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#e0102a", linewidth=2.5))
+    cells = [Rectangle((c - 0.5, r - 0.5), 1, 1) for r, c in zip(*d.nonzero())]
+    if cells:
+        ax.add_collection(PatchCollection(cells, facecolor="none", edgecolor="#e0102a", linewidth=2.5),
+                          autolim=False)
 
 
 def _axes_words(kind, language):

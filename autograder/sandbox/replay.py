@@ -15,6 +15,8 @@ Properties that draw inside the test body (`st.data()`) are not recorded.  Measu
 bench/grade_speed.py: hypothesis' own work is about 40% of the judge's CPU time per submission.
 """
 import copy
+import dataclasses
+import functools
 import os
 import pickle
 import select
@@ -142,12 +144,28 @@ def fresh(value, memo=None):
         out = type(value)(fresh(v, memo) for v in value)
     elif type(value) is dict:
         out = {k: fresh(v, memo) for k, v in value.items()}
-    elif value is None or type(value) in (bool, int, float, str, bytes, complex):
+    elif value is None or type(value) in (bool, int, float, str, bytes, complex, torch.dtype, torch.device):
         return value
+    elif _plain_dataclass(type(value)):  # a property's case (SeqCase, MHACase, ...): its attributes copied
+        out = copy.copy(value)
+        memo[key] = out
+        for name, v in vars(value).items():
+            object.__setattr__(out, name, fresh(v, memo))
+        return out
     else:
         out = copy.deepcopy(value, memo)
     memo[key] = out
     return out
+
+
+@functools.cache
+def _plain_dataclass(kind):
+    """A dataclass whose instances keep their state in __dict__ and copy the default way: copying
+    it attribute by attribute is what deepcopy does, minus deepcopy's cost per tensor."""
+    return (dataclasses.is_dataclass(kind) and "__slots__" not in kind.__dict__
+            and getattr(kind, "__deepcopy__", None) is None and getattr(kind, "__copy__", None) is None
+            and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
+            and getattr(kind, "__setstate__", None) is None)
 
 
 def replay(prop, student):

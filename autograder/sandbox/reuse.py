@@ -376,9 +376,9 @@ class Reuse:
         self.misses += 1
         return None
 
-    def store(self, sources, exercise, needed, result, read_errors=()):
+    def store(self, sources, exercise, needed, result, read_errors=(), models=None):
         """Remember `result` if the code can be reused and the result is settled (see
-        `settled_outcomes`)."""
+        `settled_outcomes`).  `models`: `models(sources)`, when the caller has it already."""
         tests = result.get("tests") or {}
         if not tests:
             return False
@@ -392,7 +392,7 @@ class Reuse:
         if not names or self.size >= self.limit:
             return False
         try:
-            keys = self.keys(self.models(sources), sources, exercise, needed, names)
+            keys = self.keys(models if models is not None else self.models(sources), sources, exercise, needed, names)
         except Impure:
             return False
         slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})

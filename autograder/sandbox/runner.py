@@ -572,9 +572,13 @@ class ForkRunner:
                     else:
                         out[job.exercise] = self._result(job)
         if reusable is not None:
+            models = reusable.get("models")
             for ex in plan:
                 if ex in out:
-                    self.reuse.store(reusable["sources"], ex, reusable["needed"][ex], out[ex], reusable["read_errors"])
+                    if models is None:  # parsed once per submission, whatever number of exercises it stores
+                        models = self.reuse.models(reusable["sources"])
+                    self.reuse.store(reusable["sources"], ex, reusable["needed"][ex], out[ex], reusable["read_errors"],
+                                     models=models)
         return out
 
     def _reusable(self, path, plan, registry):
@@ -592,7 +596,7 @@ class ForkRunner:
             hit = self.reuse.lookup(sources, ex, needed[ex], read_errors, models)
             if hit is not None and set(hit["tests"]) == set(tests):
                 hits[ex] = hit
-        return {"hits": hits, "sources": sources, "needed": needed, "read_errors": read_errors}
+        return {"hits": hits, "sources": sources, "needed": needed, "read_errors": read_errors, "models": models}
 
     # -- helpers
     def _start(self, path, job):
