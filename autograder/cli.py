@@ -13,17 +13,17 @@ from . import __version__
 
 
 def cmd_grade(args):
+    if not args.in_process:  # first, while this process has read nothing: the server is forked
+        from .sandbox import server  # right after torch's import (which we need anyway) and warms
+        server.prestart()  # up while we read the course and import the properties
     from .config import load_course
     from .store import write_atomic
 
     course = load_course(args.course, language=args.language, max_examples=args.max_examples)
     exercises = args.exercise or course.assignment(args.assignment)
-    for ex in exercises:  # a bad course fails at once, before torch is imported
+    for ex in exercises:  # a bad course fails before anything is graded
         if ex in course.exercises:
             course.reference(ex)
-    if not args.in_process:
-        from .sandbox import server
-        server.prestart()  # its import of torch runs beside ours
     from .grading import grade
     from .report.text import render_text
     from .sandbox import ForkRunner, InProcessRunner
