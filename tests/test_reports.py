@@ -303,3 +303,20 @@ def test_markdown_and_rich_views_name_the_mistake_and_mark_wrong_entries(bob):
                            "--exercise", "masks", "--max-examples", "2"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "masks" in proc.stdout and "20 / 20" in proc.stdout, proc.stderr
+
+
+def test_to_dict_is_what_dataclasses_asdict_gives(tmp_path):
+    """Report.to_dict skips asdict's deep copy of every leaf: the same dict, the same JSON, and
+    nothing shared with the report (a change to the dict leaves the report as it was)."""
+    from dataclasses import asdict
+
+    sub = tmp_path / "sub.py"
+    sub.write_text((ROOT / "solutions" / "masks.py").read_text(encoding="utf-8").replace(".tril()", ".triu()"))
+    course = load_course(None)
+    report = grade(sub, course, InProcessRunner(course), exercises=["masks"])
+    assert any(t.counterexample for ex in report.exercises for t in ex.tests)  # nested data to copy
+    got, want = report.to_dict(), asdict(report)
+    assert got == want and json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+    got["exercises"][0]["tests"][0]["details"].append(["x", "y"])
+    got["exercises"][0]["tests"][0]["counterexample"]["mine"] = 1
+    assert report.to_dict() == want

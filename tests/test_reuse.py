@@ -37,9 +37,21 @@ def test_what_cannot_change_behaviour_keeps_the_fingerprint(change):
     "import numpy as torch\n",  # the same code, another module behind the name
     "EPS = 1e-9\ndef causal_mask(T, device=None, eps=EPS):\n"
     "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()\n",
+    # constants that compare equal but are not the same code: an int, a float, a bool
+    "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril(0)\n",
+    "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril(False)\n",
+    # a body that is only a docstring counts as `pass`, not as nothing
+    'def causal_mask(T, device=None):\n    """Unfinished."""\n',
 ])
 def test_what_can_change_behaviour_changes_the_fingerprint(extra):
     assert fp(SOL["masks"] + "\n\n" + extra, "causal_mask") != fp(SOL["masks"], "causal_mask")
+
+
+def test_an_int_and_a_float_constant_are_different_code():
+    base = SOL["masks"] + "\n\ndef helper(x):\n    return x * 2\n"
+    other = SOL["masks"] + "\n\ndef helper(x):\n    return x * 2.0\n"
+    assert fp(base, "helper") != fp(other, "helper")
+    assert fp(base, "helper") == fp(base.replace("return x * 2", "return x * 2  # doubled"), "helper")
 
 
 def test_a_helper_is_part_of_the_function_that_calls_it():

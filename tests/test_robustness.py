@@ -112,6 +112,28 @@ def test_a_function_that_hung_once_gets_a_short_limit_in_its_other_tests(tmp_pat
     assert report["seconds"] < 8 + (hung - 1) * HUNG_LIMIT + 15, report["seconds"]
 
 
+def test_the_calls_read_from_the_source_reach_through_helpers_files_and_classes(tmp_path):
+    """runner._calls: who may call whom (the short limit after a hang), read, never run."""
+    from autograder.load import read_sources
+    from autograder.sandbox.runner import _calls
+
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "a.py").write_text("def f(x):\n    while True:\n        pass\n\n"
+                              "def helper(x):\n    return f(x)\n\n"
+                              "def g(x):\n    return helper(x) + 1\n\n"
+                              "def alone(x):\n    return x\n\n"
+                              "class M:\n    def forward(self, x):\n        return other.h(x)\n")
+    (sub / "other.py").write_text("def h(x):\n    return g(x)\n")
+    (sub / "broken.py").write_text("def k(:\n")
+    sources, _errors, _root = read_sources(sub)
+    calls = _calls(sources)
+    assert "f" in calls["g"] and "helper" in calls["g"]  # through a helper
+    assert "f" in calls["h"]  # from another file
+    assert "f" in calls["M"]  # a method, through an attribute
+    assert calls["alone"] == {"alone"} and "k" not in calls  # unparsable text counts for nothing
+
+
 def test_a_loop_that_swallows_the_alarm_is_killed(tmp_path, short_course):
     src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
                         '    while True:\n        try:\n            while True: pass\n        except BaseException:\n            pass')
