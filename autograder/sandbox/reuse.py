@@ -113,6 +113,17 @@ def _dump(node):
     return "".join(out)
 
 
+def names_used(node):
+    """Every name and attribute name that appears in `node` (loaded, stored or called)."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+    return out
+
+
 def _literal(node):
     try:
         ast.literal_eval(node)
@@ -293,13 +304,7 @@ class FileModel:
         """(the normalized code of binding i, the RISKY names it uses), once per binding."""
         codes = self.__dict__.setdefault("_codes", {})
         if i not in codes:
-            used = set()
-            for n in ast.walk(node):
-                if isinstance(n, ast.Attribute):
-                    used.add(n.attr)
-                elif isinstance(n, ast.Name):
-                    used.add(n.id)
-            codes[i] = (_dump(node).encode(), used & RISKY)
+            codes[i] = (_dump(node).encode(), names_used(node) & RISKY)
         return codes[i]
 
     def _resolve(self, ref, env, who):

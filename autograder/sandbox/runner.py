@@ -286,13 +286,16 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             emit({"event": "start", "test": name})
             student.take_lookups()
             prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
-            twice = _timed_out(exercise, outcomes).get(prop.function, [])[:2]
-            if len(twice) == 2:  # it did not return in two tests: its other tests are not run
-                outcome = _not_run_after_hangs(prop.function, twice)
+            timed_out = _timed_out(exercise, outcomes)
+            if len(timed_out.get(prop.function, ())) >= 2:  # it did not return twice: its other tests are not run
+                outcome = _not_run_after_hangs(prop.function, timed_out[prop.function][:2])
                 emit({"event": "result", "test": name, "outcome": outcome})
                 outcomes[name] = outcome
                 continue
-            hung, via = _hung_functions(exercise, outcomes), None
+            # {function: the test where it hung with its whole limit} (later time-outs had a short one)
+            hung = {f: t[0] for f, t in ((f, [n for n in tests if not outcomes[n].get("hung")])
+                                         for f, tests in timed_out.items()) if t}
+            via = None
             if hung and prop.function not in hung:  # a function that calls one that hung
                 calls = calls if calls is not None else _calls(sources)
                 via = next((f for f in sorted(hung) if f in calls.get(prop.function, ())), None)
@@ -345,22 +348,9 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         os._exit(0)
 
 
-def _hung_functions(exercise, outcomes):
-    """{function: the test in which it did not return in time} among `outcomes` (this exercise's
-    tests so far, those of an earlier judge included)."""
-    from ..properties import REGISTRY
-
-    out = {}
-    for name, o in outcomes.items():
-        if o.get("status") == "timeout" and not o.get("hung"):
-            prop = REGISTRY.get(f"{exercise}/{name}")
-            if prop is not None:
-                out.setdefault(prop.function, name)
-    return out
-
-
 def _timed_out(exercise, outcomes):
-    """{function: the tests (so far) in which it timed out, in order}."""
+    """{function: the tests in which it timed out, in order} among `outcomes` (this exercise's
+    tests so far, those of an earlier judge included)."""
     from ..properties import REGISTRY
 
     out = {}
@@ -395,19 +385,14 @@ def _timeout_after_hang(function, test, limit, via=None):
     hung in `test`: it had a shorter limit (an endless loop would otherwise cost every test of the
     function, and of each function that calls it, its whole limit and a new worker; a call that
     returns at once still passes)."""
-    if via:
-        return {"status": "timeout", "hung": test,
-                "zh": f"超时：`{function}` 调用的 `{via}` 在测试 {test} 中没有在时限内返回（死循环？），"
-                      f"所以调用它的函数的测试只有 {limit:g} 秒，这个测试也没有完成。",
-                "en": f"Time-out: `{via}`, which `{function}` calls, did not return within the time limit in "
-                      f"test {test} (an endless loop?), so the tests of the functions that call it get "
-                      f"{limit:g} s, and this one did not finish either.",
-                "details": []}
+    who_zh, rest_zh = (f"`{function}` 调用的 `{via}`", "调用它的函数的测试") if via else (f"`{function}`", "它的其他测试")
+    who_en, rest_en = ((f"`{via}`, which `{function}` calls,", "the tests of the functions that call it") if via
+                       else (f"`{function}`", "its other tests"))
     return {"status": "timeout", "hung": test,
-            "zh": f"超时：`{function}` 在测试 {test} 中没有在时限内返回（死循环？），"
-                  f"所以它的其他测试只有 {limit:g} 秒，这个测试也没有完成。",
-            "en": f"Time-out: `{function}` did not return within the time limit in test {test} (an endless "
-                  f"loop?), so its other tests get {limit:g} s, and this one did not finish either.",
+            "zh": f"超时：{who_zh} 在测试 {test} 中没有在时限内返回（死循环？），"
+                  f"所以{rest_zh}只有 {limit:g} 秒，这个测试也没有完成。",
+            "en": f"Time-out: {who_en} did not return within the time limit in test {test} (an endless "
+                  f"loop?), so {rest_en} get {limit:g} s, and this one did not finish either.",
             "details": []}
 
 
@@ -418,6 +403,8 @@ def _calls(sources):
     any file.  Unparsable text counts for nothing."""
     import ast
 
+    from .reuse import names_used
+
     uses = {}
     for _label, _mod, _filename, chunks in sources:
         for _chunk, _fn, code in chunks:
@@ -427,12 +414,7 @@ def _calls(sources):
                 continue
             for node in body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    names = uses.setdefault(node.name, set())
-                    for n in ast.walk(node):
-                        if isinstance(n, ast.Name):
-                            names.add(n.id)
-                        elif isinstance(n, ast.Attribute):
-                            names.add(n.attr)
+                    uses.setdefault(node.name, set()).update(names_used(node))
     out = {}
     for name in uses:
         seen, todo = {name}, [name]
@@ -572,13 +554,10 @@ class ForkRunner:
                     else:
                         out[job.exercise] = self._result(job)
         if reusable is not None:
-            models = reusable.get("models")
             for ex in plan:
                 if ex in out:
-                    if models is None:  # parsed once per submission, whatever number of exercises it stores
-                        models = self.reuse.models(reusable["sources"])
                     self.reuse.store(reusable["sources"], ex, reusable["needed"][ex], out[ex], reusable["read_errors"],
-                                     models=models)
+                                     models=reusable["models"])
         return out
 
     def _reusable(self, path, plan, registry):
@@ -590,8 +569,8 @@ class ForkRunner:
         try:
             sources, read_errors, _root = read_sources(path)
         except Exception:  # noqa: BLE001 - no reuse: graded as usual
-            return {"hits": {}, "sources": [], "needed": needed, "read_errors": []}
-        models = self.reuse.models(sources) if self.reuse.entries else None
+            return {"hits": {}, "sources": [], "needed": needed, "read_errors": [], "models": {}}
+        models = self.reuse.models(sources)  # once per submission: for looking up and for storing
         for ex, tests in plan.items():
             hit = self.reuse.lookup(sources, ex, needed[ex], read_errors, models)
             if hit is not None and set(hit["tests"]) == set(tests):
