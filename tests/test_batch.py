@@ -251,6 +251,38 @@ def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):
     assert pool.grade(Namespace(student="e", path=tmp_path / "e.py"))["error"] == "the grading pool was stopped"
 
 
+@pytest.mark.slow
+def test_what_one_grading_process_graded_the_other_reuses(tmp_path):
+    """Two warm grading processes of one pool (the real ones): the reuse entries one stores reach
+    the other with its next submission, so the same code written differently (comments) is not
+    graded again there, and its report is the one grading gives; no entry ends in a result."""
+    for name, header in (("a", ""), ("b", "# my own notes\n\n")):
+        (tmp_path / name).mkdir()
+        for ex in ("masks", "masked_loss"):
+            text = (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
+            (tmp_path / name / f"{ex}.py").write_text(header + text, encoding="utf-8")
+    options = {"language": None, "max_examples": None, "exercises": ["masks", "masked_loss"], "reuse": True}
+    pool = LocalPool(2, 1, ROOT / "course.yml", options, budget=300, log_path=tmp_path / "workers.log")
+    try:
+        pool.warm_up()
+        first = pool.grade(Namespace(student="a", path=tmp_path / "a"))
+        assert first.get("reused") == 0 and "reuse" not in first, first.get("error")
+        with pool._cond:  # the next submission goes to the process that did not grade a
+            pool._idle.sort(key=lambda w: w.proc.pid != first["pid"])
+        second = pool.grade(Namespace(student="b", path=tmp_path / "b"))
+        assert second["pid"] != first["pid"] and second["warm"] == 0
+        assert second["reused"] == 2 and "reuse" not in second
+    finally:
+        pool.close()
+
+    def view(report):
+        return [(e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
+                for e in report["exercises"]]
+
+    assert view(second["report"]) == view(first["report"])
+    assert second["report"]["score"] == second["report"]["max_score"] > 0
+
+
 def test_the_course_travels_as_bytes_and_stays_private(tmp_path):
     """The Dask path sends course.yml and the reference solutions (what the diagnosis and replay
     read), written on the worker into a private folder that the grading processes hide from the
@@ -529,11 +561,16 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
             return {"root": str(plugin.root), "mode": stat.S_IMODE(os.stat(plugin.root).st_mode),
                     "entries": {p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode)
                                 for p in os.listdir(plugin.root)},
-                    "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all]}
+                    "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all],
+                    "reuse": {k: sorted(json.dumps(e[:3]) for e in v) for k, v in plugin.reuse.items()}}
 
         with distributed.Client(cluster.scheduler_address) as client:
             states = client.run(plugin_state)
         assert len(states) == 2
+        # what one worker's processes graded reaches the other's (through the client): both hold
+        # every reuse entry, those of alice's and sol's exercises among them
+        first, second = (st["reuse"] for st in states.values())
+        assert first == second and len(first) == 1 and len(next(iter(first.values()))) >= len(EXERCISES), states
         for st in states.values():  # a private folder; the course in it, no submission left behind
             assert st["mode"] == 0o700 and st["entries"] and all(m == 0o700 for m in st["entries"].values()), st
             assert set(st["entries"]) - {"processes"} and all(e.startswith("course-") for e in st["entries"]

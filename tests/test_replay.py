@@ -69,6 +69,53 @@ def test_replay_passes_the_reference_and_refuses_each_mistake(recorded, tmp_path
         assert not any(RP.replay(p, student) for p in broken), mid
 
 
+def _same_copy(a, b, memo_a, memo_b, path="kwargs"):
+    """b is what copy.deepcopy(a) would be: same types, values, dtypes, grad flags; the same
+    object twice in `a` is one object twice in `b`."""
+    import torch
+
+    if id(a) in memo_a or id(b) in memo_b:
+        assert memo_a.get(id(a)) == id(b) and memo_b.get(id(b)) == id(a), path
+        return
+    memo_a[id(a)], memo_b[id(b)] = id(b), id(a)
+    assert type(a) is type(b), path
+    if isinstance(a, torch.Tensor):
+        assert a is not b and a.dtype == b.dtype and a.shape == b.shape and a.requires_grad == b.requires_grad, path
+        assert a.is_leaf == b.is_leaf and torch.equal(a.detach(), b.detach()), path
+        if a.numel():
+            assert a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr(), path  # nothing shared
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same_copy(x, y, memo_a, memo_b, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            _same_copy(a[k], b[k], memo_a, memo_b, f"{path}[{k!r}]")
+    elif hasattr(a, "__dict__") and not isinstance(a, type):
+        assert a is not b, path
+        _same_copy(vars(a), vars(b), memo_a, memo_b, f"{path}.__dict__")
+    else:
+        assert a == b, path
+
+
+def test_fresh_copies_every_recorded_input_as_deepcopy_does(recorded):
+    """replay.fresh copies a property's cases attribute by attribute and tensors with clone():
+    on every recorded input it gives what copy.deepcopy gives, and shares no tensor with it."""
+    import copy
+
+    cases = 0
+    for name, runs in RP.RECORDED.items():
+        for kwargs in runs:
+            ours, theirs = RP.fresh(kwargs), copy.deepcopy(kwargs)
+            _same_copy(kwargs, ours, {}, {}, name)
+            _same_copy(theirs, ours, {}, {}, name)
+            cases += any(hasattr(v, "__dict__") for v in kwargs.values())
+    assert cases > 100  # the properties' case objects are among them
+    assert RP._plain_object(type(next(v for runs in RP.RECORDED.values() for kw in runs for v in kw.values()
+                                      if type(v).__name__ == "SeqCase")))
+
+
 @pytest.mark.slow
 def test_reports_are_identical_with_and_without_replay(recorded, course, tmp_path):
     by_id = {e["id"]: (ex, e) for ex, e in load_catalogue()}

@@ -27,6 +27,8 @@ def fp(text, name):
     lambda s: s + "\n\ndef unrelated_helper(x):\n    return x + 1\n",  # a definition nobody calls
     lambda s: s + '\n\nif __name__ == "__main__":\n    print(causal_mask(3))\n',  # never runs in a worker
     lambda s: s.replace("import torch\n", "import torch\nimport math\n", 1),  # an unused import
+    # files pasted into one: their docstrings (bare strings) between the definitions
+    lambda s: s.replace("\ndef ", '\n"""Part 2: the causal mask / 第二部分."""\n...\n\ndef ', 1),
 ])
 def test_what_cannot_change_behaviour_keeps_the_fingerprint(change):
     assert fp(change(SOL["masks"]), "causal_mask") == fp(SOL["masks"], "causal_mask")
@@ -175,3 +177,34 @@ def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():
         key(evil)  # setattr while loading
     with pytest.raises(Impure):
         key(base, stem="torch")  # a file that an `import torch` in a sibling could pick up
+
+
+def test_what_one_process_stores_another_takes_through_the_batch():
+    """Reuse.take_new / absorb: the entries one grading process stored, passed as JSON (as the
+    batch passes them), let another process's cache give the same outcomes; anything malformed is
+    dropped, and nothing is taken twice."""
+    from autograder.sandbox.reuse import Reuse
+
+    def sources(text):
+        return [("masks.py", "submission_masks", "/s/masks.py", [("masks.py", "/s/masks.py", text)])]
+
+    passed = {"status": "passed", "seconds": 0.01, "looked_up": ["causal_mask"]}
+    result = {"tests": {"causal_mask/lower_triangular": dict(passed)}, "load_errors": [], "levels": {"rlimits": True},
+              "settled": {"looked_up": []}}
+    one, two = Reuse(), Reuse()
+    src = sources(SOL["masks"])
+    assert one.store(src, "masks", ["causal_mask"], result)
+    sent = json.loads(json.dumps(one.take_new()))
+    assert len(sent) == 1 and one.take_new() == []  # taken once
+    assert two.lookup(sources("# mine\n" + SOL["masks"]), "masks", ["causal_mask"]) is None
+    assert two.absorb(sent) == 1 and two.absorb(sent) == 0
+    hit = two.lookup(sources("# mine\n" + SOL["masks"]), "masks", ["causal_mask"])
+    assert hit is not None and hit["tests"] == {"causal_mask/lower_triangular": passed}
+    assert hit["levels"] == {"rlimits": True} and two.take_new() == []  # absorbed, not passed on again
+    other = SOL["masks"].replace(".tril()", ".triu()")
+    assert two.lookup(sources(other), "masks", ["causal_mask"]) is None  # other code: graded
+    three = Reuse()
+    bad = [None, "x", [1, 2, 3], ["masks", [], [], {}], ["masks", ["causal_mask"], ["k"], {"tests": {}}],
+           ["masks", ["causal_mask"], [1], {"tests": {"t": {}}, "levels": {}}],
+           ["masks", ["causal_mask"], ["k"], {"tests": {"t": "passed"}, "levels": {}}]]
+    assert three.absorb(bad) == 0 and three.absorb("not a list") == 0 and three.size == 0

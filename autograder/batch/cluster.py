@@ -123,6 +123,7 @@ class GradingPlugin(WorkerPlugin):
         self.pools = {}
         self.nthreads = 1
         self.lock = None
+        self.reuse = {}  # pool key -> reuse entries the client passed on (_share_reuse), for a pool made later too
 
     def setup(self, worker=None):
         self.lock = threading.Lock()
@@ -142,7 +143,7 @@ class GradingPlugin(WorkerPlugin):
             shutil.rmtree(self.root, ignore_errors=True)
 
     def _pool(self, course_digest, bundle, options, budget):
-        key = hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
+        key = pool_key(course_digest, options)
         with self.lock:
             if key in self.pools:
                 return self.pools[key][0]
@@ -156,6 +157,8 @@ class GradingPlugin(WorkerPlugin):
             cwd = self.root / "processes"  # their working folder (hypothesis keeps its .hypothesis/ there)
             cwd.mkdir(mode=0o700, exist_ok=True)
             pool = LocalPool(self.nthreads, 1, course_file, options, budget, log_path=None, cwd=str(cwd))
+            pool.keep_reuse = True  # the client passes them on to the other workers (_share_reuse)
+            pool.absorb(list(self.reuse.get(key, ())))
             self.pools[key] = (pool, folder)
         pool.warm_up()  # every process of this worker starts importing torch now
         return pool
@@ -210,6 +213,27 @@ def _bundle_value(bundle):
     return bundle
 
 
+def pool_key(course_digest, options):
+    """The grading processes of one course and options (a worker keeps a pool per key)."""
+    return hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
+
+
+def _share_reuse(entries, key, dask_worker=None):
+    """Run on every worker by the client (client.run): reuse entries that a worker's grading
+    processes stored (reuse.py) for the course and options `key`, for this worker's processes of
+    that key to take with their next submission (a pool made later takes them as it starts)."""
+    plugin = _plugin(dask_worker) if dask_worker is not None else None
+    if plugin is None or not isinstance(entries, list):
+        return 0
+    with plugin.lock:
+        held = plugin.reuse.setdefault(key, [])
+        held.extend(entries[:max(0, LocalPool.MAX_REUSE - len(held))])
+        pool = plugin.pools.get(key, (None, None))[0]
+    if pool is not None:
+        pool.absorb(entries)
+    return len(entries)
+
+
 # ---------------------------------------------------------------- the client's side
 
 def run_dask(address, items, course_file, course, options, timeout):
@@ -259,6 +283,12 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
             except Exception as e:  # noqa: BLE001 - a lost worker, a task error: this row only
                 res = {"error": f"the Dask task failed: {type(e).__name__}: {one_line(e, 200)}", "retry": True}
             fut.release()
+            shared = res.pop("reuse", None) if isinstance(res, dict) else None
+            if shared:  # what this worker graded, for the others (an optimisation: never fatal)
+                try:
+                    client.run(_share_reuse, shared, pool_key(digest, options))
+                except Exception:  # noqa: BLE001
+                    pass
             yield item, res
     finally:
         client.close()

@@ -82,10 +82,15 @@ def worker_main(config_json):
                         reuse=cfg.get("reuse", True), share=cfg.get("reuse", True))
     for line in sys.stdin:
         job = json.loads(line)
+        if runner.reuse and job.get("reuse"):  # what the batch's other processes graded
+            runner.reuse.absorb(job["reuse"])
         hits = runner.reuse.hits if runner.reuse else 0
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
         out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
+        new = runner.reuse.take_new() if runner.reuse else []
+        if new:
+            out["reuse"] = new  # for the other processes (LocalPool.grade), never in a report
         proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
         proto.flush()
 
@@ -102,11 +107,15 @@ class _Worker:
         self.buf = b""
         self.job = None  # (id, item, deadline)
         self.answered = 0
+        self.shared = 0  # how much of the pool's reuse entries this process has been sent
 
-    def send(self, job_id, item, deadline):
+    def send(self, job_id, item, deadline, reuse=()):
         self.job = (job_id, item, deadline)
+        job = {"id": job_id, "path": str(item.path)}
+        if reuse:
+            job["reuse"] = list(reuse)
         try:
-            self.proc.stdin.write((json.dumps({"id": job_id, "path": str(item.path)}) + "\n").encode())
+            self.proc.stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             pass  # it died (or was stopped): its EOF says so
@@ -184,6 +193,7 @@ class LocalPool:
     ``close()`` (``run`` closes the pool when it ends); `log_path` None: their stderr is ours."""
 
     STARTUP = 60.0  # extra seconds for a process's first submission (imports torch)
+    MAX_REUSE = 20_000  # reuse entries passed between the processes (reuse.Reuse's own limit)
 
     def __init__(self, processes, runner_workers, course_file, options, budget, log_path, cwd=None):
         self.processes = processes
@@ -201,6 +211,10 @@ class LocalPool:
         self._spawner = None  # the one thread that starts processes (see the module's docstring)
         self._job_id = 0
         self.answers = self.deaths = 0
+        # reuse entries the processes stored (reuse.py): (the process, or None, entry), each sent
+        # to every other process with its next submission; `keep_reuse`: also left in the results
+        self._reuse, self._reuse_keys = [], set()
+        self.keep_reuse = False
 
     # ---- processes
 
@@ -293,9 +307,14 @@ class LocalPool:
                 self._job_id += 1
                 job_id = self._job_id
             first = not w.answered
-            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0))
+            with self._cond:
+                share = [e for src, e in self._reuse[w.shared:] if src is not w]
+                w.shared = len(self._reuse)
+            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), share)
             res = w.answer()
             if res is not None:
+                new = res.get("reuse") if self.keep_reuse else res.pop("reuse", None)
+                self.absorb(new, source=w)
                 res["pid"], res["warm"] = w.proc.pid, w.answered
                 w.answered += 1
                 w.job = None
@@ -320,6 +339,21 @@ class LocalPool:
             if first and tries < 2:
                 continue  # it may have died starting up: once more, on a new process
             return {"error": f"the grading process died ({reason})", "retry": True}
+
+    def absorb(self, entries, source=None):
+        """Reuse entries (reuse.Reuse.take_new) to pass to every process but `source` with its next
+        submission; an entry already held is dropped.  At most MAX_REUSE are kept."""
+        if not isinstance(entries, list):
+            return
+        with self._cond:
+            for e in entries:
+                try:
+                    key = json.dumps(e[:3])
+                except (TypeError, ValueError, IndexError, KeyError):
+                    continue
+                if key not in self._reuse_keys and len(self._reuse) < self.MAX_REUSE:
+                    self._reuse_keys.add(key)
+                    self._reuse.append((source, e))
 
     # ---- a whole list
 

@@ -146,7 +146,7 @@ def fresh(value, memo=None):
         out = {k: fresh(v, memo) for k, v in value.items()}
     elif value is None or type(value) in (bool, int, float, str, bytes, complex, torch.dtype, torch.device):
         return value
-    elif _plain_dataclass(type(value)):  # a property's case (SeqCase, MHACase, ...): its attributes copied
+    elif _plain_object(type(value)):  # a property's case (SeqCase, MHACase, ...): its attributes copied
         out = copy.copy(value)
         memo[key] = out
         for name, v in vars(value).items():
@@ -159,12 +159,15 @@ def fresh(value, memo=None):
 
 
 @functools.cache
-def _plain_dataclass(kind):
-    """A dataclass whose instances keep their state in __dict__ and copy the default way: copying
-    it attribute by attribute is what deepcopy does, minus deepcopy's cost per tensor."""
-    return (dataclasses.is_dataclass(kind) and "__slots__" not in kind.__dict__
+def _plain_object(kind):
+    """A class whose instances keep their state in __dict__ and copy the default way, so that
+    copying one attribute by attribute is what deepcopy does, minus deepcopy's cost per tensor:
+    a dataclass, or a plain class of the properties' own (SeqCase, CellCase, Case ...)."""
+    own = dataclasses.is_dataclass(kind) or (kind.__module__ or "").startswith("autograder.properties")
+    return (own and type(kind) is type and "__slots__" not in kind.__dict__
             and getattr(kind, "__deepcopy__", None) is None and getattr(kind, "__copy__", None) is None
             and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
+            and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
             and getattr(kind, "__setstate__", None) is None)
 
 

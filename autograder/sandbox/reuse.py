@@ -18,7 +18,8 @@ What makes it safe against a hostile or merely unusual submission:
   well inside its budget, no time-out, crash or grader error (they depend on the machine), and no
   feedback shows the student's frames (file names and line numbers, which the fingerprint leaves
   out);
-* only *pure* files: every top-level statement is a docstring, an import of an allowed module
+* only *pure* files: every top-level statement is a docstring or another bare constant (the
+  docstrings of files pasted into one), an import of an allowed module
   (ALLOWED_MODULES), a def or class, a name bound to a literal constant, or an
   `if __name__ == "__main__":` block (never run in a worker); a file with any other
   top-level code (a demo call, a plot, a print) is graded as usual, because that code could change
@@ -33,7 +34,9 @@ What makes it safe against a hostile or merely unusual submission:
 * no part of it may use what varies from run to run or reaches outside the function: RISKY names
   (time, id(), the environment, files, exec/eval, dynamic attributes, introspection, threads,
   `global`); such code is never reused;
-* a cache lives in one grading process, whose course, options and grader code are fixed.
+* a cache lives in the grading processes of one batch, whose course, options and grader code are
+  fixed; what one process stores reaches the others through the batch (`take_new`, `absorb`:
+  batch/pool.py, and the Dask client for a cluster's workers), never through a worker.
 
 `Reuse.lookup(path, exercise, needed, read_errors)` -> result dict or None;
 `Reuse.store(path, exercise, needed, result)` after grading.
@@ -246,6 +249,8 @@ class FileModel:
                     self._bind(t.id, "const", ast.dump(stmt.value))
             elif _main_guard(stmt):
                 continue  # a worker runs a file under another __name__: this block never runs there
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # a string (or other constant) on its own: evaluated, nothing happens
             else:
                 raise Impure(f"top-level code ({type(stmt).__name__}, line {stmt.lineno})")
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -331,6 +336,7 @@ class Reuse:
         self.limit = limit
         self.size = 0
         self.hits = self.misses = 0
+        self.outbox = []  # entries stored here since take_new(): for the batch's other grading processes
 
     @staticmethod
     def models(sources):
@@ -404,7 +410,38 @@ class Reuse:
         if keys not in slot:
             slot[keys] = {"tests": outcomes, "levels": result.get("levels") or {}}
             self.size += 1
+            self.outbox.append([exercise, list(names), list(keys), slot[keys]])
         return True
+
+    def take_new(self):
+        """The entries stored since the last call, as JSON-able lists [exercise, names, keys,
+        entry]: grade-batch passes them to its other grading processes (`absorb`), so that a
+        class's code is graded once per batch, not once per process."""
+        out, self.outbox = self.outbox, []
+        return out
+
+    def absorb(self, entries):
+        """Add entries that another grading process of the same batch stored (`take_new`); they
+        come from the batch, never from a worker.  Returns how many were new."""
+        n = 0
+        for item in entries if isinstance(entries, list) else ():
+            if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
+                continue
+            exercise, names, keys, entry = item
+            if not (isinstance(names, list) and names and all(isinstance(x, str) for x in names)
+                    and isinstance(keys, list) and all(isinstance(x, str) for x in keys)
+                    and isinstance(entry, dict) and isinstance(entry.get("tests"), dict) and entry["tests"]
+                    and all(isinstance(o, dict) for o in entry["tests"].values())
+                    and isinstance(entry.get("levels"), dict)):
+                continue
+            if self.size >= self.limit:
+                break
+            slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})
+            if tuple(keys) not in slot:
+                slot[tuple(keys)] = {"tests": entry["tests"], "levels": entry["levels"]}
+                self.size += 1
+                n += 1
+        return n
 
 
 REUSABLE = {"passed", "failed", "missing"}  # what the same code always gets again
