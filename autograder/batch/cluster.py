@@ -213,6 +213,17 @@ def _bundle_value(bundle):
     return bundle
 
 
+SHARE_EVERY = (64, 1.0)  # reuse entries are passed to the workers when this many wait, or after these seconds
+
+
+def _share(client, entries, key):
+    """What workers graded, for all of them (an optimisation: never fatal)."""
+    try:
+        client.run(_share_reuse, entries, key)
+    except Exception:  # noqa: BLE001 - a worker gone: the others still grade
+        pass
+
+
 def pool_key(course_digest, options):
     """The grading processes of one course and options (a worker keeps a pool per key)."""
     return hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
@@ -256,6 +267,7 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
     from ..load import find_files
 
     futures = {}
+    pending, last_share = [], 0.0  # reuse entries not passed on to the workers yet
     try:
         if not client.scheduler_info().get("workers"):
             print(f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
@@ -284,11 +296,13 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
                 res = {"error": f"the Dask task failed: {type(e).__name__}: {one_line(e, 200)}", "retry": True}
             fut.release()
             shared = res.pop("reuse", None) if isinstance(res, dict) else None
-            if shared:  # what this worker graded, for the others (an optimisation: never fatal)
-                try:
-                    client.run(_share_reuse, shared, pool_key(digest, options))
-                except Exception:  # noqa: BLE001
-                    pass
+            if isinstance(shared, list):
+                pending += shared
+            if pending and (len(pending) >= SHARE_EVERY[0] or time.monotonic() >= last_share + SHARE_EVERY[1]):
+                _share(client, pending, pool_key(digest, options))  # one round trip for many results
+                pending, last_share = [], time.monotonic()
             yield item, res
+        if pending:  # for the workers' next batch of this course (their processes stay warm)
+            _share(client, pending, pool_key(digest, options))
     finally:
         client.close()
