@@ -208,3 +208,23 @@ def test_what_one_process_stores_another_takes_through_the_batch():
            ["masks", ["causal_mask"], [1], {"tests": {"t": {}}, "levels": {}}],
            ["masks", ["causal_mask"], ["k"], {"tests": {"t": "passed"}, "levels": {}}]]
     assert three.absorb(bad) == 0 and three.absorb("not a list") == 0 and three.size == 0
+
+
+def test_a_failure_next_to_a_file_that_could_not_be_read_is_not_remembered():
+    """A "missing" outcome lists the submission's load errors (a corrupt notebook next to the
+    code): a classmate with the same code but no such file must not be shown them."""
+    from autograder.sandbox.reuse import Reuse
+
+    sources = [("masks.py", "submission_masks", "/s/masks.py", [("masks.py", "/s/masks.py", SOL["masks"])])]
+    missing = {"status": "missing", "zh": "", "en": "`f` is not defined in your submission.",
+               "details": [["load errors", "broken.ipynb: not valid JSON"]], "looked_up": ["padding_mask"]}
+    result = {"tests": {"padding_mask/shape": missing}, "load_errors": ["broken.ipynb: not valid JSON"],
+              "levels": {}, "settled": {"looked_up": []}}
+    cache = Reuse()
+    assert not cache.store(sources, "masks", ["padding_mask"], result, ["broken.ipynb: not valid JSON"])
+    assert cache.lookup(sources, "masks", ["padding_mask"]) is None
+    passed = {"tests": {"padding_mask/shape": {"status": "passed", "seconds": 0.0, "looked_up": ["padding_mask"]}},
+              "load_errors": ["broken.ipynb: not valid JSON"], "levels": {}}
+    assert cache.store(sources, "masks", ["padding_mask"], passed, ["broken.ipynb: not valid JSON"])
+    hit = cache.lookup(sources, "masks", ["padding_mask"], [])  # the classmate's own (no) load errors
+    assert hit is not None and hit["load_errors"] == [] and hit["tests"]["padding_mask/shape"]["status"] == "passed"

@@ -17,7 +17,7 @@ What makes it safe against a hostile or merely unusual submission:
   alone (`settled_outcomes`): one judge ran every test and ended normally, the diagnosis finished
   well inside its budget, no time-out, crash or grader error (they depend on the machine), and no
   feedback shows the student's frames (file names and line numbers, which the fingerprint leaves
-  out);
+  out), and no file of the submission could not be read (a "missing" outcome lists those);
 * only *pure* files: every top-level statement is a docstring or another bare constant (the
   docstrings of files pasted into one), an import of an allowed module
   (ALLOWED_MODULES), a def or class, a name bound to a literal constant, or an
@@ -395,6 +395,8 @@ class Reuse:
             return False
         if set(result.get("load_errors") or []) != set(read_errors):  # only what the judge read itself
             return False
+        if read_errors and any(o.get("status") != "passed" for o in tests.values()):
+            return False  # a failure's text may list this submission's load errors ("missing": what did not load)
         outcomes = settled_outcomes(result)
         if outcomes is None:
             return False
