@@ -202,6 +202,11 @@ FAKE_WORKER = textwrap.dedent("""
             os._exit(3)
         if name.startswith("hang"):
             time.sleep(600)
+        if name.startswith("stall"):  # as a grading process says it waits on an endless loop
+            proto.write(json.dumps({"id": job["id"], "event": "stalled", "stalled": True}) + "\\n")
+            proto.flush()
+            time.sleep(3)
+            proto.write(json.dumps({"id": job["id"], "event": "stalled", "stalled": False}) + "\\n")
         if name.startswith("noise"):
             proto.write("garbage\\n" + json.dumps({"id": job["id"] + 1000, "report": {}}) + "\\n")
         proto.write(json.dumps({"id": job["id"], "report": {"name": name}}) + "\\n")
@@ -226,6 +231,30 @@ def test_a_dying_or_hanging_grader_costs_one_row(tmp_path):
     assert "did not finish within 3 s" in results["hang.py"]["error"]
     for ok in ("a.py", "b.py", "c.py", "noise.py"):
         assert results[ok]["report"] == {"name": ok}
+
+
+def test_a_stalled_process_lets_one_more_grade_meanwhile(tmp_path):
+    """A grading process that says it waits on a stalled test (an endless loop burns its core
+    until the time limit) lets the pool grade on one more process meanwhile; otherwise never
+    more than `processes` at once."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+
+    def run(names):
+        pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
+        pool.cmd = [sys.executable, str(script)]
+        pool.STARTUP = 0
+        return [(item.student, res) for item, res in pool.run([Namespace(student=n, path=tmp_path / n)
+                                                                for n in names])]
+
+    done = run(["stall.py", "a.py", "b.py", "c.py"])
+    order = [name for name, _ in done]
+    pids = {name: res["pid"] for name, res in done}
+    assert order[-1] == "stall.py", order  # the others were graded while it waited
+    assert pids["a.py"] == pids["b.py"] == pids["c.py"] != pids["stall.py"]
+    assert all(res["report"] == {"name": name} for name, res in done)
+    done = run(["a.py", "b.py", "c.py", "d.py"])  # nothing stalls: one process at a time
+    assert len({res["pid"] for _, res in done}) == 1
 
 
 def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):

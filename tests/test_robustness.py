@@ -112,6 +112,45 @@ def test_a_function_that_hung_once_gets_a_short_limit_in_its_other_tests(tmp_pat
     assert report["seconds"] < 8 + (hung - 1) * HUNG_LIMIT + 15, report["seconds"]
 
 
+def test_the_runner_says_when_it_waits_on_a_stalled_test(tmp_path):
+    """ForkRunner.on_stall: True once every running exercise has waited STALL_AFTER seconds for
+    one test (an endless loop), False when it moves again; never for code that returns (grade-batch
+    lets another grading process use the core meanwhile)."""
+    import time
+
+    from autograder.config import load_course
+    from autograder.grading import grade
+    from autograder.sandbox import ForkRunner
+    from autograder.sandbox.runner import STALL_AFTER
+
+    c = yaml.safe_load((ROOT / "course.yml").read_text())
+    for t in c["exercises"]["masks"]["tests"].values():
+        t["timeout"] = 4
+    (tmp_path / "course.yml").write_text(yaml.safe_dump(c, sort_keys=False))
+    course = load_course(tmp_path / "course.yml")
+    calls = []
+
+    def graded(source):
+        calls.clear()
+        sub = tmp_path / "masks.py"
+        sub.write_text(source)
+        runner = ForkRunner(course, workers=1)
+        runner.on_stall = lambda flag: calls.append((time.monotonic(), flag))
+        start = time.monotonic()
+        report = grade(sub, course, runner, exercises=["masks"])
+        return start, report
+
+    _, report = graded(MASKS)
+    assert report.score == report.max_score and calls == []
+    start, report = graded(MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
+                                         '    while True:\n        pass'))
+    flags = [flag for _, flag in calls]
+    assert flags and flags[0] is True and flags[-1] is False, flags
+    assert all(a != b for a, b in zip(flags, flags[1:])), flags  # one call per change
+    assert calls[0][0] - start >= STALL_AFTER
+    assert any(t.status == "timeout" for e in report.exercises for t in e.tests)
+
+
 def test_the_calls_read_from_the_source_reach_through_helpers_files_and_classes(tmp_path):
     """runner._calls: who may call whom (the short limit after a hang), read, never run."""
     from autograder.load import read_sources

@@ -18,10 +18,15 @@ before this one: 0 means this one paid the start-up).
 
 A submission is sent to a process only when it is idle, so a process that dies (or that the
 watchdog kills after the budget) costs exactly the submission it was grading, and a new process
-takes its place.  Processes are started from one long-lived thread of the pool, so that
+takes its place.  A process that waits on a stalled test (every exercise it runs has waited
+runner.STALL_AFTER seconds for one test: an endless loop, most likely, burning its core until the
+time limit) says so ({"event": "stalled"}); meanwhile `run` grades on one process more, started
+the first time it is needed and idle otherwise.  The time limits do not change: the loop keeps
+its wall-clock limit, and shares the CPU for its last seconds.  Processes are started from one long-lived thread of the pool, so that
 PR_SET_PDEATHSIG (which fires when the *thread* that started a process ends) kills them only when
 the pool's owner dies: the batch, or the Dask worker.
 """
+import functools
 import json
 import os
 import queue
@@ -80,8 +85,16 @@ def worker_main(config_json):
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
     runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
                         reuse=cfg.get("reuse", True), share=cfg.get("reuse", True))
+    def stalled(flag, job_id=None):  # waiting on an endless loop (most likely): the pool may use the core
+        try:
+            proto.write(json.dumps({"id": job_id, "event": "stalled", "stalled": bool(flag)}) + "\n")
+            proto.flush()
+        except (OSError, ValueError):
+            pass  # the batch is gone: this process goes with it
+
     for line in sys.stdin:
         job = json.loads(line)
+        runner.on_stall = functools.partial(stalled, job_id=job["id"])
         if runner.reuse and job.get("reuse"):  # what the batch's other processes graded
             runner.reuse.absorb(job["reuse"])
         hits = runner.reuse.hits if runner.reuse else 0
@@ -96,7 +109,7 @@ def worker_main(config_json):
 
 
 class _Worker:
-    def __init__(self, cmd, env, log, cwd=None):
+    def __init__(self, cmd, env, log, cwd=None, on_stall=None):
         # its own session: Ctrl-C reaches the batch only, which then stops its grading processes
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                      cwd=cwd, start_new_session=True)
@@ -108,6 +121,8 @@ class _Worker:
         self.job = None  # (id, item, deadline)
         self.answered = 0
         self.shared = 0  # how much of the pool's reuse entries this process has been sent
+        self.stalled = False  # its submission waits on a test that runs and runs (LocalPool._capacity)
+        self.on_stall = on_stall
 
     def send(self, job_id, item, deadline, reuse=()):
         self.job = (job_id, item, deadline)
@@ -141,7 +156,11 @@ class _Worker:
             *lines, self.buf = self.buf.split(b"\n")
             for line in lines:
                 res = self._parse(line)
-                if res is not None:
+                if res is not None and res.get("event") == "stalled":
+                    self.stalled = res.get("stalled") is True
+                    if self.on_stall is not None:
+                        self.on_stall()
+                elif res is not None:
                     return res
 
     def _parse(self, line):
@@ -205,6 +224,8 @@ class LocalPool:
         self.cwd = cwd
         self._cond = threading.Condition()
         self._idle, self._all = [], set()
+        self._busy = set()  # processes grading a submission now
+        self.spare = False  # run() sets it: one more process while one waits on a stalled test
         self._starting = 0
         self._closed = False
         self._log = None
@@ -228,7 +249,7 @@ class LocalPool:
             if self._spawner is None:
                 self._spawner = ThreadPoolExecutor(1, thread_name_prefix="grading-processes")
             spawner, log = self._spawner, self._log
-        w = spawner.submit(_Worker, self.cmd, self.env, log, self.cwd).result()
+        w = spawner.submit(_Worker, self.cmd, self.env, log, self.cwd, self._stall_changed).result()
         with self._cond:
             if self._closed:
                 w.kill()
@@ -236,27 +257,46 @@ class LocalPool:
             self._all.add(w)
         return w
 
+    def _capacity(self):
+        """How many submissions may be graded at once: `processes`, and one more while a process
+        waits on a stalled test (an endless loop burns its core until the time limit: another
+        submission takes the CPU it leaves).  Called with the lock held."""
+        return self.processes + (1 if self.spare and any(w.stalled for w in self._busy) else 0)
+
+    def _stall_changed(self):
+        with self._cond:
+            self._cond.notify_all()
+
     def _checkout(self):
-        """An idle process, or a new one when fewer than `processes` are alive; waits otherwise."""
+        """An idle process, or a new one when fewer than `_capacity()` are alive; waits otherwise."""
         with self._cond:
             while True:
                 if self._closed:
                     raise _Closed
-                if self._idle:
-                    return self._idle.pop()
-                if len(self._all) + self._starting < self.processes:
-                    self._starting += 1
-                    break
+                if len(self._busy) + self._starting < self._capacity():
+                    if self._idle:
+                        w = self._idle.pop()
+                        self._busy.add(w)
+                        return w
+                    if len(self._all) + self._starting < self._capacity():
+                        self._starting += 1
+                        break
                 self._cond.wait()
+        w = None
         try:
-            return self._start()
+            w = self._start()
+            return w
         finally:
             with self._cond:
                 self._starting -= 1
+                if w is not None:
+                    self._busy.add(w)
                 self._cond.notify_all()
 
     def _checkin(self, w, alive):
         with self._cond:
+            self._busy.discard(w)
+            w.stalled = False
             keep = alive and not self._closed
             if keep:
                 self._idle.append(w)
@@ -359,7 +399,8 @@ class LocalPool:
 
     def run(self, items):
         """Yields (item, result dict) as submissions finish, in the order they finish; `processes`
-        threads call grade(); the processes are stopped when it ends (or is closed early)."""
+        threads call grade(), and one more that grades only while a process waits on a stalled
+        test (`_capacity`); the processes are stopped when it ends (or is closed early)."""
         todo, done = queue.SimpleQueue(), queue.SimpleQueue()
         items = list(items)
         for item in items:
@@ -377,8 +418,10 @@ class LocalPool:
                     done.put((item, None, e))
                     return
 
-        # daemon threads: a batch stopped by Ctrl-C never waits for them (close() ends their work)
-        for _ in range(max(1, min(self.processes, len(items)))):
+        # daemon threads: a batch stopped by Ctrl-C never waits for them (close() ends their work);
+        # one more than the processes: it grades only while a process waits on a stalled test
+        self.spare = len(items) > self.processes
+        for _ in range(max(1, min(self.processes + self.spare, len(items)))):
             threading.Thread(target=work, name="grade", daemon=True).start()
         try:
             for _ in items:

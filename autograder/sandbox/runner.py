@@ -376,6 +376,7 @@ def _not_run_after_hangs(function, tests):
             "details": []}
 
 
+STALL_AFTER = 2.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
 HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
 HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
 
@@ -470,6 +471,7 @@ class _Job:
         self.settled = False  # the last judge said "done" (every result and the diagnosis are out),
         #                       its diagnosis well inside its budget
         self.diagnosis_looked_up = []  # the student's names the diagnosis called
+        self.waiting_since = now  # when the current test (or the load) started: see ForkRunner.on_stall
 
 
 class ForkRunner:
@@ -481,6 +483,11 @@ class ForkRunner:
 
     def __init__(self, course, workers=None, replay=False, reuse=False, share=False):
         self.course = course
+        # on_stall(True) when every running exercise has waited STALL_AFTER seconds for one test
+        # or its load (an endless loop, most likely: the worker burns a core until the time
+        # limit), on_stall(False) when one moves again; grade-batch lets another grading process
+        # work meanwhile (pool.py)
+        self.on_stall = None
         self.workers = workers or os.cpu_count() or 1
         self.replay = replay
         self.share = share  # the diagnosis' trusted observations passed from judge to judge (diagnose/share.py)
@@ -521,6 +528,7 @@ class ForkRunner:
         now = time.monotonic()
         pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
         running = {}
+        stalled = False
         while pending or running:
             while pending and len(running) < self.workers:
                 job = pending.pop(0)
@@ -529,6 +537,14 @@ class ForkRunner:
                 running[job.fd] = job
             now = time.monotonic()
             deadline = min(self._deadline(j) for j in running.values())
+            if self.on_stall is not None:
+                waiting = [j.waiting_since for j in running.values() if j.current is not None or not j.loaded]
+                now_stalled = len(waiting) == len(running) and all(now - t >= STALL_AFTER for t in waiting)
+                if now_stalled != stalled:
+                    stalled = now_stalled
+                    self.on_stall(stalled)
+                if not stalled and len(waiting) == len(running):
+                    deadline = min(deadline, max(waiting) + STALL_AFTER)
             ready, _, _ = select.select(list(running), [], [], max(0.0, deadline - now))
             for fd in ready:
                 job = running[fd]
@@ -553,6 +569,8 @@ class ForkRunner:
                         running[job.fd] = job
                     else:
                         out[job.exercise] = self._result(job)
+        if stalled:
+            self.on_stall(False)
         if reusable is not None:
             for ex in plan:
                 if ex in out:
@@ -590,6 +608,7 @@ class ForkRunner:
         job.loaded = job.settled = False
         job.starts += 1
         job.done_at_start = len(job.results)
+        job.waiting_since = time.monotonic()
         job.test_deadline = time.monotonic() + self.course.load_timeout + GRACE
 
     def _deadline(self, job):
@@ -610,6 +629,7 @@ class ForkRunner:
                     job.levels = ev.get("levels") if isinstance(ev.get("levels"), dict) else {}
             elif kind == "start" and ev.get("test") in job.left:
                 job.current = ev["test"]
+                job.waiting_since = time.monotonic()
                 job.test_deadline = time.monotonic() + job.cfg.tests[job.current].timeout + GRACE
             elif kind == "result" and ev.get("test") == job.current:
                 job.results[job.current] = ev["outcome"]
