@@ -251,7 +251,7 @@ def test_a_stalled_process_lets_one_more_grade_meanwhile(tmp_path):
     order = [name for name, _ in done]
     pids = {name: res["pid"] for name, res in done}
     assert order[-1] == "stall.py", order  # the others were graded while it waited
-    assert pids["a.py"] == pids["b.py"] == pids["c.py"] != pids["stall.py"]
+    assert len(set(pids.values())) == 2 and pids["c.py"] != pids["stall.py"], pids  # on one process more
     assert all(res["report"] == {"name": name} for name, res in done)
     done = run(["a.py", "b.py", "c.py", "d.py"])  # nothing stalls: one process at a time
     assert len({res["pid"] for _, res in done}) == 1
