@@ -64,6 +64,7 @@ and only adds to them.
 """
 import ast
 import difflib
+import functools
 import math
 import re
 import signal
@@ -368,13 +369,15 @@ def _trusted_student(exercise, code=None):
     return Student(_Namespace(_namespace(exercise, code)), (), exercise)
 
 
+@functools.lru_cache(maxsize=4096)
 def redefined(code):
-    """The top-level functions and classes a catalogue entry's code (re)defines."""
+    """The top-level functions and classes a catalogue entry's code (re)defines (a frozenset: kept
+    per code, since the diagnosis asks again and again)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        return frozenset()
+    return frozenset(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
 
 
 # The same mistake written another way: a blocked score of -inf, -1e9 or the dtype's minimum; an

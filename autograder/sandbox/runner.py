@@ -376,7 +376,7 @@ def _not_run_after_hangs(function, tests):
             "details": []}
 
 
-STALL_AFTER = 2.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
+STALL_AFTER = 1.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
 HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
 HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
 
