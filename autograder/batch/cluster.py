@@ -213,7 +213,7 @@ def _bundle_value(bundle):
     return bundle
 
 
-SHARE_EVERY = (64, 1.0)  # reuse entries are passed to the workers when this many wait, or after these seconds
+SHARE_BATCH, SHARE_SECONDS = 64, 1.0  # reuse entries go to the workers when this many wait, or this often
 
 
 def _share(client, entries, key):
@@ -298,7 +298,7 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
             shared = res.pop("reuse", None) if isinstance(res, dict) else None
             if isinstance(shared, list):
                 pending += shared
-            if pending and (len(pending) >= SHARE_EVERY[0] or time.monotonic() >= last_share + SHARE_EVERY[1]):
+            if pending and (len(pending) >= SHARE_BATCH or time.monotonic() >= last_share + SHARE_SECONDS):
                 _share(client, pending, pool_key(digest, options))  # one round trip for many results
                 pending, last_share = [], time.monotonic()
             yield item, res

@@ -22,9 +22,11 @@ takes its place.  A process that waits on a stalled test (every exercise it runs
 runner.STALL_AFTER seconds for one test: an endless loop, most likely, burning its core until the
 time limit) says so ({"event": "stalled"}); meanwhile `run` grades on one process more, started
 the first time it is needed and idle otherwise.  The time limits do not change: the loop keeps
-its wall-clock limit, and shares the CPU for its last seconds.  Processes are started from one long-lived thread of the pool, so that
-PR_SET_PDEATHSIG (which fires when the *thread* that started a process ends) kills them only when
-the pool's owner dies: the batch, or the Dask worker.
+its wall-clock limit, and shares the CPU for its last seconds.
+
+Processes are started from one long-lived thread of the pool, so that PR_SET_PDEATHSIG (which
+fires when the *thread* that started a process ends) kills them only when the pool's owner dies:
+the batch, or the Dask worker.
 """
 import functools
 import json

@@ -408,11 +408,18 @@ class Reuse:
             keys = self.keys(models if models is not None else self.models(sources), sources, exercise, needed, names)
         except Impure:
             return False
+        entry = {"tests": outcomes, "levels": result.get("levels") or {}}
+        if self._add(exercise, names, keys, entry):
+            self.outbox.append([exercise, list(names), list(keys), entry])
+        return True
+
+    def _add(self, exercise, names, keys, entry):
+        """Remember `entry` under these names and fingerprints; False if it was known."""
         slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})
-        if keys not in slot:
-            slot[keys] = {"tests": outcomes, "levels": result.get("levels") or {}}
-            self.size += 1
-            self.outbox.append([exercise, list(names), list(keys), slot[keys]])
+        if tuple(keys) in slot:
+            return False
+        slot[tuple(keys)] = entry
+        self.size += 1
         return True
 
     def take_new(self):
@@ -438,11 +445,7 @@ class Reuse:
                 continue
             if self.size >= self.limit:
                 break
-            slot = self.entries.setdefault(exercise, {}).setdefault(tuple(names), {})
-            if tuple(keys) not in slot:
-                slot[tuple(keys)] = {"tests": entry["tests"], "levels": entry["levels"]}
-                self.size += 1
-                n += 1
+            n += self._add(exercise, names, keys, {"tests": entry["tests"], "levels": entry["levels"]})
         return n
 
 

@@ -293,8 +293,8 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
                 outcomes[name] = outcome
                 continue
             # {function: the test where it hung with its whole limit} (later time-outs had a short one)
-            hung = {f: t[0] for f, t in ((f, [n for n in tests if not outcomes[n].get("hung")])
-                                         for f, tests in timed_out.items()) if t}
+            hung = {f: t[0] for f, t in ((f, [n for n in names if not outcomes[n].get("hung")])
+                                         for f, names in timed_out.items()) if t}
             via = None
             if hung and prop.function not in hung:  # a function that calls one that hung
                 calls = calls if calls is not None else _calls(sources)
