@@ -207,6 +207,8 @@ FAKE_WORKER = textwrap.dedent("""
             proto.flush()
             time.sleep(3)
             proto.write(json.dumps({"id": job["id"], "event": "stalled", "stalled": False}) + "\\n")
+        if name.startswith("slow"):
+            time.sleep(0.5)
         if name.startswith("noise"):
             proto.write("garbage\\n" + json.dumps({"id": job["id"] + 1000, "report": {}}) + "\\n")
         proto.write(json.dumps({"id": job["id"], "report": {"name": name}}) + "\\n")
@@ -255,6 +257,33 @@ def test_a_stalled_process_lets_one_more_grade_meanwhile(tmp_path):
     assert all(res["report"] == {"name": name} for name, res in done)
     done = run(["a.py", "b.py", "c.py", "d.py"])  # nothing stalls: one process at a time
     assert len({res["pid"] for _, res in done}) == 1
+    # in order: the thread that waits for a stall takes a submission only once it has a process
+    assert [name for name, _ in done] == ["a.py", "b.py", "c.py", "d.py"]
+
+
+def test_a_long_batch_starts_the_spare_process_before_any_stall(tmp_path):
+    """From WARM_SPARE submissions on, run() starts the spare process once the first submission is
+    graded (its start-up is paid before a stall, not during one); it stays idle while nothing
+    stalls: every submission is graded on one process, in order."""
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    pool.WARM_SPARE = 3
+    started, start = [], pool._start
+
+    def counted():
+        w = start()
+        started.append(w.proc.pid)
+        return w
+
+    pool._start = counted
+    names = ["a.py"] + [f"slow{i}.py" for i in range(4)]
+    done = list(pool.run([Namespace(student=n, path=tmp_path / n) for n in names]))
+    assert [item.student for item, _ in done] == names
+    assert len({res["pid"] for _, res in done}) == 1
+    assert len(started) == 2, started  # the spare, started ahead and never needed
 
 
 def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):

@@ -151,6 +151,48 @@ def test_the_runner_says_when_it_waits_on_a_stalled_test(tmp_path):
     assert any(t.status == "timeout" for e in report.exercises for t in e.tests)
 
 
+IDLE_SEEN = '''
+SEEN = []
+
+
+def causal_mask(T, device=None):
+    import os
+    import time
+    if not SEEN:  # the first call is slow: it runs past a quarter of its 10 s, then notes its priority
+        start = time.perf_counter()
+        while time.perf_counter() - start < 3.5:
+            pass
+        SEEN.append(os.sched_getscheduler(0))
+    mask = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    return ~mask if SEEN[0] == os.SCHED_IDLE else mask
+'''
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_slow_worker_runs_idle_in_a_batch_only(tmp_path, batch):
+    """In grade-batch (on_stall set) a worker that keeps its judge waiting a quarter of the test's
+    limit runs at SCHED_IDLE until it answers (an endless loop no longer takes a core from the batch); `grade`
+    alone never changes a worker's priority.  The student's slow causal_mask sees its own priority
+    and gives a wrong mask only when it was idled."""
+    from autograder.config import load_course
+    from autograder.grading import grade
+    from autograder.sandbox import ForkRunner
+
+    sub = tmp_path / "masks.py"
+    sub.write_text(MASKS + IDLE_SEEN)
+    course = load_course(ROOT / "course.yml")
+    runner = ForkRunner(course, workers=1)
+    if batch:
+        runner.on_stall = lambda flag: None
+    report = grade(sub, course, runner, exercises=["masks"])
+    causal = {t.name: t.status for e in report.exercises for t in e.tests if "/causal_mask/" in t.name}
+    assert len(causal) == 3
+    if batch:
+        assert "failed" in causal.values(), causal
+    else:
+        assert set(causal.values()) == {"passed"}, causal
+
+
 def test_the_calls_read_from_the_source_reach_through_helpers_files_and_classes(tmp_path):
     """runner._calls: who may call whom (the short limit after a hang), read, never run."""
     from autograder.load import read_sources

@@ -21,8 +21,10 @@ watchdog kills after the budget) costs exactly the submission it was grading, an
 takes its place.  A process that waits on a stalled test (every exercise it runs has waited
 runner.STALL_AFTER seconds for one test: an endless loop, most likely, burning its core until the
 time limit) says so ({"event": "stalled"}); meanwhile `run` grades on one process more, started
-the first time it is needed and idle otherwise.  The time limits do not change: the loop keeps
-its wall-clock limit, and shares the CPU for its last seconds.
+after the first submission of a batch of WARM_SPARE or more (else the first time it is needed)
+and idle otherwise.  The time limits do not change: the loop keeps its wall-clock limit; once it
+has run a quarter of it, its worker runs at SCHED_IDLE (runner.IDLE_SHARE), so it takes only the
+CPU nothing else wants.
 
 Processes are started from one long-lived thread of the pool, so that PR_SET_PDEATHSIG (which
 fires when the *thread* that started a process ends) kills them only when the pool's owner dies:
@@ -215,6 +217,7 @@ class LocalPool:
 
     STARTUP = 60.0  # extra seconds for a process's first submission (imports torch)
     MAX_REUSE = 20_000  # reuse entries passed between the processes (reuse.Reuse's own limit)
+    WARM_SPARE = 20  # submissions from which run() starts the spare process ahead of the first stall
 
     def __init__(self, processes, runner_workers, course_file, options, budget, log_path, cwd=None):
         self.processes = processes
@@ -228,7 +231,8 @@ class LocalPool:
         self._idle, self._all = [], set()
         self._busy = set()  # processes grading a submission now
         self.spare = False  # run() sets it: one more process while one waits on a stalled test
-        self._starting = 0
+        self._starting = 0  # processes being started for a submission that waits for them
+        self._warming = 0  # ... and by warm_up, for none: they take no part in the capacity
         self._closed = False
         self._log = None
         self._spawner = None  # the one thread that starts processes (see the module's docstring)
@@ -280,7 +284,7 @@ class LocalPool:
                         w = self._idle.pop()
                         self._busy.add(w)
                         return w
-                    if len(self._all) + self._starting < self._capacity():
+                    if len(self._all) + self._starting + self._warming < self._capacity():
                         self._starting += 1
                         break
                 self._cond.wait()
@@ -310,39 +314,41 @@ class LocalPool:
 
     def warm_up(self, n=None):
         """Start up to `n` (default: `processes`) processes now, idle: their start-up (torch) runs
-        while nothing waits for them (Popen returns at once)."""
-        want = min(n or self.processes, self.processes)
+        while nothing waits for them (Popen returns at once).  With `spare` set, one more may be
+        started: the one that grades while a process waits on a stalled test."""
+        want = min(n or self.processes, self.processes + (1 if self.spare else 0))
         while True:
             with self._cond:
-                if self._closed or len(self._all) + self._starting >= want:
+                if self._closed or len(self._all) + self._starting + self._warming >= want:
                     return
-                self._starting += 1
+                self._warming += 1
             try:
                 w = self._start()
             except _Closed:
                 return
             finally:
                 with self._cond:
-                    self._starting -= 1
+                    self._warming -= 1
                     self._cond.notify_all()
             self._checkin(w, True)
 
     def idle(self):
         """True when no submission is being graded (nor a process being started)."""
         with self._cond:
-            return not self._starting and len(self._idle) == len(self._all)
+            return not self._starting and not self._warming and len(self._idle) == len(self._all)
 
     # ---- one submission
 
-    def grade(self, item, budget=None):
-        """The result dict of one submission (item.path), graded on an idle process; blocks until
-        it is done.  Raises GraderError when no process can start at all."""
+    def grade(self, item, budget=None, process=None):
+        """The result dict of one submission (item.path), graded on an idle process (`process`,
+        when the caller has checked one out already); blocks until it is done.  Raises GraderError
+        when no process can start at all."""
         budget = self.budget if budget is None else budget
         tries = 0
         while True:
             tries += 1
             try:
-                w = self._checkout()
+                w, process = process or self._checkout(), None
             except _Closed:
                 return {"error": "the grading pool was stopped", "retry": True}
             with self._cond:
@@ -408,14 +414,22 @@ class LocalPool:
         for item in items:
             todo.put(item)
 
-        def work():
+        def work():  # a process first, then a submission: none waits for a process held by another
             while not self._closed:
+                try:
+                    w = self._checkout()
+                except _Closed:
+                    return
+                except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
+                    done.put((None, None, e))
+                    return
                 try:
                     item = todo.get_nowait()
                 except queue.Empty:
+                    self._checkin(w, True)
                     return
                 try:
-                    done.put((item, self.grade(item), None))
+                    done.put((item, self.grade(item, process=w), None))
                 except BaseException as e:  # noqa: BLE001 - raised in the caller's thread
                     done.put((item, None, e))
                     return
@@ -426,7 +440,7 @@ class LocalPool:
         for _ in range(max(1, min(self.processes + self.spare, len(items)))):
             threading.Thread(target=work, name="grade", daemon=True).start()
         try:
-            for _ in items:
+            for i, _ in enumerate(items):
                 while True:
                     try:
                         item, res, exc = done.get(timeout=0.5)
@@ -435,6 +449,9 @@ class LocalPool:
                         continue
                 if exc is not None:
                     raise exc
+                if i == 0 and len(items) >= self.WARM_SPARE:  # the spare's start-up (~3 s of CPU) before
+                    threading.Thread(target=self.warm_up, args=(self.processes + 1,),  # the first stall,
+                                     name="spare", daemon=True).start()  # not during it
                 yield item, res
         finally:
             self.close()

@@ -16,14 +16,19 @@ values are sent along with the next call.
 import gc
 import json
 import os
+import select
+import signal
 import socket
 import struct
+import time
 
 import torch
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import fmt, fmt_call, raise_container_mutated
 from . import protocol as P
+
+_now = time.monotonic
 
 
 # ---------------------------------------------------------------- zygote
@@ -77,6 +82,18 @@ class Zygote:
         if len(msg) != 8 or len(fds) != 1:
             raise RuntimeError("the zygote did not start a worker")
         return struct.unpack("<q", msg)[0], socket.socket(fileno=fds[0])
+
+    def idle(self, pid, on):
+        """Run the worker `pid` at SCHED_IDLE (on) or at SCHED_OTHER again (server.set_idle); True
+        if it took.  SIGALRM waits meanwhile: a test's alarm must not cut the exchange in half."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        try:
+            self.sock.sendall(b"idle" + struct.pack("<qB", pid, 1 if on else 0))
+            return self.sock.recv(1) == b"\x01"
+        except OSError:
+            return False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def reap(self, pid, grace=0.0):
         """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
@@ -191,6 +208,12 @@ class RemoteStudent:
         self.last_call = ""
         self.skip = []  # [[chunk, line, seconds]]: top-level statements that ran out of CPU time
         self.partial = False  # the worker ran only the exercise's own file (see load.exec_sources)
+        # grade-batch: seconds to wait on the worker's answer to a call before it runs at SCHED_IDLE
+        # until it answers (an endless loop, most likely: the batch's other grading processes get
+        # the core); None: never.  Never while it loads: a slow top-level statement would cost
+        # every test, not one
+        self.idle_after = None
+        self.unidle_failed = False  # it answered but could not be set back: the next test needs a new one
         from ..properties import load_all
         self.needed = sorted({p.function for p in load_all().values() if p.exercise == exercise})
 
@@ -205,7 +228,6 @@ class RemoteStudent:
         focus = self.exercise if self.needed else None
         self.pid, sock = self.zygote.spawn(self.skip, focus=focus, needed=self.needed)
         self.sock = P.Channel(sock)
-        import time
         try:
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
             self._loaded(header)
@@ -242,7 +264,6 @@ class RemoteStudent:
 
     def _load_rest(self):
         """The worker ran only the exercise's own file and `name` is not in it: run the others."""
-        import time
         try:
             self.sock.send({"op": "load_rest"})
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
@@ -272,11 +293,26 @@ class RemoteStudent:
         self.pid = self.sock = None
         return reason
 
+    def _recv(self, deadline=None):
+        """The worker's next frame.  After `idle_after` seconds without one, the worker runs at
+        SCHED_IDLE until it comes (then at SCHED_OTHER again): a loop stops taking a core from the
+        rest of the batch, and code that is only slow still runs whenever a core is free."""
+        if self.idle_after is None or self.sock.pending:
+            return self.sock.recv(deadline)
+        wait = self.idle_after if deadline is None else max(0.0, min(self.idle_after, deadline - _now()))
+        if select.select([self.sock], [], [], wait)[0] or (deadline is not None and _now() >= deadline):
+            return self.sock.recv(deadline)
+        idled = self.zygote.idle(self.pid, True)
+        out = self.sock.recv(deadline)  # a time-out or a crash here: the worker is replaced
+        if idled and not self.zygote.idle(self.pid, False):
+            self.unidle_failed = True
+        return out
+
     def _request(self, header, arrays):
         self.start()
         try:
             self.sock.send(header, arrays)
-            return self.sock.recv()
+            return self._recv()
         except P.ChannelClosed:
             reason = self.abort(grace=1.0)
             raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",

@@ -239,11 +239,12 @@ def _warm_up_optimizers():
     gc.freeze()
 
 
-def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, share=False):
+def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, share=False, idle=False):
     """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
     an earlier child (after a restart), so the diagnosis sees every failure.  `share`: the
     diagnosis starts from the trusted observations earlier judges sent, and sends its own
-    (diagnose/share.py)."""
+    (diagnose/share.py).  `idle`: a worker that keeps the judge waiting max(IDLE_AFTER, IDLE_SHARE * the
+    test's limit) seconds runs at SCHED_IDLE until it answers (grade-batch: RemoteStudent._recv)."""
     try:
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -284,6 +285,9 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         calls = None  # {function: the submission's top-level names it may call}, read when needed
         for name in tests:
             emit({"event": "start", "test": name})
+            if student.unidle_failed:  # its worker answered at SCHED_IDLE and stays there: a new one
+                student.abort()
+                student.unidle_failed = False
             student.take_lookups()
             prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
             timed_out = _timed_out(exercise, outcomes)
@@ -302,6 +306,8 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             hung = hung.get(via or prop.function)
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
+            if idle:  # grade-batch: a quarter of its limit, and at least IDLE_AFTER, at full priority
+                student.idle_after = max(IDLE_AFTER, IDLE_SHARE * limit)
             try:
                 outcome = run_one(prop, student, limit)
             except TestTimeout:
@@ -320,6 +326,11 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             wall = min(wall, ex_deadline - time.monotonic() - GRACE)
         if wall > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
             emit({"event": "diagnose", "seconds": wall})
+            if idle:
+                student.idle_after = max(IDLE_AFTER, IDLE_SHARE * wall)
+            if student.unidle_failed:
+                student.abort()
+                student.unidle_failed = False
             if share:
                 from ..diagnose import share as shared
                 shared.enable()
@@ -377,6 +388,12 @@ def _not_run_after_hangs(function, tests):
 
 
 STALL_AFTER = 1.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
+# grade-batch only: a call that has not answered after max(IDLE_AFTER, IDLE_SHARE * the test's
+# limit) seconds runs at SCHED_IDLE until it does (remote.RemoteStudent._recv).  The reference's
+# slowest test takes 0.95 s of its 30 s limit, the others 0.2 s of 10 s at most: correct code
+# runs at full priority 8 to 12 times as long as the reference needs
+IDLE_AFTER = STALL_AFTER
+IDLE_SHARE = 0.25
 HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
 HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
 
@@ -602,7 +619,7 @@ class ForkRunner:
         if pid == 0:
             os.close(r)
             _child(w, path, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline,
-                   share=self.share)
+                   share=self.share, idle=self.on_stall is not None)
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
         job.loaded = job.settled = False
