@@ -143,6 +143,18 @@ def test_a_worker_that_keeps_the_judge_waiting_runs_idle_until_it_answers(remote
     assert remote.call("policy_after", 0.0) == os.SCHED_OTHER
 
 
+def test_a_worker_that_cannot_be_set_back_is_flagged(remote):
+    """Where the zygote cannot set a worker back to SCHED_OTHER (no CAP_SYS_NICE), the student
+    says so (unidle_failed): the runner then starts a new worker before the next test."""
+    import os
+
+    real = remote.zygote.idle
+    remote.zygote.idle = lambda pid, on: real(pid, on) if on else False
+    remote.idle_after = 0.2
+    assert remote.call("policy_after", 0.05) == os.SCHED_OTHER and not remote.unidle_failed
+    assert remote.call("policy_after", 1.0) == os.SCHED_IDLE and remote.unidle_failed
+
+
 def test_a_slow_load_is_never_idled(tmp_path):
     """Loading runs at full priority even with idle_after set: a slow top-level statement idled
     into its load time limit would cost every test of the exercise, not one."""
