@@ -243,8 +243,9 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
     """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
     an earlier child (after a restart), so the diagnosis sees every failure.  `share`: the
     diagnosis starts from the trusted observations earlier judges sent, and sends its own
-    (diagnose/share.py).  `idle`: a worker that keeps the judge waiting max(IDLE_AFTER, IDLE_SHARE * the
-    test's limit) seconds runs at SCHED_IDLE until it answers (grade-batch: RemoteStudent._recv)."""
+    (diagnose/share.py).  `idle` (grade-batch): a worker that keeps the judge waiting
+    max(IDLE_AFTER, IDLE_SHARE * the test's limit) seconds runs at SCHED_IDLE until it answers
+    (RemoteStudent._recv)."""
     try:
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
