@@ -571,6 +571,41 @@ def test_nbgrader_layout_and_force(tmp_path, course):
     assert "3 submission(s): 2 graded, 1 error(s)" in proc.stdout
 
 
+def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(tmp_path, monkeypatch):
+    """On a Dask worker of one thread, a task whose grading process waits on a stalled test
+    secedes from the worker's thread pool: the worker grades the next submissions meanwhile, on
+    the pool's spare process (a stand-in grading process; an in-process LocalCluster)."""
+    distributed = pytest.importorskip("distributed")
+    from autograder.batch import cluster as C
+    from autograder.config import load_course
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+
+    class FakePool(LocalPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.cmd = [sys.executable, str(script)]
+            self.STARTUP = 0
+
+    monkeypatch.setattr(C, "LocalPool", FakePool)
+    digest, bundle = C.course_bundle(ROOT / "course.yml", load_course(ROOT / "course.yml"))
+    names = ["stall.py", "a.py", "b.py"]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        first = client.submit(C.grade_task, "warm.py", False, {"warm.py": b""}, digest, bundle, {}, 60, "warm.py",
+                              pure=False).result()  # the pool, warm
+        futures = {client.submit(C.grade_task, n, False, {n: b""}, digest, bundle, {}, 60, n, pure=False): n
+                   for n in names}
+        done = [(futures[f], f.result()) for f in distributed.as_completed(futures)]
+    order = [n for n, _ in done]
+    pids = {n: res["pid"] for n, res in done}
+    assert first["report"] == {"name": "warm.py", "submission": "warm.py"}
+    assert all(res["report"] == {"name": n, "submission": n} for n, res in done), done
+    assert order[-1] == "stall.py", order  # a.py and b.py were graded while it waited
+    assert pids["a.py"] != pids["stall.py"] and pids["b.py"] != pids["stall.py"], pids
+
+
 @pytest.mark.slow
 def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
     distributed = pytest.importorskip("distributed")

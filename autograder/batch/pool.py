@@ -280,8 +280,9 @@ class LocalPool:
                 if self._closed:
                     raise _Closed
                 if len(self._busy) + self._starting < self._capacity():
-                    if self._idle:
-                        w = self._idle.pop()
+                    if self._idle:  # the one that graded most: never one still starting up (the
+                        w = max(self._idle, key=lambda p: p.answered)  # spare) while another waits
+                        self._idle.remove(w)
                         self._busy.add(w)
                         return w
                     if len(self._all) + self._starting + self._warming < self._capacity():
