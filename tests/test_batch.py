@@ -326,8 +326,10 @@ def test_what_one_grading_process_graded_the_other_reuses(tmp_path):
         first = pool.grade(Namespace(student="a", path=tmp_path / "a"))
         assert first.get("reused") == 0 and "reuse" not in first, first.get("error")
         with pool._cond:  # the next submission goes to the process that did not grade a
-            pool._idle.sort(key=lambda w: w.proc.pid != first["pid"])
-        second = pool.grade(Namespace(student="b", path=tmp_path / "b"))
+            other = next(w for w in pool._idle if w.proc.pid != first["pid"])
+            pool._idle.remove(other)
+            pool._busy.add(other)
+        second = pool.grade(Namespace(student="b", path=tmp_path / "b"), process=other)
         assert second["pid"] != first["pid"] and second["warm"] == 0
         assert second["reused"] == 2 and "reuse" not in second
     finally:
