@@ -37,7 +37,7 @@ from pathlib import Path
 from ..errors import GraderError, SubmissionNotFound
 from ..store import grader_version, one_line, submission_files
 from .discover import Item
-from .pool import LocalPool, _Closed
+from .pool import LocalPool
 
 try:
     from distributed import WorkerPlugin
@@ -157,7 +157,7 @@ class GradingPlugin(WorkerPlugin):
             cwd = self.root / "processes"  # their working folder (hypothesis keeps its .hypothesis/ there)
             cwd.mkdir(mode=0o700, exist_ok=True)
             pool = LocalPool(self.nthreads, 1, course_file, options, budget, log_path=None, cwd=str(cwd))
-            pool.spare = True  # one process more while one waits on a stalled test (_grade_seceding)
+            pool.spare = True  # one process more while one waits on a stalled test (_secede)
             pool.keep_reuse = True  # the client passes them on to the other workers (_share_reuse)
             pool.absorb(list(self.reuse.get(key, ())))
             self.pools[key] = (pool, folder)
@@ -169,49 +169,22 @@ class GradingPlugin(WorkerPlugin):
         tmp = tempfile.mkdtemp(prefix="submission-", dir=self.root)  # 0700, this task's only
         try:
             target = write_submission(tmp, name, is_dir, files)
-            res = self._grade_seceding(pool, Item(display, target), budget)
+            seceded = []  # while its process waits on a stalled test, this task leaves the thread pool
+            res = pool.grade(Item(display, target), budget,
+                             on_stall=lambda: seceded or seceded.append(_secede()))
             res = _replace_path(res, str(target), display)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         if res.get("report") is not None:
             res["report"]["submission"] = display
-        if not getattr(pool, "spare_started", False):  # the spare's start-up (~3 s of CPU) before a stall
-            pool.spare_started = True
-            threading.Thread(target=pool.warm_up, args=(self.nthreads + 1,), name="spare", daemon=True).start()
+        pool.warm_spare()
         return res
-
-    @staticmethod
-    def _grade_seceding(pool, item, budget):
-        """pool.grade(item), and while its grading process waits on a stalled test (an endless
-        loop, most likely) this task leaves the worker's thread pool (distributed.secede), so
-        that the worker starts its next task meanwhile, on the pool's spare process: the local
-        pool's spare (pool.py), for a cluster.  A seceded task ends without rejoining."""
-        try:
-            w = pool._checkout()
-        except _Closed:
-            return pool.grade(item, budget)  # "the grading pool was stopped"
-        box = {}
-
-        def run():
-            try:
-                box["res"] = pool.grade(item, budget, process=w)
-            except BaseException as e:  # noqa: BLE001 - raised in the task's thread
-                box["exc"] = e
-
-        t = threading.Thread(target=run, name="grade", daemon=True)
-        t.start()
-        seceded = False
-        while t.is_alive():
-            t.join(0.2)
-            if not seceded and w.stalled and t.is_alive():
-                seceded = _secede()
-        if "exc" in box:
-            raise box["exc"]
-        return box["res"]
 
 
 def _secede():
-    """distributed.secede() from a Dask task's thread; False anywhere else."""
+    """distributed.secede() from a Dask task's thread, so that the worker starts its next task
+    meanwhile, on the pool's spare process (pool.py); False anywhere else.  A seceded task ends
+    without rejoining."""
     try:
         from distributed import secede
         from distributed.worker import thread_state

@@ -139,9 +139,10 @@ class _Worker:
         except (BrokenPipeError, ValueError):
             pass  # it died (or was stopped): its EOF says so
 
-    def answer(self):
+    def answer(self, on_stall=None):
         """The result dict of the current job; None when the process died (EOF) or the deadline
-        passed (then self.job[2] <= now)."""
+        passed (then self.job[2] <= now).  `on_stall()`: called in this thread each time the
+        process says it waits on a stalled test."""
         while True:
             timeout = self.job[2] - time.monotonic()
             if timeout <= 0:
@@ -164,6 +165,8 @@ class _Worker:
                     self.stalled = res.get("stalled") is True
                     if self.on_stall is not None:
                         self.on_stall()
+                    if self.stalled and on_stall is not None:
+                        on_stall()
                 elif res is not None:
                     return res
 
@@ -233,6 +236,7 @@ class LocalPool:
         self.spare = False  # run() sets it: one more process while one waits on a stalled test
         self._starting = 0  # processes being started for a submission that waits for them
         self._warming = 0  # ... and by warm_up, for none: they take no part in the capacity
+        self._spare_warmed = False  # warm_spare() was called
         self._closed = False
         self._log = None
         self._spawner = None  # the one thread that starts processes (see the module's docstring)
@@ -333,6 +337,15 @@ class LocalPool:
                     self._cond.notify_all()
             self._checkin(w, True)
 
+    def warm_spare(self):
+        """Start the spare process now, in the background and once (`spare` on): its start-up (~3 s
+        of CPU) is paid before the first stall, not during it."""
+        with self._cond:
+            if self._spare_warmed or not self.spare:
+                return
+            self._spare_warmed = True
+        threading.Thread(target=self.warm_up, args=(self.processes + 1,), name="spare", daemon=True).start()
+
     def idle(self):
         """True when no submission is being graded (nor a process being started)."""
         with self._cond:
@@ -340,10 +353,11 @@ class LocalPool:
 
     # ---- one submission
 
-    def grade(self, item, budget=None, process=None):
+    def grade(self, item, budget=None, process=None, on_stall=None):
         """The result dict of one submission (item.path), graded on an idle process (`process`,
-        when the caller has checked one out already); blocks until it is done.  Raises GraderError
-        when no process can start at all."""
+        when the caller has checked one out already); blocks until it is done.  `on_stall()` is
+        called in the caller's thread whenever the process waits on a stalled test.  Raises
+        GraderError when no process can start at all."""
         budget = self.budget if budget is None else budget
         tries = 0
         while True:
@@ -360,7 +374,7 @@ class LocalPool:
                 share = [e for src, e in self._reuse[w.shared:] if src is not w]
                 w.shared = len(self._reuse)
             w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), share)
-            res = w.answer()
+            res = w.answer(on_stall)
             if res is not None:
                 new = res.get("reuse") if self.keep_reuse else res.pop("reuse", None)
                 self.absorb(new, source=w)
@@ -450,9 +464,8 @@ class LocalPool:
                         continue
                 if exc is not None:
                     raise exc
-                if i == 0 and len(items) >= self.WARM_SPARE:  # the spare's start-up (~3 s of CPU) before
-                    threading.Thread(target=self.warm_up, args=(self.processes + 1,),  # the first stall,
-                                     name="spare", daemon=True).start()  # not during it
+                if i == 0 and len(items) >= self.WARM_SPARE:
+                    self.warm_spare()
                 yield item, res
         finally:
             self.close()

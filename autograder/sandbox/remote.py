@@ -28,8 +28,6 @@ from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import fmt, fmt_call, raise_container_mutated
 from . import protocol as P
 
-_now = time.monotonic
-
 
 # ---------------------------------------------------------------- zygote
 
@@ -293,20 +291,25 @@ class RemoteStudent:
         self.pid = self.sock = None
         return reason
 
-    def _recv(self, deadline=None):
-        """The worker's next frame.  After `idle_after` seconds without one, the worker runs at
-        SCHED_IDLE until it comes (then at SCHED_OTHER again): a loop stops taking a core from the
-        rest of the batch, and code that is only slow still runs whenever a core is free."""
-        if self.idle_after is None or self.sock.pending:
-            return self.sock.recv(deadline)
-        wait = self.idle_after if deadline is None else max(0.0, min(self.idle_after, deadline - _now()))
-        if select.select([self.sock], [], [], wait)[0] or (deadline is not None and _now() >= deadline):
-            return self.sock.recv(deadline)
+    def _recv(self):
+        """The worker's answer to a call.  After `idle_after` seconds without one, the worker runs
+        at SCHED_IDLE until it comes (then at SCHED_OTHER again): a loop stops taking a core from
+        the rest of the batch, and code that is only slow still runs whenever a core is free.
+        (A test's own alarm ends the wait; loads keep their own deadline in `start`.)"""
+        if self.idle_after is None or self.sock.pending or select.select([self.sock], [], [], self.idle_after)[0]:
+            return self.sock.recv()
         idled = self.zygote.idle(self.pid, True)
-        out = self.sock.recv(deadline)  # a time-out or a crash here: the worker is replaced
+        out = self.sock.recv()  # a time-out or a crash here: the worker is replaced
         if idled and not self.zygote.idle(self.pid, False):
             self.unidle_failed = True
         return out
+
+    def renew_if_stuck(self):
+        """Before the next test: a new worker if the last one answered at SCHED_IDLE and the
+        zygote could not set it back (unidle_failed)."""
+        if self.unidle_failed:
+            self.abort()
+            self.unidle_failed = False
 
     def _request(self, header, arrays):
         self.start()

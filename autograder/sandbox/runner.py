@@ -286,9 +286,7 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         calls = None  # {function: the submission's top-level names it may call}, read when needed
         for name in tests:
             emit({"event": "start", "test": name})
-            if student.unidle_failed:  # its worker answered at SCHED_IDLE and stays there: a new one
-                student.abort()
-                student.unidle_failed = False
+            student.renew_if_stuck()  # a worker left at SCHED_IDLE: a new one
             student.take_lookups()
             prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
             timed_out = _timed_out(exercise, outcomes)
@@ -329,9 +327,7 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             emit({"event": "diagnose", "seconds": wall})
             if idle:
                 student.idle_after = max(IDLE_AFTER, IDLE_SHARE * wall)
-            if student.unidle_failed:
-                student.abort()
-                student.unidle_failed = False
+            student.renew_if_stuck()
             if share:
                 from ..diagnose import share as shared
                 shared.enable()
