@@ -123,6 +123,14 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
     student("e2", header="# another line, so the traceback's line numbers differ\n", masks_extra=raising)
     student("m1", masks_extra="\n\n_orig = torch.Tensor.tril\ntorch.Tensor.tril = lambda self, diagonal=0: "
                               "_orig(self, diagonal + 1)\n")
+    # the same two files pasted into one, with annotations and a class nobody calls: a1's code
+    (klass / "f1.py").write_text(SOL["masks"] + "\n\nfrom typing import Optional\nimport torch.nn as nn\n\n\n"
+                                 "class Unused(nn.Module):\n    def forward(self, x: torch.Tensor, k: Optional[int] = None)"
+                                 " -> torch.Tensor:\n        return x\n\n\n" + SOL["masked_loss"], encoding="utf-8")
+    # a decorator of the student's runs as masks.py loads; d2's patches torch (no function calls it)
+    deco = "\n\ndef deco(f):\n    {body}\n    return f\n\n\n@deco\ndef unused(x):\n    return x\n"
+    student("d1", masks_extra=deco.format(body="pass"))
+    student("d2", masks_extra=deco.format(body="torch.Tensor.tril = torch.Tensor.triu"))
     out = tmp_path / "grades"
     flags = [arg for ex in exercises for arg in ("--exercise", ex)]
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", klass, "--out", out, "--workers", "1",
@@ -138,10 +146,14 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
     # a failure whose feedback shows the student's frames (file, line) is graded again
     assert reused["e1"] == 1 and reused["e2"] == 1, log
     assert reused["m1"] == 1, log  # top-level code in masks.py patches torch: only its other file is reused
-    for name in ("a2", "b1", "b2", "e2", "m1"):
+    assert reused["f1"] == 2, log  # one file holding a1's functions: what it binds besides them runs nothing
+    # a decorator that runs as masks.py loads: its code is part of the key (d2 is not d1)
+    assert reused["d1"] == 1 and reused["d2"] == 1, log
+    for name in ("a2", "b1", "b2", "e2", "m1", "f1", "d2"):
         batch = json.loads((out / "reports" / f"{name}.json").read_text(encoding="utf-8"))
         alone_file = tmp_path / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "autograder", "grade", klass / name, "--json", alone_file, "-q", *flags],
+        where = klass / name if (klass / name).exists() else klass / f"{name}.py"
+        subprocess.run([sys.executable, "-m", "autograder", "grade", where, "--json", alone_file, "-q", *flags],
                        cwd=ROOT, check=True, capture_output=True, timeout=600)
         alone = json.loads(alone_file.read_text(encoding="utf-8"))
 
@@ -152,7 +164,8 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
         assert view(batch) == view(alone), name
         assert batch["errors"] == alone["errors"] and batch["sandbox"] == alone["sandbox"], name
     scores = {n: json.loads((out / "reports" / f"{n}.json").read_text(encoding="utf-8"))["score"] for n in reused}
-    assert scores["a1"] == scores["a2"] == 35 and scores["b1"] == scores["b2"] < 35 and scores["m1"] < 35, scores
+    assert scores["a1"] == scores["a2"] == scores["f1"] == scores["d1"] == 35, scores
+    assert scores["b1"] == scores["b2"] < 35 and scores["m1"] < 35 and scores["d2"] < 35, scores
     b2 = json.loads((out / "reports" / "b2.json").read_text(encoding="utf-8"))
     named = {d["id"] for e in b2["exercises"] for t in e["tests"] for d in t.get("diagnosis") or []}
     assert named, "b2's reused failures keep their diagnosis"
@@ -161,22 +174,94 @@ def test_a_batch_reuses_only_what_is_the_same_and_gives_the_reports_grade_gives(
     assert f"masks.py, line {line}, in causal_mask" in json.dumps(e2, ensure_ascii=False), "e2's own line numbers"
 
 
-def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():
+def _key(*files, exercise="masks", names=("causal_mask",)):
+    """Reuse.keys for a submission of `files` ((stem, text) pairs), as the batch computes it."""
     from autograder.sandbox.reuse import Reuse
 
+    sources = [(f"{stem}.py", f"submission_{stem}", f"/s/{stem}.py", [(f"{stem}.py", f"/s/{stem}.py", text)])
+               for stem, text in files]
+    return Reuse.keys(Reuse.models(sources), sources, exercise, list(names), list(names))
+
+
+def test_what_runs_at_load_is_part_of_the_key_even_in_a_class_nobody_calls():
     base = SOL["masks"]
     evil = base + "\n\nclass Unused:\n    _ = setattr(torch.Tensor, 'tril', torch.Tensor.triu)\n"
-    quiet = base + "\n\nclass Unused:\n    x = 1\n"
-
-    def key(text, stem="masks"):
-        sources = [(f"{stem}.py", f"submission_{stem}", f"/s/{stem}.py", [(f"{stem}.py", f"/s/{stem}.py", text)])]
-        return Reuse.keys(Reuse.models(sources), sources, "masks", ["causal_mask"], ["causal_mask"])
-
-    assert key(base) != key(quiet)  # another class body ran
+    computed = base + "\n\nclass Unused:\n    x = torch.ones(1)\n"
+    assert _key(("masks", base)) != _key(("masks", computed))  # a class body called something
     with pytest.raises(Impure):
-        key(evil)  # setattr while loading
+        _key(("masks", evil))  # setattr while loading
     with pytest.raises(Impure):
-        key(base, stem="torch")  # a file that an `import torch` in a sibling could pick up
+        _key(("torch", base))  # a file that an `import torch` in a sibling could pick up
+
+
+HEADER = "import functools\nfrom typing import List, Optional, Tuple\nimport torch.nn as nn\n"
+
+
+@pytest.mark.parametrize("unused", [
+    "class Unused:\n    \"\"\"Notes.\"\"\"\n    x = 1\n    names: List[str] = ['a']\n",
+    "class Unused(nn.Module):\n    def forward(self, x: torch.Tensor, k: Optional[int] = None) -> torch.Tensor:\n"
+    "        return x\n",
+    "def unused(x: 'torch.Tensor', d: int | None = None, dtype=torch.float32, *, eps=-1e-9)"
+    " -> Tuple[torch.Tensor, List[int]]:\n    return x\n",
+    "class Unused:\n    @staticmethod\n    def f(x):\n        return x\n\n    @property\n    def p(self):\n"
+    "        return 1\n",
+    "@torch.no_grad()\ndef unused(x):\n    return x\n",
+    "SCALE = 2.0\n\ndef unused(x, s=SCALE, f=causal_mask):\n    return x\n",
+])
+def test_a_definition_whose_making_runs_nothing_leaves_the_key_alone(unused):
+    """Imports, constants, annotations, literal defaults, library bases and wrappers only bind
+    names: the same functions have the same key whatever sits next to them."""
+    assert _key(("masks", HEADER + SOL["masks"] + "\n\n" + unused)) == _key(("masks", SOL["masks"]))
+
+
+def test_the_same_functions_in_one_file_or_in_a_folder_have_the_same_key():
+    alone = _key(("masks", SOL["masks"]))
+    together = SOL["masks"] + "\n\n" + SOL["masked_loss"]
+    assert _key(("s0001", together)) == alone  # a single file: every file loads
+    assert _key(("masks", SOL["masks"]), ("masked_loss", SOL["masked_loss"])) == alone
+    assert _key(("s0001", together), exercise="masked_loss", names=("masked_cross_entropy",)) == \
+        _key(("masked_loss", SOL["masked_loss"]), exercise="masked_loss", names=("masked_cross_entropy",))
+
+
+@pytest.mark.parametrize("unused", [
+    "class Unused:\n    x = torch.ones(1)\n",  # a call in a class body
+    "def unused(x, d=torch.ones(1)):\n    return x\n",  # a computed default
+    "def unused(x: torch.Tensr):\n    return x\n",  # an annotation that raises as the file loads
+    "def unused(x: Optional[int, str]):\n    return x\n",  # ... a subscript that raises
+    "class Unused(torch.nn.Modul):\n    pass\n",  # a base that does not exist
+    "class Unused(metaclass=type):\n    pass\n",  # a keyword
+    "import enum\n\nclass Unused(enum.Enum):\n    A = 1\n    A = 2\n",  # a library metaclass (this one raises)
+    "@functools.lru_cache\ndef unused(x):\n    return x\n",  # a decorator that is not a plain wrapper
+    "class Unused:\n    staticmethod = 3\n\n    @staticmethod\n    def f(x):\n        return x\n",  # 3(f) raises
+])
+def test_a_definition_whose_making_may_run_something_is_in_the_key(unused):
+    assert _key(("masks", HEADER + SOL["masks"] + "\n\n" + unused)) != _key(("masks", SOL["masks"]))
+
+
+@pytest.mark.parametrize("maker", [
+    "def deco(f):\n    {body}\n    return f\n\n@deco\ndef unused(x):\n    return x\n",
+    "class Meta(type):\n    def __init__(cls, *args):\n        {body}\n        type.__init__(cls, *args)\n\n"
+    "class Unused(metaclass=Meta):\n    pass\n",
+    "class Base:\n    def __init_subclass__(cls):\n        {body}\n\nclass Unused(Base):\n    pass\n",
+    "def helper():\n    {body}\n    return 1\n\ndef unused(x, d=helper()):\n    return x\n",
+    "def helper():\n    {body}\n    return 1\n\nclass Unused:\n    x = helper()\n",
+])
+def test_the_students_own_code_that_runs_as_the_file_loads_is_in_the_key(maker):
+    """A decorator, metaclass, base class or default of the student's runs its body as the file
+    loads, even next to functions nobody calls: its code is part of the key (the text of the
+    definition that uses it was, before 2026-12-02; its body was not)."""
+    benign = SOL["masks"] + "\n\n" + maker.format(body="pass")
+    evil = SOL["masks"] + "\n\n" + maker.format(body="torch.Tensor.tril = torch.Tensor.triu")
+    assert _key(("masks", evil)) != _key(("masks", benign)) != _key(("masks", SOL["masks"]))
+    risky = SOL["masks"] + "\n\n" + maker.format(body="getattr(torch, 'tril')")
+    with pytest.raises(Impure):
+        _key(("masks", risky))
+
+
+def test_an_import_that_would_fail_is_never_reused():
+    with pytest.raises(Impure):
+        FileModel("from torch.nn.functional import softmx\n" + SOL["masks"])
+    FileModel("from torch.nn.functional import softmax\nfrom typing import Optional\n" + SOL["masks"])
 
 
 def test_what_one_process_stores_another_takes_through_the_batch():

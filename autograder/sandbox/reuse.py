@@ -28,9 +28,14 @@ What makes it safe against a hostile or merely unusual submission:
   numbers dropped), the imports it uses, and, recursively, the file's own definitions it refers
   to — those its body calls as the file ends, those its decorators, defaults and bases name as
   they were when it was defined (`class MultiHeadAttention(MultiHeadAttention)`); the key of an
-  exercise adds everything that runs when its files load (every import, constant, decorator,
-  default and class body, in order: a class nobody calls could still patch torch as it is made),
-  and no file of the submission may be named like a module it imports;
+  exercise adds what its files may do as they load besides binding names (`FileModel.load_digest`):
+  the fingerprint of every definition whose making runs code (a class nobody calls could still
+  patch torch as it is made, and so could a student's decorator, metaclass, base class or default
+  of a function nobody calls: their code is in that fingerprint).  Imports (checked to exist),
+  literal constants, docstrings, annotations, literal defaults, library base classes and the
+  plain wrappers (staticmethod, property, torch.no_grad()) only bind names (`_Inert`): they are
+  not part of it, so the same functions in a folder of files, in one file or in a notebook share
+  a key; no file of the submission may be named like a module it imports;
 * no part of it may use what varies from run to run or reaches outside the function: RISKY names
   (time, id(), the environment, files, exec/eval, dynamic attributes, introspection, threads,
   `global`); such code is never reused;
@@ -191,6 +196,165 @@ def _main_guard(stmt):
             and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__")
 
 
+EMPTY = hashlib.sha256(b"").hexdigest()  # the load digest of a file that only binds names
+_UNKNOWN = object()  # what _Inert cannot know (or what would raise)
+_STUDENT = object()  # a name bound to the student's own definition or constant
+_LIBRARY = {}  # dotted name -> the object it names in this (the judge's) process, or _UNKNOWN
+# decorators that only wrap: applying them runs nothing of the student's and cannot fail
+_WRAPPERS = (staticmethod, classmethod, property)
+_WRAPPER_CALLS = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")  # called with no arguments
+_GENERICS = (list, tuple, dict, set, frozenset, type)  # subscripted in annotations: list[int]
+
+
+def _quietly(fn, *args):
+    """fn(*args) on the judge's own library objects, warnings silenced; _UNKNOWN if it raises."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
+    except Exception:  # noqa: BLE001 - what raises here would raise as the file loads
+        return _UNKNOWN
+
+
+def _library_object(dotted):
+    """What `dotted` (an allowed module, or a name in one: "torch.nn.Module") is, looked up in the
+    judge's own process (trusted: the modules the worker imports too, never the student's
+    code), or _UNKNOWN when it does not exist there (an import or attribute that would raise)."""
+    if dotted not in _LIBRARY:
+        import importlib
+
+        obj = _UNKNOWN
+        try:
+            if dotted in ALLOWED_MODULES:
+                obj = importlib.import_module(dotted)
+            else:
+                module, _, attr = dotted.rpartition(".")
+                if module in ALLOWED_MODULES and not attr.startswith("_"):
+                    obj = getattr(importlib.import_module(module), attr)
+        except Exception:  # noqa: BLE001 - anything that fails here fails in the worker
+            obj = _UNKNOWN
+        _LIBRARY[dotted] = obj
+    return _LIBRARY[dotted]
+
+
+class _Inert:
+    """Whether making a definition runs nothing but what is proven harmless: literal constants,
+    names already bound, attributes of the allowed modules that exist (looked up in the judge:
+    `nn.Module`, `torch.float32`), typing subscripts and `X | None` built from those (annotations),
+    bases that are plain classes of those modules (`type` their metaclass, no `__init_subclass__`:
+    nn.Module, not Enum or autograd.Function), and the
+    decorators staticmethod, classmethod, property, torch.no_grad() and the like.  Anything else
+    (a call, a keyword such as metaclass=, a student's decorator or base class, a class-body
+    statement other than a docstring or a literal constant) may run code or raise as the file
+    loads: that definition's fingerprint joins the file's load digest."""
+
+    def __init__(self, model, env, shadowed=frozenset()):
+        self.model, self.env = model, env
+        self.shadowed = shadowed  # names a class body binds: there they are not the module's
+
+    def value(self, node):
+        """The judge's object for a name or attribute chain, _STUDENT for a student's own
+        definition or constant, or _UNKNOWN."""
+        if isinstance(node, ast.Name):
+            if node.id in self.shadowed:
+                return _UNKNOWN
+            if node.id in self.env:
+                _name, kind, value = self.model.bindings[self.env[node.id]]
+                return _library_object(value) if kind == "import" else _STUDENT
+            if node.id in BUILTINS and node.id not in RISKY:
+                return getattr(builtins, node.id)
+            return _UNKNOWN
+        if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+            base = self.value(node.value)
+            if base is _UNKNOWN or base is _STUDENT:
+                return _UNKNOWN
+            return _quietly(getattr, base, node.attr)
+        return _UNKNOWN
+
+    def annotation(self, node):
+        if node is None:  # (`from __future__ import annotations` is not trusted: a notebook's cells compile apart)
+            return True
+        return self._evaluates(node) is not _UNKNOWN
+
+    def _evaluates(self, node):
+        """What an annotation evaluates to (only what cannot run anything), or _UNKNOWN."""
+        import operator
+
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.value(node)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = [self._evaluates(e) for e in node.elts]
+            return _UNKNOWN if any(i is _UNKNOWN or i is _STUDENT for i in items) else items
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            left, right = self._evaluates(node.left), self._evaluates(node.right)
+            if not all(isinstance(x, type) or x is None for x in (left, right)):
+                return _UNKNOWN
+            return _quietly(operator.or_, left, right)
+        if isinstance(node, ast.Subscript):
+            base = self._evaluates(node.value)
+            if not (any(base is g for g in _GENERICS)
+                    or _quietly(getattr, base, "__module__") in ("typing", "collections.abc")):
+                return _UNKNOWN
+            index = self._evaluates(node.slice)
+            if index is _UNKNOWN or index is _STUDENT:
+                return _UNKNOWN
+            if isinstance(node.slice, ast.Tuple):
+                index = tuple(index)
+            return _quietly(operator.getitem, base, index)
+        return _UNKNOWN
+
+    def _default(self, node):
+        return _literal(node) or self.value(node) is not _UNKNOWN
+
+    def _decorator(self, node):
+        if isinstance(node, ast.Call):
+            obj = self.value(node.func)
+            return not node.args and not node.keywords and obj is not _UNKNOWN and any(
+                obj is _library_object(name) for name in _WRAPPER_CALLS)
+        obj = self.value(node)
+        return any(obj is w for w in _WRAPPERS)
+
+    def definition(self, node):
+        if not all(self._decorator(d) for d in node.decorator_list):
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            if not all(self._default(d) for d in a.defaults + [d for d in a.kw_defaults if d is not None]):
+                return False
+            args = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]
+            return all(self.annotation(x.annotation) for x in args) and self.annotation(node.returns)
+        if node.keywords:
+            return False
+        for base in node.bases:  # a library class made by `type` that does not watch its subclasses
+            obj = self.value(base)
+            if obj is _UNKNOWN or obj is _STUDENT or type(obj) is not type or any(
+                    "__init_subclass__" in vars(k) for k in obj.__mro__[:-1]):
+                return False
+        inner = _Inert(self.model, self.env, self.shadowed | {
+            n.id if isinstance(n, ast.Name) else n.name for n in ast.walk(node) if n is not node and (
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                or (isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))))})
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if not inner.definition(stmt):
+                    return False
+            elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                continue
+            elif isinstance(stmt, ast.Assign) and _literal(stmt.value) and all(isinstance(t, ast.Name)
+                                                                               for t in stmt.targets):
+                continue
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                    and (stmt.value is None or _literal(stmt.value)) and inner.annotation(stmt.annotation):
+                continue
+            else:
+                return False
+        return True
+
+
 class FileModel:
     """The top-level bindings of one pure file, in order: what its definitions refer to."""
 
@@ -200,9 +364,9 @@ class FileModel:
             table = symtable.symtable(text, label, "exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             raise Impure(f"does not parse ({type(e).__name__})") from None
-        self.bindings = []  # (name, kind, node, load-time env snapshot index)
+        self.bindings = []  # (name, kind, value): an import's dotted target, a constant's dump, a def's (node, table, env then)
         self.final = {}  # name -> index into bindings
-        load = hashlib.sha256()  # everything that runs when the file is loaded (see load_digest)
+        self.effects = []  # indices of the definitions whose making may run something (see load_digest)
         tables = {}
         for child in table.get_children():  # top-level defs and classes, by name and line
             tables[(child.get_name(), child.get_lineno())] = child
@@ -223,6 +387,8 @@ class FileModel:
                     full = f"{stmt.module}.{alias.name}"
                     if full not in ALLOWED_MODULES and alias.name in RISKY:
                         raise Impure(f"imports {full}")
+                    if _library_object(full) is _UNKNOWN:  # an ImportError as the file loads
+                        raise Impure(f"imports {full}, which does not exist")
                     self._bind(alias.asname or alias.name, "import", full)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 t = tables.get((stmt.name, stmt.lineno))
@@ -231,20 +397,21 @@ class FileModel:
                               stmt.lineno <= ln <= (stmt.end_lineno or ln)), None)
                 if t is None:
                     raise Impure(f"cannot read the scope of {stmt.name}")
-                self._bind(stmt.name, "def", (stmt, t, dict(self.final)))
+                env = dict(self.final)
+                self._bind(stmt.name, "def", (stmt, t, env))
                 ran = _load_time_nodes(stmt)  # decorators, defaults, bases, class bodies: they run now
                 risky = ({a.attr for n in ran if n is not None for a in ast.walk(n) if isinstance(a, ast.Attribute)}
                          | _names_in(ran)) & RISKY
                 if risky:
                     raise Impure(f"{stmt.name}'s definition uses {sorted(risky)[0]} when the file loads")
-                ran = [n for n in ran if n is not None]
-                if ran:  # a plain def runs nothing as the file loads: only its name is bound (fingerprint)
-                    load.update(f"def {stmt.name}\0".encode() + "\0".join(
-                        ast.dump(n, include_attributes=False) for n in ran).encode())
+                if not _Inert(self, env).definition(stmt):
+                    self.effects.append(len(self.bindings) - 1)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _literal(stmt.value):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if not all(isinstance(t, ast.Name) for t in targets):
                     raise Impure("a top-level assignment that is not to a name")
+                if isinstance(stmt, ast.AnnAssign) and not _Inert(self, dict(self.final)).annotation(stmt.annotation):
+                    raise Impure(f"an annotation that may not evaluate (line {stmt.lineno})")
                 for t in targets:
                     self._bind(t.id, "const", ast.dump(stmt.value))
             elif _main_guard(stmt):
@@ -253,9 +420,34 @@ class FileModel:
                 continue  # a string (or other constant) on its own: evaluated, nothing happens
             else:
                 raise Impure(f"top-level code ({type(stmt).__name__}, line {stmt.lineno})")
-            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                load.update(ast.dump(stmt, include_attributes=False).encode() + b"\0")
-        self.load_digest = load.hexdigest()
+
+    @property
+    def load_digest(self):
+        """What loading this file may do besides binding its names, as a digest (Impure if that
+        cannot be known): the fingerprint of every definition whose making runs more than
+        `_Inert` proves harmless (a decorator, default, base, keyword or class-body statement that
+        calls something, a student's own decorator, metaclass or base class, whose code then runs
+        as the file loads), in order.  Imports of the allowed modules (checked to exist) and
+        literal constants do nothing but bind names, and a function's fingerprint already covers
+        the ones it uses: they are not part of it, so the same functions in a folder of files, in
+        one file or in a notebook have the same key.  The digest of a file that does nothing else
+        is EMPTY."""
+        if "_load_digest" not in self.__dict__:
+            try:
+                if not self.effects:
+                    self._load_digest = EMPTY
+                else:
+                    h = hashlib.sha256()
+                    for i in self.effects:
+                        h.update(f"{self.bindings[i][0]}\0{self._fingerprint_at(i)}\0".encode())
+                    self._load_digest = h.hexdigest()
+            except Impure as e:
+                self._load_digest = e
+            except RecursionError:
+                self._load_digest = Impure("code nested too deeply")
+        if isinstance(self._load_digest, Impure):
+            raise self._load_digest
+        return self._load_digest
 
     def _bind(self, name, kind, value):
         self.bindings.append((name, kind, value))
@@ -281,9 +473,13 @@ class FileModel:
     def _fingerprint(self, name):
         if name not in self.final:
             raise Impure(f"{name} is not defined")
+        return self._fingerprint_at(self.final[name])
+
+    def _fingerprint_at(self, index):
+        """The fingerprint of binding `index` (a name's last one, or an earlier definition)."""
         h = hashlib.sha256()
         seen = set()
-        todo = [self.final[name]]
+        todo = [index]
         while todo:
             i = todo.pop()
             if i in seen:
@@ -360,7 +556,9 @@ class Reuse:
         shadows = {m.split(".")[0] for m in ALLOWED_MODULES} | {"autograder"}
         if any(Path(f).stem in shadows or Path(f).parent.name in shadows for _l, _m, f, _c in sources):
             raise Impure("a file named like a module it may import")
-        out = [models[i].load_digest for i in loaded]  # what runs at load, in every file that runs
+        # what loading may do besides binding names, in every file that runs (none: EMPTY)
+        out = [hashlib.sha256("\0".join(d for d in (models[i].load_digest for i in loaded) if d != EMPTY)
+                              .encode()).hexdigest()]
         for name in names:
             where = next((i for i in order if name in models[i].defines()), None)
             if where is None:
