@@ -91,6 +91,7 @@ def test_files_with_anything_but_definitions_are_not_pure(code):
     "return torch.load('answers.pt')",  # a file of the submission: its bytes are not in the key
     "import numpy as np\n    return torch.from_numpy(np.fromfile('answers.bin'))",
     "return undefined_name",
+    "raise ValueError(__name__)",  # the module's name: the file's, another in each layout
 ])
 def test_closures_that_vary_or_reach_out_are_never_reused(body):
     model = FileModel(f"import torch\n\ndef causal_mask(T, device=None):\n    {body}\n")
@@ -256,6 +257,18 @@ def test_the_students_own_code_that_runs_as_the_file_loads_is_in_the_key(maker):
     risky = SOL["masks"] + "\n\n" + maker.format(body="getattr(torch, 'tril')")
     with pytest.raises(Impure):
         _key(("masks", risky))
+
+
+def test_a_failure_that_names_the_students_module_is_not_remembered():
+    """str(type(obj)) of the student's own class names its module: "submission_masks" in a folder,
+    "submission_s0042" in one file; what that failure says depends on the layout, not the code."""
+    from autograder.sandbox.reuse import settled_outcomes
+
+    def result(message):
+        return {"tests": {"t": {"status": "failed", "zh": message, "en": message, "details": []}}, "settled": {}}
+
+    assert settled_outcomes(result("returned a list, expected a tensor")) is not None
+    assert settled_outcomes(result("returned <class 'submission_masks.Mask'>, expected a tensor")) is None
 
 
 def test_an_import_that_would_fail_is_never_reused():

@@ -66,6 +66,8 @@ RISKY = {
     "open", "input", "breakpoint", "exec", "eval", "compile", "globals", "locals", "vars",
     "getattr", "setattr", "delattr", "__import__", "__builtins__", "__dict__", "__globals__", "__code__",
     "__class__", "__subclasses__", "__doc__", "__module__", "__file__", "importlib", "inspect", "gc", "ctypes",
+    # the module's own names: "submission_masks" in a folder, "submission_s0042" in one file
+    "__name__", "__spec__", "__loader__", "__package__",
     "threading", "multiprocessing", "subprocess", "signal", "pickle", "marshal", "io", "pathlib", "socket",
     "shutil", "tempfile", "_getframe", "settrace", "setprofile",
     # reading files by another name: what the function returns would depend on bytes outside the key
@@ -658,7 +660,8 @@ def settled_outcomes(result):
     alone: one judge ran every test and ended normally, its diagnosis finished well inside its
     budget (the runner's "settled"), no time-out, crash or grader error, and no feedback that
     shows the student's frames ("masks.py, line 12, in causal_mask": line numbers and file names
-    that the normalized fingerprint leaves out)."""
+    that the normalized fingerprint leaves out) or a module's name ("<class 'submission_masks.Foo'>":
+    the file's name, another in a folder, in one file and in a notebook)."""
     tests = result.get("tests") or {}
     statuses = {o.get("status") for o in tests.values()}
     if statuses == {"passed"}:
@@ -670,6 +673,6 @@ def settled_outcomes(result):
         text = json.dumps(tests, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
         return None
-    if _FRAME.search(text):
+    if _FRAME.search(text) or "submission_" in text:  # frames, or a module's name (str(type(obj)))
         return None
     return json.loads(text)
