@@ -208,6 +208,11 @@ _WRAPPER_CALLS = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode") 
 _GENERICS = (list, tuple, dict, set, frozenset, type)  # subscripted in annotations: list[int]
 
 
+def _library(obj):
+    """True for an object of the judge's own (a library's or a builtin), not _UNKNOWN or _STUDENT."""
+    return obj is not _UNKNOWN and obj is not _STUDENT
+
+
 def _quietly(fn, *args):
     """fn(*args) on the judge's own library objects, warnings silenced; _UNKNOWN if it raises."""
     import warnings
@@ -270,9 +275,7 @@ class _Inert:
             return _UNKNOWN
         if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
             base = self.value(node.value)
-            if base is _UNKNOWN or base is _STUDENT:
-                return _UNKNOWN
-            return _quietly(getattr, base, node.attr)
+            return _quietly(getattr, base, node.attr) if _library(base) else _UNKNOWN
         return _UNKNOWN
 
     def annotation(self, node):
@@ -290,7 +293,7 @@ class _Inert:
             return self.value(node)
         if isinstance(node, (ast.Tuple, ast.List)):
             items = [self._evaluates(e) for e in node.elts]
-            return _UNKNOWN if any(i is _UNKNOWN or i is _STUDENT for i in items) else items
+            return items if all(_library(i) for i in items) else _UNKNOWN
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             left, right = self._evaluates(node.left), self._evaluates(node.right)
             if not all(isinstance(x, type) or x is None for x in (left, right)):
@@ -302,7 +305,7 @@ class _Inert:
                     or _quietly(getattr, base, "__module__") in ("typing", "collections.abc")):
                 return _UNKNOWN
             index = self._evaluates(node.slice)
-            if index is _UNKNOWN or index is _STUDENT:
+            if not _library(index):
                 return _UNKNOWN
             if isinstance(node.slice, ast.Tuple):
                 index = tuple(index)
@@ -333,7 +336,7 @@ class _Inert:
             return False
         for base in node.bases:  # a library class made by `type` that does not watch its subclasses
             obj = self.value(base)
-            if obj is _UNKNOWN or obj is _STUDENT or type(obj) is not type or any(
+            if not _library(obj) or type(obj) is not type or any(
                     "__init_subclass__" in vars(k) for k in obj.__mro__[:-1]):
                 return False
         inner = _Inert(self.model, self.env, self.shadowed | {
@@ -412,7 +415,7 @@ class FileModel:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if not all(isinstance(t, ast.Name) for t in targets):
                     raise Impure("a top-level assignment that is not to a name")
-                if isinstance(stmt, ast.AnnAssign) and not _Inert(self, dict(self.final)).annotation(stmt.annotation):
+                if isinstance(stmt, ast.AnnAssign) and not _Inert(self, self.final).annotation(stmt.annotation):
                     raise Impure(f"an annotation that may not evaluate (line {stmt.lineno})")
                 for t in targets:
                     self._bind(t.id, "const", ast.dump(stmt.value))
@@ -434,22 +437,15 @@ class FileModel:
         the ones it uses: they are not part of it, so the same functions in a folder of files, in
         one file or in a notebook have the same key.  The digest of a file that does nothing else
         is EMPTY."""
-        if "_load_digest" not in self.__dict__:
-            try:
-                if not self.effects:
-                    self._load_digest = EMPTY
-                else:
-                    h = hashlib.sha256()
-                    for i in self.effects:
-                        h.update(f"{self.bindings[i][0]}\0{self._fingerprint_at(i)}\0".encode())
-                    self._load_digest = h.hexdigest()
-            except Impure as e:
-                self._load_digest = e
-            except RecursionError:
-                self._load_digest = Impure("code nested too deeply")
-        if isinstance(self._load_digest, Impure):
-            raise self._load_digest
-        return self._load_digest
+        return self._memoized(("load",), self._load_digest)
+
+    def _load_digest(self):
+        if not self.effects:
+            return EMPTY
+        h = hashlib.sha256()
+        for i in self.effects:
+            h.update(f"{self.bindings[i][0]}\0{self._fingerprint_at(i)}\0".encode())
+        return h.hexdigest()
 
     def _bind(self, name, kind, value):
         self.bindings.append((name, kind, value))
@@ -460,17 +456,21 @@ class FileModel:
 
     def fingerprint(self, name):
         """The fingerprint of what `name` is once the file has run (Impure if it cannot be reused)."""
+        return self._memoized(name, lambda: self._fingerprint(name))
+
+    def _memoized(self, key, compute):
+        """compute(), once per key: a digest, or the Impure it raised (raised again each time)."""
         memo = self.__dict__.setdefault("_memo", {})
-        if name not in memo:
+        if key not in memo:
             try:
-                memo[name] = self._fingerprint(name)
+                memo[key] = compute()
             except Impure as e:
-                memo[name] = e
+                memo[key] = e
             except RecursionError:
-                memo[name] = Impure("code nested too deeply")
-        if isinstance(memo[name], Impure):
-            raise memo[name]
-        return memo[name]
+                memo[key] = Impure("code nested too deeply")
+        if isinstance(memo[key], Impure):
+            raise memo[key]
+        return memo[key]
 
     def _fingerprint(self, name):
         if name not in self.final:
