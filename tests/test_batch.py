@@ -573,6 +573,28 @@ def test_nbgrader_layout_and_force(tmp_path, course):
     assert "3 submission(s): 2 graded, 1 error(s)" in proc.stdout
 
 
+def mismatched_course(course, folder):
+    """A copy of course.yml whose masks exercise names a test no property implements."""
+    c = yaml.safe_load(course.read_text())
+    tests = c["exercises"]["masks"]["tests"]
+    tests["padding_mask/invented"] = tests.pop("padding_mask/marks_real_tokens")
+    path = folder / "mismatched-course.yml"
+    path.write_text(yaml.safe_dump(c, sort_keys=False))
+    return path
+
+
+def test_a_course_that_the_properties_do_not_match_stops_the_batch(course, tmp_path):
+    root = tmp_path / "class"
+    root.mkdir()
+    (root / "alice.py").write_text((ROOT / "solutions" / "masks.py").read_text())
+    (root / "bob.py").write_text((ROOT / "solutions" / "masks.py").read_text())
+    proc = cli("grade-batch", root, "--out", tmp_path / "out", "--course", mismatched_course(course, tmp_path), "-q")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "error: course.yml lists tests that no property implements: ['masks/padding_mask/invented']" in proc.stderr
+    assert "stopped: course.yml lists tests" in (tmp_path / "out" / "batch.log").read_text(encoding="utf-8")
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
 def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(tmp_path, monkeypatch):
     """On a Dask worker of one thread, a task whose grading process waits on a stalled test
     secedes from the worker's thread pool: the worker grades the next submissions meanwhile, on
@@ -606,6 +628,47 @@ def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(
     assert all(res["report"] == {"name": n, "submission": n} for n, res in done), done
     assert order[-1] == "stall.py", order  # a.py and b.py were graded while it waited
     assert pids["a.py"] != pids["stall.py"] and pids["b.py"] != pids["stall.py"], pids
+
+
+def test_the_plugins_quiet_the_workers_and_nannies_own_periodic_work_and_put_it_back():
+    """A worker holding the grading plugin stops its statistical profiler (its threads only wait on
+    the grading processes' pipes) and ticks its event loop once a second, not every 20 ms; its
+    nanny ticks once a second too; removing the plugins puts it all back (a real LocalCluster)."""
+    distributed = pytest.importorskip("distributed")
+    from autograder.batch import cluster as C
+
+    def state(dask_worker=None, dask_nanny=None):
+        pcs = (dask_worker or dask_nanny).periodic_callbacks
+        return {n: (pcs[n].is_running(), pcs[n].callback_time) for n in ("profile", "profile-cycle", "tick", "ticks")
+                if n in pcs}
+
+    def both(client):
+        return next(iter(client.run(state).values())), next(iter(client.run(state, nanny=True).values()))
+
+    def wait_for(client, done):
+        for _ in range(100):  # setup and teardown ask the server's event loop to do it
+            now = both(client)
+            if done(now):
+                return now
+            time.sleep(0.05)
+        return now
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        worker, nanny = before = both(client)
+        assert worker["profile"][0] and worker["tick"] == (True, 20) and nanny["tick"] == (True, 20), before
+        assert "profile" not in nanny
+        C.register_plugins(client)
+        quiet = wait_for(client, lambda now: not now[0]["profile"][0] and now[1]["tick"][1] == 1000)
+        assert quiet == ({"profile": (False, worker["profile"][1]), "profile-cycle": (False, worker["profile-cycle"][1]),
+                          "tick": (True, 1000), "ticks": worker["ticks"]},
+                         {"tick": (True, 1000), "ticks": nanny["ticks"]}), quiet
+        C.register_plugins(client)  # again (a second batch): the same
+        assert both(client) == quiet
+        client.unregister_worker_plugin(C.PLUGIN_NAME)
+        client.unregister_worker_plugin(C.NANNY_PLUGIN_NAME, nanny=True)
+        after = wait_for(client, lambda now: now[0]["profile"][0] and now[1]["tick"][1] == 20)
+        assert after == before, (before, after)
 
 
 @pytest.mark.slow
@@ -676,6 +739,13 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
         again = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
                     cluster.scheduler_address)
         assert again.returncode == 0 and run_log(out) == dict.fromkeys(["alice", "bob", "dave", "ghost", "sol"], "kept")
+        # a course.yml that the properties do not match: the workers' processes say so (the client
+        # imports no torch to check it), and the batch stops with the reason, as locally
+        stopped = cli("grade-batch", small, "--out", tmp_path / "bad", "--course", mismatched_course(course, tmp_path),
+                      "--dask-scheduler", cluster.scheduler_address, "-q")
+        assert stopped.returncode == 2, (stopped.stdout, stopped.stderr)
+        assert "error: course.yml lists tests that no property implements: ['masks/padding_mask/invented']" in stopped.stderr
+        assert "stopped: course.yml lists tests" in (tmp_path / "bad" / "batch.log").read_text(encoding="utf-8")
     # the cluster closed: the plugin's teardown stopped the processes and removed its folders
     for _ in range(100):
         if not any(Path(f"/proc/{pid}").exists() for pid in pids):

@@ -215,9 +215,7 @@ def _run(args, batch, layout, items, console, log):
     # 2. grade the rest, writing each one's files as soon as it is done
     start, done, skew_warned = time.monotonic(), 0, False
     if todo:
-        if args.dask_scheduler:
-            if not args.skip_check:
-                _check_course_locally(batch)
+        if args.dask_scheduler:  # course.yml against the properties: checked by the workers (fatal)
             from .cluster import run_dask
             results = run_dask(args.dask_scheduler, todo, batch.course_file, batch.course, batch.options,
                                batch.budget())
@@ -292,15 +290,6 @@ def _max(batch):
     return sum(batch.course.exercises[ex].max_score for ex in batch.exercises)
 
 
-def _check_course_locally(batch):
-    """course.yml must match the registered properties: fail once, here, not once per task."""
-    from ..grading import check_course
-    from ..properties._harness import grading_profile
-
-    grading_profile(batch.course.max_examples)
-    check_course(batch.course, batch.exercises)
-
-
 # ---------------------------------------------------------------- command line
 
 HELP = """\
@@ -370,7 +359,6 @@ def add_parser(sub):
                         "from the diagnosis' observations of an earlier one (autograder/diagnose/share.py)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
-    b.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)
     b.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "
                                                     "in the current folder or above it, else the built-in course)")
     b.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
