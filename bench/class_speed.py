@@ -24,7 +24,10 @@ output folder) and prints
   --dask       also grades the same class on a Dask LocalCluster of W single-thread workers
                (processes, as separate machines would be) with `grade-batch --dask-scheduler`, and
                prints, for both, the time per submission per core (wall x cores / N, and the
-               marginal x cores) and whether the scores' checksums are equal
+               marginal x cores) and whether the scores' checksums are equal, and, for both, the
+               CPU of each kind of process (sampled with psutil every 0.25 s): the grading
+               processes, their sandboxed children, the batch (`grade-batch`, the Dask client),
+               the Dask workers, and this process (the LocalCluster's scheduler and nannies)
 
 Nothing here is a test; run it on a quiet machine.
 """
@@ -149,6 +152,59 @@ def write_class(folder, n, seed):
     return recipes
 
 
+class ProcessCpu:
+    """CPU seconds of this process and its descendants by kind, sampled every 0.25 s (a process
+    that ends between two samples loses at most its last 0.25 s; the sampling itself is counted in
+    "this process").  Kinds come from command lines, as `ps` shows them."""
+
+    def __init__(self):
+        import threading
+
+        import psutil
+
+        self.me = psutil.Process()
+        self.seen = {}  # pid -> (kind, cpu seconds)
+        self.stopped = threading.Event()
+        self.base = self._cpu(self.me)
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _cpu(p):
+        t = p.cpu_times()
+        return t.user + t.system
+
+    def _kind(self, p):
+        if p.pid == self.me.pid:
+            return "this process (scheduler, nannies)"
+        cmd = " ".join(p.cmdline()).strip()  # a sandboxed process blanks its arguments
+        if "autograder.batch" in cmd and "--worker" in cmd:
+            return "grading processes (judges, zygotes)"
+        if "grade-batch" in cmd:
+            return "the batch / Dask client"
+        if "multiprocessing" in cmd:
+            return "Dask workers"
+        return "sandboxed processes (student code)" if not cmd else "other"
+
+    def _sample(self):
+        while not self.stopped.wait(0.25):
+            for p in [self.me] + self.me.children(recursive=True):
+                try:
+                    kind = self.seen[p.pid][0] if p.pid in self.seen else self._kind(p)
+                    self.seen[p.pid] = (kind, self._cpu(p) - (self.base if p is self.me else 0.0))
+                except Exception:  # noqa: BLE001 - gone between listing and reading
+                    pass
+
+    def stop(self):
+        """{kind: CPU seconds}"""
+        self.stopped.set()
+        self.thread.join()
+        out = {}
+        for kind, cpu in self.seen.values():
+            out[kind] = out.get(kind, 0.0) + cpu
+        return out
+
+
 def cpu_meter():
     from grade_speed import CpuMeter
     return CpuMeter()
@@ -201,9 +257,11 @@ def main():
     meter = cpu_meter()
     cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
            str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
+    sampler = ProcessCpu() if args.dask else None
     t0 = datetime.now()
     wall, cpu = meter.run(cmd)
     meter.close()
+    local_kinds = sampler.stop() if sampler else None
     times = graded_times(out / "batch.log")
     first = (min(times) - t0).total_seconds() if times else float("nan")
     span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
@@ -249,7 +307,7 @@ def main():
                 print(f"  DIFFERENT {sid}: grade {alone} vs grade-batch {batch}")
         print(f"compare      {same} / {len(sample)} submissions: the same scores alone and in the batch")
     if args.dask:
-        local = {"wall": wall, "first": first, "marginal": marginal, "checksum": digest}
+        local = {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": local_kinds}
         remote = grade_on_dask(klass, base / "grades-dask", args)
         print(f"\nper core     (--workers {args.workers} local processes vs a LocalCluster of {args.workers} "
               f"single-thread workers; s per submission per core)")
@@ -260,6 +318,10 @@ def main():
         print(f"  ratio  dask / local: {remote['wall'] / local['wall']:.2f} overall, "
               f"{remote['marginal'] / local['marginal']:.2f} marginal; checksums "
               + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
+        print("  CPU by kind of process (s)       local     dask")
+        for kind in sorted(set(local["kinds"]) | set(remote["kinds"]), key=lambda k: -remote["kinds"].get(k, 0)):
+            print(f"    {kind:36s} {local['kinds'].get(kind, 0):6.1f}   {remote['kinds'].get(kind, 0):6.1f}")
+        print(f"    {'total':36s} {sum(local['kinds'].values()):6.1f}   {sum(remote['kinds'].values()):6.1f}")
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -274,10 +336,12 @@ def grade_on_dask(klass, out, args):
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out),
                "--dask-scheduler", cluster.scheduler_address, "-q"] + (["--no-reuse"] if args.no_reuse else [])
+        sampler = ProcessCpu()  # the cluster's start-up not counted (above)
         t0 = datetime.now()
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - start
+        kinds = sampler.stop()
     if proc.returncode:
         sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     times = graded_times(out / "batch.log")
@@ -285,7 +349,7 @@ def grade_on_dask(klass, out, args):
     span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
     digest, _ = checksum(out / "grades.csv")
     return {"wall": wall, "first": first, "marginal": span / (len(times) - 1) if len(times) > 1 else float("nan"),
-            "checksum": digest}
+            "checksum": digest, "kinds": kinds}
 
 
 if __name__ == "__main__":
