@@ -217,6 +217,14 @@ def graded_times(log):
     return [datetime.fromisoformat(ln.split()[0]) for ln in lines[start:] if " graded " in ln]
 
 
+def start_and_marginal(log, t0):
+    """(seconds from t0 until the first submission was written, seconds per submission after it)."""
+    times = graded_times(log)
+    first = (min(times) - t0).total_seconds() if times else float("nan")
+    span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
+    return first, span / (len(times) - 1) if len(times) > 1 else float("nan")
+
+
 def checksum(grades_csv):
     rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
     text = "\n".join(",".join(r[k] for k in ["student", *EXERCISES, "total", "status"]) for r in rows)
@@ -262,10 +270,7 @@ def main():
     wall, cpu = meter.run(cmd)
     meter.close()
     local_kinds = sampler.stop() if sampler else None
-    times = graded_times(out / "batch.log")
-    first = (min(times) - t0).total_seconds() if times else float("nan")
-    span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
-    marginal = span / (len(times) - 1) if len(times) > 1 else float("nan")
+    first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, rows = checksum(out / "grades.csv")
     print(f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({meter.kind}); {wall / args.students:.2f} s per submission")
     print(f"start-up     {first:.1f} s until the first submission was written")
@@ -344,12 +349,9 @@ def grade_on_dask(klass, out, args):
         kinds = sampler.stop()
     if proc.returncode:
         sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    times = graded_times(out / "batch.log")
-    first = (min(times) - t0).total_seconds() if times else float("nan")
-    span = (max(times) - min(times)).total_seconds() if len(times) > 1 else float("nan")
+    first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, _ = checksum(out / "grades.csv")
-    return {"wall": wall, "first": first, "marginal": span / (len(times) - 1) if len(times) > 1 else float("nan"),
-            "checksum": digest, "kinds": kinds}
+    return {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": kinds}
 
 
 if __name__ == "__main__":

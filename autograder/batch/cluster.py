@@ -198,14 +198,14 @@ class QuietNanny(NannyPlugin):
 
     idempotent = True
 
-    def setup(self, nanny=None):
+    def __init__(self):
         self.quiet = _Quiet()
+
+    def setup(self, nanny=None):
         _on_loop(nanny, self.quiet.apply, nanny)
 
     def teardown(self, nanny=None):
-        quiet = getattr(self, "quiet", None)
-        if quiet is not None:
-            _on_loop(nanny, quiet.restore)
+        _on_loop(nanny, self.quiet.restore)
 
 
 # A Dask server's periodic work that grading does not need (name: None to stop it, or the slowest
