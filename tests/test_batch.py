@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from argparse import Namespace
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -309,6 +310,69 @@ def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):
     assert pool.grade(Namespace(student="e", path=tmp_path / "e.py"))["error"] == "the grading pool was stopped"
 
 
+SHARING_WORKER = textwrap.dedent("""
+    import json, os, sys
+    proto = os.fdopen(os.dup(1), "w")
+    for line in sys.stdin:
+        job = json.loads(line)
+        name = os.path.basename(job["path"])
+        out = {"id": job["id"], "report": {"got": job.get("share", [])}}
+        out["share"] = [f"{name}:{os.getpid()}", "same"]  # "same": an export two processes make
+        if name.startswith("big"):
+            out["share"] = ["x" * 60]
+        proto.write(json.dumps(out) + "\\n")
+        proto.flush()
+""")
+
+
+def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
+    """The pool (stand-in grading processes) passes what one process's judges exported to every
+    other process with its next submission: never back to its source, each once, one that is
+    already held (the same bytes) not again, no more than MAX_EXPORT_BYTES, none in a result."""
+    script = tmp_path / "sharing_worker.py"
+    script.write_text(SHARING_WORKER)
+    pool = LocalPool(2, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    pool.MAX_EXPORT_BYTES = 200
+    try:
+        pool.warm_up()
+        with pool._cond:
+            p, q = sorted(pool._idle, key=lambda w: w.proc.pid)
+
+        def grade(name, w):
+            with pool._cond:
+                pool._idle.remove(w)
+                pool._busy.add(w)
+            res = pool.grade(Namespace(student=name, path=tmp_path / name), process=w)
+            assert "share" not in res, res
+            return res["report"]["got"]
+
+        P, Q = p.proc.pid, q.proc.pid
+        assert grade("a.py", p) == []
+        assert grade("b.py", q) == [f"a.py:{P}", "same"]
+        assert grade("c.py", p) == [f"b.py:{Q}"]  # its own never; "same" was held already
+        assert grade("d.py", p) == []
+        assert grade("big.py", q) == [f"c.py:{P}", f"d.py:{P}"]
+        assert grade("e.py", p) == ["x" * 60]  # within the 200 characters
+        assert grade("big2.py", q) == [f"e.py:{P}"]
+        assert grade("f.py", p) == []  # the same 60 characters: held already
+        pool.MAX_EXPORT_BYTES = pool._export_bytes + 5
+        assert grade("g.py", q) == [f"f.py:{P}"]
+        assert grade("h.py", p) == []  # nothing more is kept
+    finally:
+        pool.close()
+    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    pool.keep_reuse = True  # a Dask worker's pool: the client passes them on (cluster._share_reuse)
+    try:
+        res = pool.grade(Namespace(student="a", path=tmp_path / "a.py"))
+        assert res["share"] == [f"a.py:{res['pid']}", "same"] and res["report"]["got"] == []
+    finally:
+        pool.close()
+
+
 @pytest.mark.slow
 def test_what_one_grading_process_graded_the_other_reuses(tmp_path):
     """Two warm grading processes of one pool (the real ones): the reuse entries one stores reach
@@ -341,6 +405,48 @@ def test_what_one_grading_process_graded_the_other_reuses(tmp_path):
 
     assert view(second["report"]) == view(first["report"])
     assert second["report"]["score"] == second["report"]["max_score"] > 0
+
+
+@pytest.mark.slow
+def test_what_one_grading_process_diagnosed_warms_the_other(tmp_path):
+    """Two warm grading processes of one pool (the real ones): what the judges of one observed of
+    the reference and the catalogued mistakes while diagnosing (diagnose/share.py) reaches the
+    other with its next submission, whose report is the one a cold process gives; no export ends
+    in a result."""
+    from .heldout_multi import CASES
+
+    cases = [c for c in CASES if c.exercise == "masks" and c.kind == "pair"][:2]
+    for name, case in zip("ab", cases):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "masks.py").write_text(case.source, encoding="utf-8")
+    options = {"language": None, "max_examples": None, "exercises": ["masks"], "reuse": True}
+    pool = LocalPool(2, 1, ROOT / "course.yml", options, budget=300, log_path=tmp_path / "workers.log")
+    try:
+        pool.warm_up()
+        first = pool.grade(Namespace(student="a", path=tmp_path / "a"))
+        assert "report" in first and "merged" not in first and "share" not in first, first.get("error")
+        with pool._cond:  # the next submission goes to the process that did not grade a
+            other = next(w for w in pool._idle if w.proc.pid != first["pid"])
+            pool._idle.remove(other)
+            pool._busy.add(other)
+        second = pool.grade(Namespace(student="b", path=tmp_path / "b"), process=other)
+        assert second["pid"] != first["pid"] and second["warm"] == 0 and "share" not in second
+        assert second.get("merged", 0) > 0, second
+    finally:
+        pool.close()
+    cold = LocalPool(1, 1, ROOT / "course.yml", options, budget=300, log_path=tmp_path / "workers.log")
+    try:
+        alone = cold.grade(Namespace(student="b", path=tmp_path / "b"))
+    finally:
+        cold.close()
+    assert "merged" not in alone
+
+    def view(report):
+        return [(e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
+                for e in report["exercises"]]
+
+    assert view(second["report"]) == view(alone["report"])
+    assert alone["report"]["score"] < alone["report"]["max_score"]  # its mistakes were diagnosed
 
 
 def test_the_course_travels_as_bytes_and_stays_private(tmp_path):
@@ -617,11 +723,11 @@ def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(
     names = ["stall.py", "a.py", "b.py"]
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        first = client.submit(C.grade_task, "warm.py", False, {"warm.py": b""}, digest, bundle, {}, 60, "warm.py",
-                              pure=False).result()  # the pool, warm
+        first = json.loads(client.submit(C.grade_task, "warm.py", False, {"warm.py": b""}, digest, bundle, {}, 60,
+                                         "warm.py", pure=False).result())  # the pool, warm
         futures = {client.submit(C.grade_task, n, False, {n: b""}, digest, bundle, {}, 60, n, pure=False): n
                    for n in names}
-        done = [(futures[f], f.result()) for f in distributed.as_completed(futures)]
+        done = [(futures[f], json.loads(f.result())) for f in distributed.as_completed(futures)]
     order = [n for n, _ in done]
     pids = {n: res["pid"] for n, res in done}
     assert first["report"] == {"name": "warm.py", "submission": "warm.py"}
@@ -632,15 +738,15 @@ def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(
 
 def test_the_plugins_quiet_the_workers_and_nannies_own_periodic_work_and_put_it_back():
     """A worker holding the grading plugin stops its statistical profiler (its threads only wait on
-    the grading processes' pipes) and ticks its event loop once a second, not every 20 ms; its
-    nanny ticks once a second too; removing the plugins puts it all back (a real LocalCluster)."""
+    the grading processes' pipes), ticks its event loop once a second, not every 20 ms, and runs its
+    monitors less often; its nanny too; the scheduler while batches run; removing the plugins (the
+    last batch ending) puts it all back (a real LocalCluster)."""
     distributed = pytest.importorskip("distributed")
     from autograder.batch import cluster as C
 
-    def state(dask_worker=None, dask_nanny=None):
-        pcs = (dask_worker or dask_nanny).periodic_callbacks
-        return {n: (pcs[n].is_running(), pcs[n].callback_time) for n in ("profile", "profile-cycle", "tick", "ticks")
-                if n in pcs}
+    def state(dask_worker=None, dask_nanny=None, dask_scheduler=None):
+        pcs = (dask_worker or dask_nanny or dask_scheduler).periodic_callbacks
+        return {n: (pcs[n].is_running(), pcs[n].callback_time) for n in pcs if not n.startswith("amm-")}
 
     def both(client):
         return next(iter(client.run(state).values())), next(iter(client.run(state, nanny=True).values()))
@@ -653,22 +759,46 @@ def test_the_plugins_quiet_the_workers_and_nannies_own_periodic_work_and_put_it_
             time.sleep(0.05)
         return now
 
+    def quieted(before, kind):  # what QUIET[kind] makes of a server's callbacks
+        out = dict(before)
+        for name, interval in C.QUIET[kind].items():
+            running, was = before[name]
+            out[name] = (False, was) if interval is None else (running, max(was, interval))
+        return out
+
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         worker, nanny = before = both(client)
         assert worker["profile"][0] and worker["tick"] == (True, 20) and nanny["tick"] == (True, 20), before
+        assert worker["monitor"] == (True, 500) and nanny["memory_monitor"] == (True, 100), before
         assert "profile" not in nanny
         C.register_plugins(client)
         quiet = wait_for(client, lambda now: not now[0]["profile"][0] and now[1]["tick"][1] == 1000)
-        assert quiet == ({"profile": (False, worker["profile"][1]), "profile-cycle": (False, worker["profile-cycle"][1]),
-                          "tick": (True, 1000), "ticks": worker["ticks"]},
-                         {"tick": (True, 1000), "ticks": nanny["ticks"]}), quiet
+        assert quiet == (quieted(worker, "worker"), quieted(nanny, "nanny")), quiet
+        assert quiet[0]["profile"] == (False, 10) and quiet[0]["memory_monitor"] == (True, 1000)
+        assert quiet[1]["monitor"] == (True, 5000) and quiet[0]["heartbeat"] == worker["heartbeat"]
         C.register_plugins(client)  # again (a second batch): the same
         assert both(client) == quiet
         client.unregister_worker_plugin(C.PLUGIN_NAME)
         client.unregister_worker_plugin(C.NANNY_PLUGIN_NAME, nanny=True)
         after = wait_for(client, lambda now: now[0]["profile"][0] and now[1]["tick"][1] == 20)
         assert after == before, (before, after)
+
+        # the scheduler: while at least one batch runs
+        scheduler = client.run_on_scheduler(state)
+        assert scheduler["tick"] == (True, 20) and scheduler["monitor"] == (True, 500), scheduler
+        C.quiet_scheduler(client, True)
+        C.quiet_scheduler(client, True)  # a second batch beside the first
+        quiet = client.run_on_scheduler(state)
+        assert quiet == quieted(scheduler, "scheduler")
+        assert quiet["tick"] == (True, 1000) and quiet["monitor"] == (True, 5000), quiet
+        assert quiet["stealing"] == scheduler["stealing"]
+        C.quiet_scheduler(client, False)  # the first ends: the second still runs
+        assert client.run_on_scheduler(state) == quieted(scheduler, "scheduler")
+        C.quiet_scheduler(client, False)
+        assert client.run_on_scheduler(state) == scheduler
+        C.quiet_scheduler(client, False)  # one end too many changes nothing
+        assert client.run_on_scheduler(state) == scheduler
 
 
 @pytest.mark.slow
@@ -682,10 +812,20 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
     shutil.copytree(root / "sol", small / "sol")  # a folder travels to the worker too
     shutil.copytree(root / "ghost", small / "ghost")
     out = tmp_path / "grades"
+    def tick(dask_scheduler=None):
+        return dask_scheduler.periodic_callbacks["tick"].callback_time
+
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
-        proc = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
-                   cluster.scheduler_address)
+        with ThreadPoolExecutor(1) as ex, distributed.Client(cluster.scheduler_address) as watcher:
+            batch = ex.submit(cli, "grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
+                              cluster.scheduler_address)
+            ticks = set()  # the scheduler's tick interval while the batch runs (cluster.quiet_scheduler)
+            while not batch.done():
+                ticks.add(watcher.run_on_scheduler(tick))
+                time.sleep(0.1)
+            proc = batch.result()
+            assert 1000 in ticks and watcher.run_on_scheduler(tick) == 20, ticks  # put back at the end
         assert proc.returncode == 0, proc.stderr
         assert "Dask cluster" in proc.stderr
         for s in ("alice", "bob", "dave", "sol"):
@@ -720,7 +860,8 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
                     "entries": {p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode)
                                 for p in os.listdir(plugin.root)},
                     "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all],
-                    "reuse": {k: sorted(json.dumps(e[:3]) for e in v) for k, v in plugin.reuse.items()}}
+                    "reuse": {k: sorted(json.dumps(e[:3]) for e in v) for k, v in plugin.reuse.items()},
+                    "exports": {k: sorted(v) for k, v in plugin.exports.items()}}
 
         with distributed.Client(cluster.scheduler_address) as client:
             states = client.run(plugin_state)
@@ -729,6 +870,9 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
         # every reuse entry, those of alice's and sol's exercises among them
         first, second = (st["reuse"] for st in states.values())
         assert first == second and len(first) == 1 and len(next(iter(first.values()))) >= len(EXERCISES), states
+        # ... and so do the exports of the judges' diagnoses (bob's mistakes were diagnosed)
+        first, second = (st["exports"] for st in states.values())
+        assert first == second and len(first) == 1 and next(iter(first.values())), [len(v) for v in first.values()]
         for st in states.values():  # a private folder; the course in it, no submission left behind
             assert st["mode"] == 0o700 and st["entries"] and all(m == 0o700 for m in st["entries"].values()), st
             assert set(st["entries"]) - {"processes"} and all(e.startswith("course-") for e in st["entries"]

@@ -11,7 +11,12 @@
                       submission: its       (0700) <root>/submission-XXXX/ of its own, graded by
                       files as bytes        an idle warm process (LocalPool.grade), the folder
                                             removed; the same result dict as the local pool, plus
-                                            the worker's host name
+                                            the worker's host name, as JSON bytes
+
+What a worker's grading processes stored for reuse (sandbox/reuse.py) and what their judges'
+diagnoses observed of trusted code (diagnose/share.py) comes back with the results; the client
+passes it on to every worker (_share_reuse, one client.run for many results), so that each
+worker's processes, a spare started late among them, start from what the whole cluster learnt.
 
 The worker needs no shared file system and no copy of the course: the reference solutions (which
 the diagnosis and replay compare with) travel with the course.yml.  The grading processes sandbox
@@ -23,8 +28,9 @@ and the submissions' folders are separate from it and from each other.  The plug
 that dies takes its processes with it (PR_SET_PDEATHSIG, see pool.py).
 
 A worker's pool starts one process more only when a task waits on a stalled test (the task then
-secedes, and the worker's next task grades on it); while the plugin is there, the worker's own
-periodic work that grading does not need is stopped or slowed (QUIET).  The client checks
+secedes, and the worker's next task grades on it); while the plugins are there, the periodic work
+of the workers and their nannies that grading does not need is stopped or slowed (QUIET), and the
+scheduler's while a batch runs (quiet_scheduler).  The client checks
 nothing itself: the grading processes check course.yml against the properties and a mismatch
 comes back as {"fatal": reason}, which stops the batch as in the local mode.
 """
@@ -109,12 +115,16 @@ def write_submission(folder, name, is_dir, files):
     return target
 
 
-def _replace_path(obj, old, new):
-    """`obj` (JSON-able) with the string `old` replaced by `new` everywhere (the worker's temp path
-    of the submission becomes the client's path, as a local report has it)."""
-    text = json.dumps(obj, ensure_ascii=False)
-    text = text.replace(json.dumps(old, ensure_ascii=False)[1:-1], json.dumps(new, ensure_ascii=False)[1:-1])
-    return json.loads(text)
+def result_bytes(res, old=None, new=None):
+    """A task's result dict as what the task returns: UTF-8 JSON, with the string `old` replaced by
+    `new` everywhere (the worker's temp path of the submission becomes the client's path, as a
+    local report has it).  Bytes, not the dict: a worker measures the size of every result it
+    holds (dask.sizeof walks a nested dict: ~40% of a worker's own CPU here) and pickles it; the
+    client reads it back with json.loads."""
+    text = json.dumps(res, ensure_ascii=False, default=str)
+    if old:
+        text = text.replace(json.dumps(old, ensure_ascii=False)[1:-1], json.dumps(new, ensure_ascii=False)[1:-1])
+    return text.encode("utf-8")
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -131,7 +141,8 @@ class GradingPlugin(WorkerPlugin):
         self.nthreads = 1
         self.lock = None
         self.reuse = {}  # pool key -> reuse entries the client passed on (_share_reuse), for a pool made later too
-        self.quiet = _Quiet()
+        self.exports = {}  # pool key -> the diagnosis' exports passed on the same way
+        self.quiet = _Quiet("worker")
 
     def setup(self, worker=None):
         self.lock = threading.Lock()
@@ -172,6 +183,7 @@ class GradingPlugin(WorkerPlugin):
             # two workers, two spares started ahead cost ~8 s of CPU that the local pool's one does not)
             pool.keep_reuse = True  # the client passes them on to the other workers (_share_reuse)
             pool.absorb(list(self.reuse.get(key, ())))
+            pool.absorb_exports(list(self.exports.get(key, ())))
             self.pools[key] = (pool, folder)
         pool.warm_up()  # every process of this worker starts importing torch now
         return pool
@@ -184,22 +196,22 @@ class GradingPlugin(WorkerPlugin):
             seceded = []  # while its process waits on a stalled test, this task leaves the thread pool
             res = pool.grade(Item(display, target), budget,
                              on_stall=lambda: seceded or seceded.append(_secede()))
-            res = _replace_path(res, str(target), display)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        res["host"] = socket.gethostname()
         if res.get("report") is not None:
             res["report"]["submission"] = display
-        return res
+        return result_bytes(res, str(target), display)
 
 
 class QuietNanny(NannyPlugin):
-    """The nanny of a grading worker (the process that watches it, on the same machine) ticks its
-    event loop once a second, not every 20 ms (QUIET), until the plugin goes."""
+    """The nanny of a grading worker (the process that watches it, on the same machine) does its
+    periodic work less often (QUIET["nanny"]), until the plugin goes."""
 
     idempotent = True
 
     def __init__(self):
-        self.quiet = _Quiet()
+        self.quiet = _Quiet("nanny")
 
     def setup(self, nanny=None):
         _on_loop(nanny, self.quiet.apply, nanny)
@@ -209,24 +221,38 @@ class QuietNanny(NannyPlugin):
 
 
 # A Dask server's periodic work that grading does not need (name: None to stop it, or the slowest
-# interval in ms), on the workers and their nannies: a worker's statistical profiler samples the
-# stacks of its threads every 10 ms (the grading runs in other processes: the task's thread only
-# waits on a pipe), and the event loop's tick (every 20 ms) only measures how responsive the loop
-# is (it still warns when the loop stalls for seconds).  An idle 2-worker LocalCluster on this
-# 2-core machine: 5.1 s of the workers' CPU in 30 s with them, 2.2 s without the profiler, 0.9 s
-# without the tick too; the nannies' ticks 0.9 s more.  The plugins' teardown puts them back.
-QUIET = {"profile": None, "profile-cycle": None, "tick": 1000}
+# interval in ms), on the workers, their nannies and (while a batch runs) the scheduler:
+#   profile, profile-cycle  a worker's statistical profiler samples the stacks of its threads every
+#                  10 ms (the grading runs in other processes: the task's thread only waits on a pipe)
+#   tick           every 20 ms, only to measure how responsive the event loop is (it still warns
+#                  when the loop stalls for seconds)
+#   monitor        every 500 ms, the process's and host's CPU, memory, disk and network for the
+#                  dashboard's plots (the heartbeats measure memory themselves)
+#   memory_monitor every 100 ms, a worker's memory against its limit (spill, pause) and a nanny's
+#                  watch of it (restart above 95%): once a second is soon enough for a worker
+#                  that holds a few results (a submission's memory is its grading processes')
+# An idle 2-worker LocalCluster on this 2-core machine, CPU in 30 s: the workers 5.1 s with all of
+# them, 2.2 s without the profiler, 0.9 s without the tick too, 0.4 s with the monitors slowed; the
+# scheduler's process (a LocalCluster keeps the nannies there) 1.7 s, 1.1 s with the scheduler's
+# tick slowed, 0.5 s with the monitors too.  The plugins' teardown (and the batch's end, for the
+# scheduler) puts them back.
+QUIET = {
+    "worker": {"profile": None, "profile-cycle": None, "tick": 1000, "monitor": 5000, "memory_monitor": 1000},
+    "nanny": {"tick": 1000, "monitor": 5000, "memory_monitor": 1000},
+    "scheduler": {"tick": 1000, "monitor": 5000},
+}
 
 
 class _Quiet:
-    """The QUIET periodic callbacks of one Dask server, stopped or slowed, and put back."""
+    """The QUIET[kind] periodic callbacks of one Dask server, stopped or slowed, and put back."""
 
-    def __init__(self):
+    def __init__(self, kind):
+        self.kind = kind
         self.saved = []  # (periodic callback, its interval, running) as they were
 
     def apply(self, server):
         callbacks = getattr(server, "periodic_callbacks", None) or {}
-        for name, interval in QUIET.items():
+        for name, interval in QUIET[self.kind].items():
             pc = callbacks.get(name)
             if pc is None or any(pc is saved[0] for saved in self.saved):
                 continue
@@ -252,6 +278,31 @@ def _on_loop(worker, fn, *args):
     try:
         loop.add_callback(fn, *args)
     except Exception:  # noqa: BLE001 - an optimisation: a closing worker keeps its callbacks
+        pass
+
+
+def _quiet_scheduler(on, dask_scheduler=None):
+    """Run on the scheduler by a client (quiet_scheduler): QUIET["scheduler"] while at least one
+    batch runs (a count kept on the scheduler, for batches side by side), put back when the last
+    ends.  Returns how many batches run now."""
+    state = getattr(dask_scheduler, "_seqgrader_quiet", None)
+    if state is None:
+        state = dask_scheduler._seqgrader_quiet = {"batches": 0, "quiet": _Quiet("scheduler")}
+    state["batches"] = max(0, state["batches"] + (1 if on else -1))
+    if state["batches"]:
+        state["quiet"].apply(dask_scheduler)
+    else:
+        state["quiet"].restore()
+    return state["batches"]
+
+
+def quiet_scheduler(client, on):
+    """The scheduler's QUIET work slowed (on) for a batch, or put back (a scheduler that cannot
+    import the grader keeps it: an optimisation, never fatal).  A client that dies in between
+    leaves it slowed: its dashboard's plots of the scheduler's own load are coarser."""
+    try:
+        client.run_on_scheduler(_quiet_scheduler, on)
+    except Exception:  # noqa: BLE001
         pass
 
 
@@ -289,17 +340,16 @@ def _plugin(worker):
 def grade_task(name, is_dir, files, course_digest, bundle, options, budget, display):
     """A Dask task: grade one submission on this worker's warm grading processes.  `files` maps
     relative names to bytes (a file, or a folder when `is_dir`); `bundle` is the course
-    (course_bundle).  Returns the result dict of the local pool, plus "host"."""
+    (course_bundle).  Returns the result dict of the local pool, plus "host", as UTF-8 JSON
+    (result_bytes)."""
     from distributed import get_worker
 
     start = time.monotonic()
     try:
-        res = _plugin(get_worker()).grade(name, is_dir, files, course_digest, bundle, options, budget, display)
+        return _plugin(get_worker()).grade(name, is_dir, files, course_digest, bundle, options, budget, display)
     except GraderError as e:  # the grading processes cannot start on this worker
-        res = {"error": f"on {socket.gethostname()}: {e}", "retry": True, "grader": grader_version(),
-               "seconds": round(time.monotonic() - start, 3)}
-    res["host"] = socket.gethostname()
-    return res
+        return result_bytes({"error": f"on {socket.gethostname()}: {e}", "retry": True, "grader": grader_version(),
+                             "seconds": round(time.monotonic() - start, 3), "host": socket.gethostname()})
 
 
 def _bundle_value(bundle):
@@ -309,10 +359,11 @@ def _bundle_value(bundle):
 SHARE_BATCH, SHARE_SECONDS = 64, 1.0  # reuse entries go to the workers when this many wait, or this often
 
 
-def _share(client, entries, key):
-    """What workers graded, for all of them (an optimisation: never fatal)."""
+def _share(client, entries, exports, key):
+    """What workers graded, and what their diagnoses observed, for all of them (an optimisation:
+    never fatal)."""
     try:
-        client.run(_share_reuse, entries, key)
+        client.run(_share_reuse, entries, key, exports)
     except Exception:  # noqa: BLE001 - a worker gone: the others still grade
         pass
 
@@ -322,20 +373,29 @@ def pool_key(course_digest, options):
     return hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
 
 
-def _share_reuse(entries, key, dask_worker=None):
+def _share_reuse(entries, key, exports=(), dask_worker=None):
     """Run on every worker by the client (client.run): reuse entries that a worker's grading
-    processes stored (reuse.py) for the course and options `key`, for this worker's processes of
-    that key to take with their next submission (a pool made later takes them as it starts)."""
+    processes stored (reuse.py) for the course and options `key`, and the exports of their judges'
+    diagnoses (diagnose/share.py), for this worker's processes of that key to take with their next
+    submission (a pool made later takes them as it starts)."""
     plugin = _plugin(dask_worker) if dask_worker is not None else None
     if plugin is None or not isinstance(entries, list):
         return 0
+    exports = [d for d in exports if isinstance(d, str)] if isinstance(exports, list) else []
     with plugin.lock:
         held = plugin.reuse.setdefault(key, [])
         held.extend(entries[:max(0, LocalPool.MAX_REUSE - len(held))])
+        held = plugin.exports.setdefault(key, [])
+        room = LocalPool.MAX_EXPORT_BYTES - sum(map(len, held))
+        for data in exports:
+            if len(data) <= room:
+                held.append(data)
+                room -= len(data)
         pool = plugin.pools.get(key, (None, None))[0]
     if pool is not None:
         pool.absorb(entries)
-    return len(entries)
+        pool.absorb_exports(exports)
+    return len(entries) + len(exports)
 
 
 # ---------------------------------------------------------------- the client's side
@@ -369,12 +429,15 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
     from ..load import find_files
 
     futures = {}
-    pending, last_share = [], 0.0  # reuse entries not passed on to the workers yet
+    quieted = False
+    pending, exports, last_share = [], [], 0.0  # reuse entries and exports not passed on to the workers yet
     try:
         if not client.scheduler_info().get("workers"):
             print(f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
                   f"(start one with: dask worker {address})", file=sys.stderr)
         register_plugins(client)
+        quiet_scheduler(client, True)
+        quieted = True
         digest, bundle = course_bundle(course_file, course)
         # the course travels once per worker: a task's dependency, not a copy in every task
         course_future = client.submit(_bundle_value, bundle, key=f"seqgrader-course-{digest[:16]}-"
@@ -394,17 +457,25 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
             item = futures[fut]
             try:
                 res = fut.result()
+                res = json.loads(res) if isinstance(res, (bytes, str)) else res  # result_bytes
+                if not isinstance(res, dict):
+                    raise TypeError(f"a result of type {type(res).__name__}")
             except Exception as e:  # noqa: BLE001 - a lost worker, a task error: this row only
                 res = {"error": f"the Dask task failed: {type(e).__name__}: {one_line(e, 200)}", "retry": True}
             fut.release()
-            shared = res.pop("reuse", None) if isinstance(res, dict) else None
+            shared = res.pop("reuse", None)
             if isinstance(shared, list):
                 pending += shared
-            if pending and (len(pending) >= SHARE_BATCH or time.monotonic() >= last_share + SHARE_SECONDS):
-                _share(client, pending, pool_key(digest, options))  # one round trip for many results
-                pending, last_share = [], time.monotonic()
+            shared = res.pop("share", None)
+            if isinstance(shared, list):
+                exports += shared
+            if ((pending or exports) and (len(pending) >= SHARE_BATCH or time.monotonic() >= last_share + SHARE_SECONDS)):
+                _share(client, pending, exports, pool_key(digest, options))  # one round trip for many results
+                pending, exports, last_share = [], [], time.monotonic()
             yield item, res
-        if pending:  # for the workers' next batch of this course (their processes stay warm)
-            _share(client, pending, pool_key(digest, options))
+        if pending or exports:  # for the workers' next batch of this course (their processes stay warm)
+            _share(client, pending, exports, pool_key(digest, options))
     finally:
+        if quieted and client.status == "running":
+            quiet_scheduler(client, False)
         client.close()

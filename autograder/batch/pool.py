@@ -16,6 +16,11 @@ reason} when course.yml and the properties disagree), with "seconds" and "grader
 carries "pid" (the grading process) and "warm" (how many submissions that process had graded
 before this one: 0 means this one paid the start-up).
 
+What a process learns that the others can use goes to them with their next submission: the reuse
+entries it stored (sandbox/reuse.py: the outcomes of code it graded) and the exports of its
+judges' diagnoses (diagnose/share.py: what the probes observed of the reference and the catalogued
+mistakes), both computed on the judge's side only; neither ever enters a report.
+
 A submission is sent to a process only when it is idle, so a process that dies (or that the
 watchdog kills after the budget) costs exactly the submission it was grading, and a new process
 takes its place.  A process that waits on a stalled test (every exercise it runs has waited
@@ -31,6 +36,7 @@ fires when the *thread* that started a process ends) kills them only when the po
 the batch, or the Dask worker.
 """
 import functools
+import hashlib
 import json
 import os
 import queue
@@ -101,13 +107,20 @@ def worker_main(config_json):
         runner.on_stall = functools.partial(stalled, job_id=job["id"])
         if runner.reuse and job.get("reuse"):  # what the batch's other processes graded
             runner.reuse.absorb(job["reuse"])
+        # ... and what their judges' diagnoses observed of trusted code (a warm start, same reports)
+        merged = runner.merge_exports(job["share"]) if job.get("share") else 0
         hits = runner.reuse.hits if runner.reuse else 0
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
         out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
+        if merged:
+            out["merged"] = merged  # trusted observations taken from the others before it
         new = runner.reuse.take_new() if runner.reuse else []
         if new:
             out["reuse"] = new  # for the other processes (LocalPool.grade), never in a report
+        exports = runner.take_exports()
+        if exports:
+            out["share"] = exports  # the same
         proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
         proto.flush()
 
@@ -125,14 +138,17 @@ class _Worker:
         self.job = None  # (id, item, deadline)
         self.answered = 0
         self.shared = 0  # how much of the pool's reuse entries this process has been sent
+        self.exported = 0  # ... and of its diagnosis exports
         self.stalled = False  # its submission waits on a test that runs and runs (LocalPool._capacity)
         self.on_stall = on_stall
 
-    def send(self, job_id, item, deadline, reuse=()):
+    def send(self, job_id, item, deadline, reuse=(), share=()):
         self.job = (job_id, item, deadline)
         job = {"id": job_id, "path": str(item.path)}
         if reuse:
             job["reuse"] = list(reuse)
+        if share:
+            job["share"] = list(share)
         try:
             self.proc.stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode())
             self.proc.stdin.flush()
@@ -212,7 +228,12 @@ class _Closed(Exception):
 class LocalPool:
     """Up to `processes` grading processes; each runs ForkRunner(workers=runner_workers).
 
-    A submission is sent to a process only when it is idle, so a process that dies (or that the
+    What a process learns that the others can use goes to them with their next submission: the reuse
+entries it stored (sandbox/reuse.py: the outcomes of code it graded) and the exports of its
+judges' diagnoses (diagnose/share.py: what the probes observed of the reference and the catalogued
+mistakes), both computed on the judge's side only; neither ever enters a report.
+
+A submission is sent to a process only when it is idle, so a process that dies (or that the
     watchdog kills after `budget` seconds) costs exactly the submission it was grading, and a new
     process takes its place.  A process that dies on its very first submission may have died
     starting up: that submission is tried once more before it is charged.  Processes live until
@@ -220,6 +241,7 @@ class LocalPool:
 
     STARTUP = 60.0  # extra seconds for a process's first submission (imports torch)
     MAX_REUSE = 20_000  # reuse entries passed between the processes (reuse.Reuse's own limit)
+    MAX_EXPORT_BYTES = 64 << 20  # the diagnosis' exports passed between them, at most (base64)
     WARM_SPARE = 20  # submissions from which run() starts the spare process ahead of the first stall
 
     def __init__(self, processes, runner_workers, course_file, options, budget, log_path, cwd=None):
@@ -246,6 +268,9 @@ class LocalPool:
         # to every other process with its next submission; `keep_reuse`: also left in the results
         self._reuse, self._reuse_keys = [], set()
         self.keep_reuse = False
+        # the same for the exports of their judges' diagnoses (diagnose/share.py: what the probes
+        # observed of the reference and the catalogued mistakes), each sent once to every other
+        self._exports, self._export_keys, self._export_bytes = [], set(), 0
 
     # ---- processes
 
@@ -373,11 +398,15 @@ class LocalPool:
             with self._cond:
                 share = [e for src, e in self._reuse[w.shared:] if src is not w]
                 w.shared = len(self._reuse)
-            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), share)
+                exports = [d for src, d in self._exports[w.exported:] if src is not w]
+                w.exported = len(self._exports)
+            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), share, exports)
             res = w.answer(on_stall)
             if res is not None:
                 new = res.get("reuse") if self.keep_reuse else res.pop("reuse", None)
                 self.absorb(new, source=w)
+                new = res.get("share") if self.keep_reuse else res.pop("share", None)
+                self.absorb_exports(new, source=w)
                 res["pid"], res["warm"] = w.proc.pid, w.answered
                 w.answered += 1
                 w.job = None
@@ -417,6 +446,21 @@ class LocalPool:
                 if key not in self._reuse_keys and len(self._reuse) < self.MAX_REUSE:
                     self._reuse_keys.add(key)
                     self._reuse.append((source, e))
+
+    def absorb_exports(self, exports, source=None):
+        """Diagnosis exports (ForkRunner.take_exports: base64 strings) to pass to every process but
+        `source` with its next submission; one already held is dropped.  At most MAX_EXPORT_BYTES."""
+        if not isinstance(exports, list):
+            return
+        with self._cond:
+            for data in exports:
+                if not isinstance(data, str):
+                    continue
+                key = hashlib.sha256(data.encode("ascii", "replace")).digest()
+                if key not in self._export_keys and self._export_bytes + len(data) <= self.MAX_EXPORT_BYTES:
+                    self._export_keys.add(key)
+                    self._export_bytes += len(data)
+                    self._exports.append((source, data))
 
     # ---- a whole list
 

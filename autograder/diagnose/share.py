@@ -1,4 +1,5 @@
-"""Sharing the diagnosis' trusted work between the judges of one grading process.
+"""Sharing the diagnosis' trusted work between the judges of one grading process, and between
+the grading processes of one batch.
 
 Most of a diagnosis' time goes into running the probes on trusted code: the reference, and every
 catalogued mistake of the exercise in each of its forms (measured: 4.3 s of CPU for a cold
@@ -14,6 +15,11 @@ them away when it ended.  With sharing on (grade-batch: `ForkRunner(share=True)`
                merging two entries' edits, the pair search's main cost)
     parent     `merge(data)` (torch.load, weights_only: tensors, tuples and plain values only)
                into PENDING and COMPOSITIONS, so that the judges forked after it start with them
+    batch      an export that added something is also handed to the batch with the submission's
+               result (ForkRunner.take_exports), which passes it to its other grading processes
+               with their next submission (merge_exports; pool.py, and through the client to
+               the other Dask workers: cluster.py): a process started later (the spare, a
+               worker's second) starts warm instead of computing them all again
 
 The judges stay exactly as they were without sharing: an observation taken from PENDING (or a
 composition from COMPOSITIONS) is charged when first used, to the diagnosis' clock (engine._clock, the budget and the pair

@@ -505,6 +505,7 @@ class ForkRunner:
         self.workers = workers or os.cpu_count() or 1
         self.replay = replay
         self.share = share  # the diagnosis' trusted observations passed from judge to judge (diagnose/share.py)
+        self.exports = []  # the judges' exports that were new here (base64): for the batch's other processes
         self.reuse = None
         if reuse:
             from .reuse import Reuse
@@ -609,6 +610,27 @@ class ForkRunner:
                 hits[ex] = hit
         return {"hits": hits, "sources": sources, "needed": needed, "read_errors": read_errors, "models": models}
 
+    def take_exports(self):
+        """The judges' exports (diagnose/share.py, base64) that added something since the last
+        call: grade-batch passes them to its other grading processes (merge_exports)."""
+        out, self.exports = self.exports, []
+        return out
+
+    def merge_exports(self, exports):
+        """Another grading process's take_exports(): into this process's diagnosis cache, for the
+        judges forked from now on (never raises; not shared: nothing)."""
+        if not self.share or not isinstance(exports, list):
+            return 0
+        from ..diagnose import share as shared
+
+        n = 0
+        for data in exports:
+            try:
+                n += shared.merge(base64.b64decode(data, validate=True)) if isinstance(data, str) else 0
+            except ValueError:
+                pass
+        return n
+
     # -- helpers
     def _start(self, path, job):
         r, w = os.pipe()
@@ -658,7 +680,8 @@ class ForkRunner:
             elif kind == "share" and self.share and isinstance(ev.get("data"), str):
                 from ..diagnose import share as shared
                 try:
-                    shared.merge(base64.b64decode(ev["data"], validate=True))
+                    if shared.merge(base64.b64decode(ev["data"], validate=True)):
+                        self.exports.append(ev["data"])
                 except ValueError:
                     pass
             elif kind == "done":
