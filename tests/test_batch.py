@@ -217,15 +217,22 @@ FAKE_WORKER = textwrap.dedent("""
 """)
 
 
+def fake_pool(tmp_path, processes, budget=30, source=None, log=True):
+    """A LocalPool whose grading processes are a stand-in script (FAKE_WORKER by default)."""
+    script = tmp_path / ("fake_worker.py" if source is None else "sharing_worker.py")
+    script.write_text(FAKE_WORKER if source is None else source)
+    pool = LocalPool(processes, 1, ROOT / "course.yml", {}, budget=budget,
+                     log_path=tmp_path / "workers.log" if log else None)
+    pool.cmd = [sys.executable, str(script)]
+    pool.STARTUP = 0
+    return pool
+
+
 def test_a_dying_or_hanging_grader_costs_one_row(tmp_path):
     """The local pool with a stand-in grading process: a crash (twice: a process may also die
     starting up) and a hang are that submission's error; the other submissions are graded."""
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER)
     items = [Namespace(student=n, path=tmp_path / n) for n in ("a.py", "crash.py", "b.py", "hang.py", "noise.py", "c.py")]
-    pool = LocalPool(2, 1, ROOT / "course.yml", {}, budget=3, log_path=tmp_path / "workers.log")
-    pool.cmd = [sys.executable, str(script)]
-    pool.STARTUP = 0
+    pool = fake_pool(tmp_path, 2, budget=3)
     start = time.monotonic()
     results = {item.student: res for item, res in pool.run(items)}
     assert time.monotonic() - start < 30
@@ -240,13 +247,8 @@ def test_a_stalled_process_lets_one_more_grade_meanwhile(tmp_path):
     """A grading process that says it waits on a stalled test (an endless loop burns its core
     until the time limit) lets the pool grade on one more process meanwhile; otherwise never
     more than `processes` at once."""
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER)
-
     def run(names):
-        pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
-        pool.cmd = [sys.executable, str(script)]
-        pool.STARTUP = 0
+        pool = fake_pool(tmp_path, 1)
         return [(item.student, res) for item, res in pool.run([Namespace(student=n, path=tmp_path / n)
                                                                 for n in names])]
 
@@ -266,11 +268,7 @@ def test_a_long_batch_starts_the_spare_process_before_any_stall(tmp_path):
     """From WARM_SPARE submissions on, run() starts the spare process once the first submission is
     graded (its start-up is paid before a stall, not during one); it stays idle while nothing
     stalls: every submission is graded on one process, in order."""
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER)
-    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
-    pool.cmd = [sys.executable, str(script)]
-    pool.STARTUP = 0
+    pool = fake_pool(tmp_path, 1)
     pool.WARM_SPARE = 3
     started, start = [], pool._start
 
@@ -291,11 +289,7 @@ def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):
     """LocalPool.grade, the API the Dask workers use: synchronous, on an idle process kept between
     calls (its pid and how many it graded before are in the result); a process that dies costs
     its submission only and the next call gets a new one; close() stops them all."""
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER)
-    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=3, log_path=None)
-    pool.cmd = [sys.executable, str(script)]
-    pool.STARTUP = 0
+    pool = fake_pool(tmp_path, 1, budget=3, log=False)
     first = pool.grade(Namespace(student="a", path=tmp_path / "a.py"))
     second = pool.grade(Namespace(student="b", path=tmp_path / "b.py"))
     assert first["report"] == {"name": "a.py"} and second["report"] == {"name": "b.py"}
@@ -329,11 +323,7 @@ def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
     """The pool (stand-in grading processes) passes what one process's judges exported to every
     other process with its next submission: never back to its source, each once, one that is
     already held (the same bytes) not again, no more than MAX_EXPORT_BYTES, none in a result."""
-    script = tmp_path / "sharing_worker.py"
-    script.write_text(SHARING_WORKER)
-    pool = LocalPool(2, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
-    pool.cmd = [sys.executable, str(script)]
-    pool.STARTUP = 0
+    pool = fake_pool(tmp_path, 2, source=SHARING_WORKER)
     pool.MAX_EXPORT_BYTES = 200
     try:
         pool.warm_up()
@@ -362,9 +352,7 @@ def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
         assert grade("h.py", p) == []  # nothing more is kept
     finally:
         pool.close()
-    pool = LocalPool(1, 1, ROOT / "course.yml", {}, budget=30, log_path=tmp_path / "workers.log")
-    pool.cmd = [sys.executable, str(script)]
-    pool.STARTUP = 0
+    pool = fake_pool(tmp_path, 1, source=SHARING_WORKER)
     pool.keep_reuse = True  # a Dask worker's pool: the client passes them on (cluster._share_reuse)
     try:
         res = pool.grade(Namespace(student="a", path=tmp_path / "a.py"))
