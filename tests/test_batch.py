@@ -324,7 +324,7 @@ def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
     other process with its next submission: never back to its source, each once, one that is
     already held (the same bytes) not again, no more than MAX_EXPORT_BYTES, none in a result."""
     pool = fake_pool(tmp_path, 2, source=SHARING_WORKER)
-    pool.MAX_EXPORT_BYTES = 200
+    pool._outboxes["share"].limit = 200
     try:
         pool.warm_up()
         with pool._cond:
@@ -347,7 +347,7 @@ def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
         assert grade("e.py", p) == ["x" * 60]  # within the 200 characters
         assert grade("big2.py", q) == [f"e.py:{P}"]
         assert grade("f.py", p) == []  # the same 60 characters: held already
-        pool.MAX_EXPORT_BYTES = pool._export_bytes + 5
+        pool._outboxes["share"].limit = pool._outboxes["share"].total + 5
         assert grade("g.py", q) == [f"f.py:{P}"]
         assert grade("h.py", p) == []  # nothing more is kept
     finally:

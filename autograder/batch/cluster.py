@@ -182,8 +182,7 @@ class GradingPlugin(WorkerPlugin):
             # then: a worker that meets no endless loop never pays for it (on two cores shared by
             # two workers, two spares started ahead cost ~8 s of CPU that the local pool's one does not)
             pool.keep_reuse = True  # the client passes them on to the other workers (_share_reuse)
-            pool.absorb(list(self.reuse.get(key, ())))
-            pool.absorb_exports(list(self.exports.get(key, ())))
+            pool.absorb({"reuse": list(self.reuse.get(key, ())), "share": list(self.exports.get(key, ()))})
             self.pools[key] = (pool, folder)
         pool.warm_up()  # every process of this worker starts importing torch now
         return pool
@@ -393,8 +392,7 @@ def _share_reuse(entries, key, exports=(), dask_worker=None):
                 room -= len(data)
         pool = plugin.pools.get(key, (None, None))[0]
     if pool is not None:
-        pool.absorb(entries)
-        pool.absorb_exports(exports)
+        pool.absorb({"reuse": entries, "share": exports})
     return len(entries) + len(exports)
 
 

@@ -36,7 +36,6 @@ fires when the *thread* that started a process ends) kills them only when the po
 the batch, or the Dask worker.
 """
 import functools
-import hashlib
 import json
 import os
 import queue
@@ -46,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ConfigError, GraderError
@@ -137,18 +137,15 @@ class _Worker:
         self.buf = b""
         self.job = None  # (id, item, deadline)
         self.answered = 0
-        self.shared = 0  # how much of the pool's reuse entries this process has been sent
-        self.exported = 0  # ... and of its diagnosis exports
         self.stalled = False  # its submission waits on a test that runs and runs (LocalPool._capacity)
         self.on_stall = on_stall
 
-    def send(self, job_id, item, deadline, reuse=(), share=()):
+    def send(self, job_id, item, deadline, given=None):
+        """The submission `item`, with what the pool's other processes made for it ({"reuse":
+        entries, "share": exports}: LocalPool._outboxes)."""
         self.job = (job_id, item, deadline)
         job = {"id": job_id, "path": str(item.path)}
-        if reuse:
-            job["reuse"] = list(reuse)
-        if share:
-            job["share"] = list(share)
+        job.update((name, items) for name, items in (given or {}).items() if items)
         try:
             self.proc.stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode())
             self.proc.stdin.flush()
@@ -225,6 +222,40 @@ class _Closed(Exception):
     pass
 
 
+class _Outbox:
+    """One kind of thing the pool's processes make for each other: each item goes once to every
+    process but its source, with that process's next submission.  An item whose key is held
+    already is dropped, and at most `limit` are kept, each item counting `size(item)`.  The pool's
+    lock guards it."""
+
+    def __init__(self, key, limit, size=lambda item: 1):
+        self.key, self.limit, self.size = key, limit, size
+        self.items, self.keys, self.total = [], set(), 0  # items: (source process or None, item)
+        self.sent = weakref.WeakKeyDictionary()  # process -> how many of `items` it has been given
+
+    def add(self, items, source=None):
+        for item in items if isinstance(items, list) else ():
+            try:
+                key, size = self.key(item), self.size(item)
+            except (TypeError, ValueError, IndexError, KeyError):
+                continue  # not what a grading process makes
+            if key not in self.keys and self.total + size <= self.limit:
+                self.keys.add(key)
+                self.total += size
+                self.items.append((source, item))
+
+    def for_process(self, w):
+        """The items `w` has not been given yet, but its own."""
+        start, self.sent[w] = self.sent.get(w, 0), len(self.items)
+        return [item for src, item in self.items[start:] if src is not w]
+
+
+def _text(item):
+    if not isinstance(item, str):
+        raise TypeError("not a string")
+    return item
+
+
 class LocalPool:
     """Up to `processes` grading processes; each runs ForkRunner(workers=runner_workers).
 
@@ -264,13 +295,13 @@ A submission is sent to a process only when it is idle, so a process that dies (
         self._spawner = None  # the one thread that starts processes (see the module's docstring)
         self._job_id = 0
         self.answers = self.deaths = 0
-        # reuse entries the processes stored (reuse.py): (the process, or None, entry), each sent
-        # to every other process with its next submission; `keep_reuse`: also left in the results
-        self._reuse, self._reuse_keys = [], set()
+        # what a process made for the others, by the name it has in results and jobs: the reuse
+        # entries it stored (reuse.py) and its judges' diagnosis exports (diagnose/share.py: what
+        # the probes observed of the reference and the catalogued mistakes); `keep_reuse`: also
+        # left in the results (a Dask worker's client passes them on to the other workers)
+        self._outboxes = {"reuse": _Outbox(lambda e: json.dumps(e[:3]), self.MAX_REUSE),
+                          "share": _Outbox(_text, self.MAX_EXPORT_BYTES, size=len)}
         self.keep_reuse = False
-        # the same for the exports of their judges' diagnoses (diagnose/share.py: what the probes
-        # observed of the reference and the catalogued mistakes), each sent once to every other
-        self._exports, self._export_keys, self._export_bytes = [], set(), 0
 
     # ---- processes
 
@@ -396,17 +427,12 @@ A submission is sent to a process only when it is idle, so a process that dies (
                 job_id = self._job_id
             first = not w.answered
             with self._cond:
-                share = [e for src, e in self._reuse[w.shared:] if src is not w]
-                w.shared = len(self._reuse)
-                exports = [d for src, d in self._exports[w.exported:] if src is not w]
-                w.exported = len(self._exports)
-            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), share, exports)
+                given = {name: box.for_process(w) for name, box in self._outboxes.items()}
+            w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), given)
             res = w.answer(on_stall)
             if res is not None:
-                new = res.get("reuse") if self.keep_reuse else res.pop("reuse", None)
-                self.absorb(new, source=w)
-                new = res.get("share") if self.keep_reuse else res.pop("share", None)
-                self.absorb_exports(new, source=w)
+                self.absorb({name: res.get(name) if self.keep_reuse else res.pop(name, None)
+                             for name in self._outboxes}, source=w)
                 res["pid"], res["warm"] = w.proc.pid, w.answered
                 w.answered += 1
                 w.job = None
@@ -432,35 +458,13 @@ A submission is sent to a process only when it is idle, so a process that dies (
                 continue  # it may have died starting up: once more, on a new process
             return {"error": f"the grading process died ({reason})", "retry": True}
 
-    def absorb(self, entries, source=None):
-        """Reuse entries (reuse.Reuse.take_new) to pass to every process but `source` with its next
-        submission; an entry already held is dropped.  At most MAX_REUSE are kept."""
-        if not isinstance(entries, list):
-            return
+    def absorb(self, given, source=None):
+        """What a process (`source`, or None: from elsewhere) made for the others, {"reuse": reuse
+        entries (reuse.Reuse.take_new), "share": diagnosis exports (ForkRunner.take_exports)}: each
+        passed to every process but `source` with its next submission (_Outbox)."""
         with self._cond:
-            for e in entries:
-                try:
-                    key = json.dumps(e[:3])
-                except (TypeError, ValueError, IndexError, KeyError):
-                    continue
-                if key not in self._reuse_keys and len(self._reuse) < self.MAX_REUSE:
-                    self._reuse_keys.add(key)
-                    self._reuse.append((source, e))
-
-    def absorb_exports(self, exports, source=None):
-        """Diagnosis exports (ForkRunner.take_exports: base64 strings) to pass to every process but
-        `source` with its next submission; one already held is dropped.  At most MAX_EXPORT_BYTES."""
-        if not isinstance(exports, list):
-            return
-        with self._cond:
-            for data in exports:
-                if not isinstance(data, str):
-                    continue
-                key = hashlib.sha256(data.encode("ascii", "replace")).digest()
-                if key not in self._export_keys and self._export_bytes + len(data) <= self.MAX_EXPORT_BYTES:
-                    self._export_keys.add(key)
-                    self._export_bytes += len(data)
-                    self._exports.append((source, data))
+            for name, box in self._outboxes.items():
+                box.add(given.get(name), source)
 
     # ---- a whole list
 

@@ -488,6 +488,19 @@ class _Job:
         self.waiting_since = now  # when the current test (or the load) started: see ForkRunner.on_stall
 
 
+def _merge_export(data):
+    """A judge's export (diagnose/share.py, base64) into this process's diagnosis cache: how many
+    observations were new (0 for anything that is not one; never raises)."""
+    if not isinstance(data, str):
+        return 0
+    from ..diagnose import share as shared
+
+    try:
+        return shared.merge(base64.b64decode(data, validate=True))
+    except ValueError:
+        return 0
+
+
 class ForkRunner:
     """A child process per exercise (and per restart), up to `workers` at once.
 
@@ -618,18 +631,10 @@ class ForkRunner:
 
     def merge_exports(self, exports):
         """Another grading process's take_exports(): into this process's diagnosis cache, for the
-        judges forked from now on (never raises; not shared: nothing)."""
+        judges forked from now on; how many observations were new (not shared: none)."""
         if not self.share or not isinstance(exports, list):
             return 0
-        from ..diagnose import share as shared
-
-        n = 0
-        for data in exports:
-            try:
-                n += shared.merge(base64.b64decode(data, validate=True)) if isinstance(data, str) else 0
-            except ValueError:
-                pass
-        return n
+        return sum(_merge_export(data) for data in exports)
 
     # -- helpers
     def _start(self, path, job):
@@ -677,13 +682,8 @@ class ForkRunner:
                 # after the last result: a kill now costs nothing but the diagnosis
                 seconds = min(float(ev.get("seconds") or 0.0), DIAGNOSIS_WALL)
                 job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
-            elif kind == "share" and self.share and isinstance(ev.get("data"), str):
-                from ..diagnose import share as shared
-                try:
-                    if shared.merge(base64.b64decode(ev["data"], validate=True)):
-                        self.exports.append(ev["data"])
-                except ValueError:
-                    pass
+            elif kind == "share" and self.share and _merge_export(ev.get("data")):
+                self.exports.append(ev["data"])
             elif kind == "done":
                 job.settled = ev.get("settled") is True
                 names = ev.get("looked_up")
