@@ -1,7 +1,7 @@
 """Benchmark: a whole class graded with `grade-batch`, as a real class looks.
 
     .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
-                                          [--compare K] [--dask]
+                                          [--compare K] [--dask [--pairs P]]
 
 Generates N distinct submissions of the first assignment (the five core exercises), each
 function drawn the way a class writes them: most from the reference solution or one of the
@@ -28,6 +28,9 @@ output folder) and prints
                CPU of each kind of process (sampled with psutil every 0.25 s): the grading
                processes, their sandboxed children, the batch (`grade-batch`, the Dask client),
                the Dask workers, and this process (the LocalCluster's scheduler and nannies)
+  --pairs P    with --dask: grade the class P times each way, local then Dask, and print each
+               pair's ratio and their median (one pair's ratio moves by ~±10% on a 2-core machine
+               with other work on it: where a loop lands near the end of the batch decides the tail)
 
 Nothing here is a test; run it on a quiet machine.
 """
@@ -38,7 +41,9 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -225,6 +230,45 @@ def start_and_marginal(log, t0):
     return first, span / (len(times) - 1) if len(times) > 1 else float("nan")
 
 
+def report_timing(out):
+    """({timing key: sum over the reports}, exercises reused, exercises graded) of a grade-batch output."""
+    split, reused, graded_ex = {}, 0, 0
+    for p in (out / "reports").glob("*.json"):
+        rep = json.loads(p.read_text(encoding="utf-8"))
+        t = rep.get("timing") or {}
+        for k, v in t.items():
+            split[k] = split.get(k, 0.0) + v
+        reused += int(t.get("reused", 0))
+        graded_ex += len(rep.get("exercises", []))
+    return split, reused, graded_ex
+
+
+def run_facts(out):
+    """{"processes": grading processes that graded a submission, "reused": exercises reused}."""
+    lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
+    start = max(i for i, ln in enumerate(lines) if " start: " in ln)
+    procs = {m.group(1) for ln in lines[start:] if (m := re.search(r" process=(\S+)#\d+", ln))}
+    return {"processes": len(procs), "reused": report_timing(out)[1]}
+
+
+def grade_locally(klass, out, args):
+    """`grade-batch --workers W` on the class (a fresh output folder): its times, CPU and scores."""
+    if out.exists():
+        shutil.rmtree(out)
+    meter = cpu_meter()
+    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
+           str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
+    sampler = ProcessCpu() if args.dask else None
+    t0 = datetime.now()
+    wall, cpu = meter.run(cmd)
+    meter.close()
+    kinds = sampler.stop() if sampler else None
+    first, marginal = start_and_marginal(out / "batch.log", t0)
+    digest, rows = checksum(out / "grades.csv")
+    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "first": first, "marginal": marginal, "checksum": digest,
+            "rows": rows, "kinds": kinds, **run_facts(out)}
+
+
 def checksum(grades_csv):
     rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
     text = "\n".join(",".join(r[k] for k in ["student", *EXERCISES, "total", "status"]) for r in rows)
@@ -243,7 +287,11 @@ def main():
     ap.add_argument("--dask", action="store_true",
                     help="also grade the class on a Dask LocalCluster with --workers single-thread workers and "
                          "compare the time per submission per core")
+    ap.add_argument("--pairs", type=int, default=1, metavar="P",
+                    help="with --dask: grade the class P times each way and print the ratios' median")
     args = ap.parse_args()
+    if args.pairs < 1 or (args.pairs > 1 and not args.dask):
+        ap.error("--pairs P needs P >= 1, and --dask when P > 1")
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="class-speed-"))
     klass, out = base / "class", base / "grades"
@@ -262,29 +310,14 @@ def main():
           f"{len(digests)} distinct files")
     (base / "recipes.json").write_text(json.dumps(recipes, indent=1), encoding="utf-8")
 
-    meter = cpu_meter()
-    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
-           str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
-    sampler = ProcessCpu() if args.dask else None
-    t0 = datetime.now()
-    wall, cpu = meter.run(cmd)
-    meter.close()
-    local_kinds = sampler.stop() if sampler else None
-    first, marginal = start_and_marginal(out / "batch.log", t0)
-    digest, rows = checksum(out / "grades.csv")
-    print(f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({meter.kind}); {wall / args.students:.2f} s per submission")
+    local = grade_locally(klass, out, args)
+    wall, cpu, first, marginal, digest, rows = (local[k] for k in ("wall", "cpu", "first", "marginal", "checksum", "rows"))
+    print(f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({local['meter']}); {wall / args.students:.2f} s per submission")
     print(f"start-up     {first:.1f} s until the first submission was written")
     print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
           f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
     errors = sum(1 for r in rows if r["status"] != "graded")
-    split, reused, graded_ex = {}, 0, 0
-    for p in (out / "reports").glob("*.json"):
-        rep = json.loads(p.read_text(encoding="utf-8"))
-        t = rep.get("timing") or {}
-        for k, v in t.items():
-            split[k] = split.get(k, 0.0) + v
-        reused += int(t.get("reused", 0))
-        graded_ex += len(rep.get("exercises", []))
+    split, reused, graded_ex = report_timing(out)
     judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
     print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {cpu - judge - worker:.1f} s "
           f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
@@ -312,14 +345,14 @@ def main():
                 print(f"  DIFFERENT {sid}: grade {alone} vs grade-batch {batch}")
         print(f"compare      {same} / {len(sample)} submissions: the same scores alone and in the batch")
     if args.dask:
-        local = {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": local_kinds}
         remote = grade_on_dask(klass, base / "grades-dask", args)
         print(f"\nper core     (--workers {args.workers} local processes vs a LocalCluster of {args.workers} "
               f"single-thread workers; s per submission per core)")
         for name, r in (("local", local), ("dask", remote)):
             print(f"  {name:6s} {r['wall']:.1f} s wall, {r['first']:.1f} s until the first; "
                   f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
-                  f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}")
+                  f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}; "
+                  f"{r['processes']} grading processes, {r['reused']} exercises reused")
         print(f"  ratio  dask / local: {remote['wall'] / local['wall']:.2f} overall, "
               f"{remote['marginal'] / local['marginal']:.2f} marginal; checksums "
               + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
@@ -327,6 +360,20 @@ def main():
         for kind in sorted(set(local["kinds"]) | set(remote["kinds"]), key=lambda k: -remote["kinds"].get(k, 0)):
             print(f"    {kind:36s} {local['kinds'].get(kind, 0):6.1f}   {remote['kinds'].get(kind, 0):6.1f}")
         print(f"    {'total':36s} {sum(local['kinds'].values()):6.1f}   {sum(remote['kinds'].values()):6.1f}")
+        pairs = [(local, remote)]
+        for i in range(2, args.pairs + 1):
+            pairs.append((grade_locally(klass, out, args), grade_on_dask(klass, base / "grades-dask", args)))
+            a, b = pairs[-1]
+            print(f"  pair {i}: local {a['wall']:.1f} s, Dask {b['wall']:.1f} s wall; ratio {b['wall'] / a['wall']:.2f} "
+                  f"overall, {b['marginal'] / a['marginal']:.2f} marginal; CPU {sum(a['kinds'].values()):.1f} / "
+                  f"{sum(b['kinds'].values()):.1f} s; grading processes {a['processes']} / {b['processes']}; checksums "
+                  + ("EQUAL" if a["checksum"] == b["checksum"] == local["checksum"] else "DIFFERENT"))
+        if len(pairs) > 1:
+            marg = sorted(b["marginal"] / a["marginal"] for a, b in pairs)
+            over = sorted(b["wall"] / a["wall"] for a, b in pairs)
+            print(f"  {len(pairs)} pairs, dask / local: marginal median {statistics.median(marg):.2f} "
+                  f"(mean {statistics.mean(marg):.2f}, {marg[0]:.2f}-{marg[-1]:.2f}), overall median "
+                  f"{statistics.median(over):.2f} (mean {statistics.mean(over):.2f}, {over[0]:.2f}-{over[-1]:.2f})")
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -351,7 +398,7 @@ def grade_on_dask(klass, out, args):
         sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, _ = checksum(out / "grades.csv")
-    return {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": kinds}
+    return {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": kinds, **run_facts(out)}
 
 
 if __name__ == "__main__":
