@@ -243,12 +243,23 @@ def report_timing(out):
     return split, reused, graded_ex
 
 
-def run_facts(out):
-    """{"processes": grading processes that graded a submission, "reused": exercises reused}."""
+def outcome(out, t0):
+    """What both modes report of a grade-batch output folder (the run started at `t0`): start-up,
+    marginal, the scores' checksum and rows, the grading processes that graded a submission, and
+    the reports' timing summed (split), exercises reused and graded."""
     lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
     start = max(i for i, ln in enumerate(lines) if " start: " in ln)
     procs = {m.group(1) for ln in lines[start:] if (m := re.search(r" process=(\S+)#\d+", ln))}
-    return {"processes": len(procs), "reused": report_timing(out)[1]}
+    first, marginal = start_and_marginal(out / "batch.log", t0)
+    digest, rows = checksum(out / "grades.csv")
+    split, reused, graded = report_timing(out)
+    return {"first": first, "marginal": marginal, "checksum": digest, "rows": rows, "processes": len(procs),
+            "split": split, "reused": reused, "graded": graded}
+
+
+def ratios(local, remote):
+    """(overall, marginal): Dask's time over the local pool's."""
+    return remote["wall"] / local["wall"], remote["marginal"] / local["marginal"]
 
 
 def grade_locally(klass, out, args):
@@ -263,10 +274,7 @@ def grade_locally(klass, out, args):
     wall, cpu = meter.run(cmd)
     meter.close()
     kinds = sampler.stop() if sampler else None
-    first, marginal = start_and_marginal(out / "batch.log", t0)
-    digest, rows = checksum(out / "grades.csv")
-    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "first": first, "marginal": marginal, "checksum": digest,
-            "rows": rows, "kinds": kinds, **run_facts(out)}
+    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "kinds": kinds, **outcome(out, t0)}
 
 
 def checksum(grades_csv):
@@ -297,8 +305,6 @@ def main():
     klass, out = base / "class", base / "grades"
     if klass.exists():
         shutil.rmtree(klass)
-    if out.exists():
-        shutil.rmtree(out)
     klass.mkdir(parents=True)
     recipes = write_class(klass, args.students, args.seed)
     digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in klass.rglob("*") if p.is_file()}
@@ -317,7 +323,7 @@ def main():
     print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
           f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
     errors = sum(1 for r in rows if r["status"] != "graded")
-    split, reused, graded_ex = report_timing(out)
+    split, reused, graded_ex = local["split"], local["reused"], local["graded"]
     judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
     print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {cpu - judge - worker:.1f} s "
           f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
@@ -353,8 +359,7 @@ def main():
                   f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
                   f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}; "
                   f"{r['processes']} grading processes, {r['reused']} exercises reused")
-        print(f"  ratio  dask / local: {remote['wall'] / local['wall']:.2f} overall, "
-              f"{remote['marginal'] / local['marginal']:.2f} marginal; checksums "
+        print("  ratio  dask / local: {:.2f} overall, {:.2f} marginal; checksums ".format(*ratios(local, remote))
               + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
         print("  CPU by kind of process (s)       local     dask")
         for kind in sorted(set(local["kinds"]) | set(remote["kinds"]), key=lambda k: -remote["kinds"].get(k, 0)):
@@ -364,13 +369,12 @@ def main():
         for i in range(2, args.pairs + 1):
             pairs.append((grade_locally(klass, out, args), grade_on_dask(klass, base / "grades-dask", args)))
             a, b = pairs[-1]
-            print(f"  pair {i}: local {a['wall']:.1f} s, Dask {b['wall']:.1f} s wall; ratio {b['wall'] / a['wall']:.2f} "
-                  f"overall, {b['marginal'] / a['marginal']:.2f} marginal; CPU {sum(a['kinds'].values()):.1f} / "
+            print(f"  pair {i}: local {a['wall']:.1f} s, Dask {b['wall']:.1f} s wall; ratio "
+                  + "{:.2f} overall, {:.2f} marginal".format(*ratios(a, b)) + f"; CPU {sum(a['kinds'].values()):.1f} / "
                   f"{sum(b['kinds'].values()):.1f} s; grading processes {a['processes']} / {b['processes']}; checksums "
                   + ("EQUAL" if a["checksum"] == b["checksum"] == local["checksum"] else "DIFFERENT"))
         if len(pairs) > 1:
-            marg = sorted(b["marginal"] / a["marginal"] for a, b in pairs)
-            over = sorted(b["wall"] / a["wall"] for a, b in pairs)
+            over, marg = (sorted(r) for r in zip(*(ratios(a, b) for a, b in pairs)))
             print(f"  {len(pairs)} pairs, dask / local: marginal median {statistics.median(marg):.2f} "
                   f"(mean {statistics.mean(marg):.2f}, {marg[0]:.2f}-{marg[-1]:.2f}), overall median "
                   f"{statistics.median(over):.2f} (mean {statistics.mean(over):.2f}, {over[0]:.2f}-{over[-1]:.2f})")
@@ -396,9 +400,7 @@ def grade_on_dask(klass, out, args):
         kinds = sampler.stop()
     if proc.returncode:
         sys.exit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    first, marginal = start_and_marginal(out / "batch.log", t0)
-    digest, _ = checksum(out / "grades.csv")
-    return {"wall": wall, "first": first, "marginal": marginal, "checksum": digest, "kinds": kinds, **run_facts(out)}
+    return {"wall": wall, "kinds": kinds, **outcome(out, t0)}
 
 
 if __name__ == "__main__":
