@@ -20,7 +20,8 @@ output folder) and prints
   marginal     the time per submission after that: (last - first) / (N - 1), the figure that
                decides how long a class of 1,000 takes
   checksum     sha256 of every student's per-exercise scores (the same class must give the same)
-  --compare K  grades K submissions alone with `grade` and checks the same scores
+  --compare K  grades K submissions alone with `grade` and checks the same scores in the two JSON
+               reports (per exercise, total, graded or not; grades.csv leaves an ungraded row blank)
   --dask       also grades the same class on a Dask LocalCluster of W single-thread workers
                (processes, as separate machines would be) with `grade-batch --dask-scheduler`, and
                prints, for both, the time per submission per core (wall x cores / N, and the
@@ -336,15 +337,18 @@ def main():
     if args.compare:
         rng = random.Random(args.seed + 1)
         sample = rng.sample(sorted(recipes), min(args.compare, len(recipes)))
-        by = {r["student"]: r for r in rows}
+        def scores(report_file):  # what a score means: per exercise, the total, and whether it was graded
+            rep = json.loads(report_file.read_text(encoding="utf-8"))
+            return {**{e["id"]: e["score"] for e in rep["exercises"]}, "total": rep["score"],
+                    "graded": rep.get("graded", True)}
+
         same = 0
-        for sid in sample:
+        for sid in sample:  # the JSON reports, not grades.csv: its cells are blank where nothing was graded
             path = klass / sid if (klass / sid).exists() else klass / f"{sid}.py"
             rep = base / f"alone-{sid}.json"
             subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--json", str(rep), "-q"],
                            cwd=ROOT, check=False)
-            alone = {e["id"]: e["score"] for e in json.loads(rep.read_text(encoding="utf-8"))["exercises"]}
-            batch = {ex: float(by[sid][ex]) for ex in EXERCISES if by[sid][ex] != ""}
+            alone, batch = scores(rep), scores(out / "reports" / f"{sid}.json")
             ok = alone == batch
             same += ok
             if not ok:
