@@ -1,5 +1,6 @@
 """Command line (``seqgrader ...`` or ``python -m autograder ...``):
-``grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``, ``grade-batch SUBMISSIONS --out DIR``
+``grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``, ``self-check`` (the reference solutions
+graded here: see selfcheck.py), ``grade-batch SUBMISSIONS --out DIR``
 (see batch.py), ``dashboard DIR --out dashboard.html`` (see report/dashboard.py), ``init-course DIR``
 (a course folder to edit), ``student-kit DIR`` (what students need, without the grader), and the
 nbgrader commands (nbgrader_course/cli.py)."""
@@ -29,6 +30,12 @@ def cmd_grade(args):
     from .sandbox import ForkRunner, InProcessRunner
 
     runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
+    from .selfcheck import ensure
+    checked = ensure(course, runner, exercises)  # the reference gets full marks here, or nobody is graded
+    if args.verbose:
+        print(f"(self-check: the reference solutions get {checked['score']:g}/{checked['max_score']:g} here"
+              f"{', remembered from ' + str(checked.get('checked_at')) if checked['cached'] else ''})",
+              file=sys.stderr, flush=True)
 
     def progress(ex, test, status):
         if args.verbose:
@@ -55,6 +62,61 @@ def cmd_grade(args):
         else:
             sys.stdout.write(render_text(report, course.language))
     return 0
+
+
+def cmd_self_check(args):
+    """Grade the reference solutions here, now (no cache), and say what this environment is."""
+    if args.simulate:  # before anything forks: every process of the grader checks its autograd
+        from .sandbox import forkcheck
+        os.environ[forkcheck.MODE] = args.simulate
+        forkcheck.install()
+    if not args.in_process:
+        from .sandbox import server
+        server.prestart()
+    from .config import load_course
+    from .errors import GraderEnvironmentError
+    from .sandbox import ForkRunner, InProcessRunner
+    from .selfcheck import cache_dir, ensure, environment
+
+    course = load_course(args.course)
+    exercises = args.exercise or course.assignment(args.assignment)
+    for ex in exercises:
+        if ex in course.exercises:
+            course.reference(ex)
+    runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
+    out = {"environment": environment(course, exercises, "in-process" if args.in_process else "sandbox")}
+    try:
+        out.update(ensure(course, runner, exercises, refresh=True), passed=True)
+        rc = 0
+    except GraderEnvironmentError as e:
+        out.update(passed=False, lost=e.lost, message=str(e))
+        rc = 2
+    if args.json:
+        text = json.dumps(out, ensure_ascii=False, indent=1)
+        if args.json == "-":
+            print(text)
+        else:
+            from .store import write_atomic
+            write_atomic(args.json, text)
+    if not args.quiet and args.json != "-":
+        env = out["environment"]
+        gpus = env["torch"]["gpus"]
+        print(f"grader {env['grader']}, Python {env['python']} ({env['executable']}), {env['kernel']}")
+        print(f"torch {env['torch']['torch']} ({'CUDA ' + env['torch']['cuda_build'] if env['torch']['cuda_build'] else 'CPU build'}); "
+              f"GPUs for the device sentences: {', '.join(gpus) if gpus else 'none (a simulated device)'}"
+              f"; CUDA_VISIBLE_DEVICES={env['torch']['CUDA_VISIBLE_DEVICES']!r}")
+        if out["passed"]:
+            used = {k: v for k, v in (out.get("devices") or {}).items() if k != "problems"}
+            print(f"self-check passed: the reference solutions of {', '.join(exercises)} get "
+                  f"{out['score']:g}/{out['max_score']:g} here ({out['seconds']:.1f} s); remembered in {cache_dir()}")
+            if used:
+                print("device sentences ran on: " + "; ".join(
+                    f"{'a simulated device (meta)' if d == 'meta' else d} ({len(t)} test(s))" for d, t in used.items()))
+            for p in (out.get("devices") or {}).get("problems", []):
+                print(f"the GPU could not be used in the sandbox, a simulated device was: {p}")
+        else:
+            print(f"self-check FAILED: {out['message']}", file=sys.stderr)
+    return rc
 
 
 def cmd_dashboard(args):
@@ -155,6 +217,26 @@ def build_parser():
                    help="print each test as it finishes, and the sandbox's isolation level (stderr)")
     g.set_defaults(func=cmd_grade)
 
+    c = sub.add_parser("self-check", help="grade the reference solutions here, now, and print this environment",
+                       description="Grade the course's reference solutions in this environment (interpreter, torch "
+                                   "build, GPUs, sandbox, course) and say whether they get full marks. `grade`, "
+                                   "`grade-batch` and nbgrader's autograde do the same before the first score and "
+                                   "remember a pass per environment; this command checks again, whatever is "
+                                   "remembered. Exit status 0: full marks; 2: the reference loses points here (the "
+                                   "graders refuse to grade).")
+    c.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    c.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
+    c.add_argument("--exercise", action="append", metavar="ID", help="only this exercise (repeatable)")
+    c.add_argument("--workers", type=int, help="exercises graded in parallel (default: number of cores)")
+    c.add_argument("--in-process", action="store_true", help="check the in-process runner (debugging) instead")
+    c.add_argument("--simulate", choices=["cuda", "broken"],
+                   help="on a machine without a GPU, make autograd behave across fork as a CUDA build does on one "
+                        "(cuda), or break it in every process the grader forks (broken): see "
+                        "autograder/sandbox/forkcheck.py")
+    c.add_argument("--json", metavar="OUT", help="write the environment and the result as JSON to OUT (- for stdout)")
+    c.add_argument("-q", "--quiet", action="store_true", help="print nothing (the exit status says it)")
+    c.set_defaults(func=cmd_self_check)
+
     d = sub.add_parser("dashboard", help="the instructor's dashboard (HTML) of a grade-batch output folder",
                        description="Summarise a grade-batch output folder (reports/*.json and grades.csv) in one "
                                    "self-contained HTML page: score distribution per exercise, pass rate per "
@@ -202,7 +284,7 @@ def main(argv=None):
     except GraderError as e:
         print(f"error: {e}", file=sys.stderr)
         rc = 2
-    if argv is None and args.func is cmd_grade:
+    if argv is None and args.func in (cmd_grade, cmd_self_check):
         _exit_now(rc)
     return rc
 

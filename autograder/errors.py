@@ -2,7 +2,9 @@
 
     GraderError                      the grader itself cannot go on (exit code 2)
     ├── ConfigError                  course.yml is missing, malformed or disagrees with the properties
-    └── SubmissionNotFound           the SUBMISSION path does not exist or holds no .py/.ipynb
+    ├── SubmissionNotFound           the SUBMISSION path does not exist or holds no .py/.ipynb
+    └── GraderEnvironmentError       the reference solutions lose points here (selfcheck.py): whatever
+                                     fails is the grader's, so nobody is graded
 
     PropertyFailure (Exception)      a property does not hold for the student's code (raised by checks)
     ├── StudentCrash                 the student's function raised; carries the filtered traceback
@@ -23,6 +25,14 @@ class ConfigError(GraderError):
 
 class SubmissionNotFound(GraderError):
     pass
+
+
+class GraderEnvironmentError(GraderError):
+    """`lost`: [{test, status, message, exception}] of the reference's tests that did not pass."""
+
+    def __init__(self, message, lost=()):
+        super().__init__(message)
+        self.lost = list(lost)
 
 
 class PropertyFailure(Exception):

@@ -25,28 +25,50 @@ def check_course(course, exercises=None):
     return registry
 
 
-def grade(path, course, runner, exercises=None, progress=None):
-    """Grade the submission at `path` with `runner` (see sandbox/); returns a Report."""
-    from .load import find_files
+def grade(path, course, runner, exercises=None, progress=None, verify=True):
+    """Grade the submission at `path` with `runner` (see sandbox/); returns a Report.
 
+    `verify`: a test that ends in an error is run again on the reference solutions, now, through
+    the same runner; if the reference fails it too, the grader is at fault and GraderEnvironmentError
+    stops everything (selfcheck.verify)."""
     start = time.monotonic()
     ids = list(exercises or course.assignment())  # default: the first assignment
-    for ex in ids:
-        if ex not in course.exercises:
-            raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
+    known_exercises(course, ids)
+    registry, raw = run_plan(path, course, runner, {ex: list(course.exercises[ex].tests) for ex in ids}, progress)
+    if verify:
+        from .selfcheck import verify as verify_errors
+        verify_errors(course, runner, raw, student=str(path))
+    return build_report(path, course, ids, registry, raw, start)
+
+
+def run_plan(path, course, runner, plan, progress=None):
+    """(the property registry, the runner's raw outcomes {exercise: {"tests", "load_errors", ...}})
+    of the tests of `plan` ({exercise: [test names]}) on the submission at `path`."""
+    from .load import find_files
+
+    known_exercises(course, plan)
     grading_profile(course.max_examples)  # before the property modules are imported: @given keeps it
-    registry = check_course(course, ids)
-    for ex in ids:  # the diagnosis and replay compare with the course's reference: missing is an error
+    registry = check_course(course, list(plan))
+    for ex in plan:  # the diagnosis and replay compare with the course's reference: missing is an error
         course.reference(ex)
     from .catalogue import use_solutions
     use_solutions(course.solutions_dir)
     find_files(path)  # raises SubmissionNotFound early, with a clear message
-    plan = {ex: list(course.exercises[ex].tests) for ex in ids}
     if hasattr(runner, "run_many"):
         raw = runner.run_many(str(path), plan, progress=progress)
     else:
         raw = {ex: runner.run(str(path), ex, tests, progress=progress) for ex, tests in plan.items()}
+    return registry, raw
 
+
+def known_exercises(course, ids):
+    for ex in ids:
+        if ex not in course.exercises:
+            raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
+
+
+def build_report(path, course, ids, registry, raw, start):
+    """The Report of a submission from the runner's raw outcomes."""
     exercises_out, errors = [], []
     levels = next((r["levels"] for r in raw.values() if r.get("levels")), {})
     for ex in ids:

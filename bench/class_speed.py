@@ -1,7 +1,7 @@
 """Benchmark: a whole class graded with `grade-batch`, as a real class looks.
 
     .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
-                                          [--compare K] [--dask [--pairs P]]
+                                          [--compare K] [--kinds] [--dask [--pairs P]]
 
 Generates N distinct submissions of the first assignment (the five core exercises), each
 function drawn the way a class writes them: most from the reference solution or one of the
@@ -22,6 +22,7 @@ output folder) and prints
   checksum     sha256 of every student's per-exercise scores (the same class must give the same)
   --compare K  grades K submissions alone with `grade` and checks the same scores in the two JSON
                reports (per exercise, total, graded or not; grades.csv leaves an ungraded row blank)
+  --kinds      the CPU of each kind of process in the local run, sampled as --dask does (below)
   --dask       also grades the same class on a Dask LocalCluster of W single-thread workers
                (processes, as separate machines would be) with `grade-batch --dask-scheduler`, and
                prints, for both, the time per submission per core (wall x cores / N, and the
@@ -270,12 +271,13 @@ def grade_locally(klass, out, args):
     meter = cpu_meter()
     cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
            str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
-    sampler = ProcessCpu() if args.dask else None
+    sampler = ProcessCpu() if args.dask or args.kinds else None
     t0 = datetime.now()
     wall, cpu = meter.run(cmd)
     meter.close()
     kinds = sampler.stop() if sampler else None
-    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "kinds": kinds, **outcome(out, t0)}
+    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "complete": meter.path is not None, "kinds": kinds,
+            **outcome(out, t0)}
 
 
 def checksum(grades_csv):
@@ -293,6 +295,9 @@ def main():
     ap.add_argument("--no-reuse", action="store_true", help="pass --no-reuse to grade-batch (grade every exercise)")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="also grade K random submissions alone with `grade` and compare the scores")
+    ap.add_argument("--kinds", action="store_true",
+                    help="also print the CPU of each kind of process in the local run (sampled with psutil; "
+                         "--dask always does)")
     ap.add_argument("--dask", action="store_true",
                     help="also grade the class on a Dask LocalCluster with --workers single-thread workers and "
                          "compare the time per submission per core")
@@ -326,14 +331,25 @@ def main():
     errors = sum(1 for r in rows if r["status"] != "graded")
     split, reused, graded_ex = local["split"], local["reused"], local["graded"]
     judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
-    print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {cpu - judge - worker:.1f} s "
-          f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
-          f"reports, dashboard); per submission {judge / args.students:.2f} + {worker / args.students:.2f} + "
-          f"{(cpu - judge - worker) / args.students:.2f} s")
+    rest = cpu - judge - worker
+    if local["complete"] and rest >= 0:
+        print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {rest:.1f} s "
+              f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
+              f"reports, dashboard); per submission {judge / args.students:.2f} + {worker / args.students:.2f} + "
+              f"{rest / args.students:.2f} s")
+    else:  # the total misses the sandboxed workers (reaped by their zygotes): the rest would be wrong
+        print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest not measured (no cpuacct "
+              f"cgroup here, so the total counts only the processes waited for); per submission "
+              f"{judge / args.students:.2f} + {worker / args.students:.2f} s")
     print(f"wall split   worker start {split.get('start', 0):.1f} s, tests {split.get('tests', 0):.1f} s, "
           f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over exercises); {reused} of {graded_ex} "
           f"exercises reused (the same code graded before, with a result that depends on the code alone)")
     print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
+    if args.kinds:
+        n = args.students
+        print("CPU by kind  " + "; ".join(f"{k} {v:.1f} s ({v / n:.2f} per submission)"
+                                          for k, v in sorted(local["kinds"].items(), key=lambda kv: -kv[1]))
+              + f"; the sandboxed workers' own CPU, from the judges: {worker:.1f} s ({worker / n:.2f} per submission)")
     if args.compare:
         rng = random.Random(args.seed + 1)
         sample = rng.sample(sorted(recipes), min(args.compare, len(recipes)))

@@ -212,7 +212,7 @@ PE_LOOPS_DEFAULTS = dict(
     if d % 2 == 1:
         raise ValueError("d must be even")""",
     DTYPE="", ANGLE="pos / base ** (i / d)", SIN="sin", COS="cos", RESHAPE="",
-    ADD="X + sinusoidal_encoding(T, d).to(X.dtype)")
+    ADD="X + sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)")
 
 PE_VEC = HEADER + '''
 def sinusoidal_encoding(T, d, base=<<BASE_DEFAULT>>):
@@ -268,24 +268,24 @@ add("pe_add_scaled_float32", "positional_encoding", "pair", ["add_pe_scales_x_by
     B, T, d = X.shape
     return X.float() * math.sqrt(d) + sinusoidal_encoding(T, d)"""))
 add("pe_swapped_and_add_float32", "positional_encoding", "pair", ["pe_sin_cos_swapped", "add_pe_casts_to_float32"],
-    pe_loops(SIN="cos", COS="sin", ADD="(X + sinusoidal_encoding(T, d).to(X.dtype)).to(torch.float32)"))
+    pe_loops(SIN="cos", COS="sin", ADD="(X + sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)).to(torch.float32)"))
 add("pe_float64_and_add_scaled", "positional_encoding", "pair", ["pe_returns_float64", "add_pe_scales_x_by_sqrt_d"],
-    pe_loops(DTYPE=", dtype=torch.float64", ADD="X * d ** 0.5 + sinusoidal_encoding(T, d).to(X.dtype)"))
+    pe_loops(DTYPE=", dtype=torch.float64", ADD="X * d ** 0.5 + sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)"))
 add("pe_base_ignored_plus_batch_axis", "positional_encoding", "plus", ["pe_base_ignored"],
     pe_loops(ANGLE="pos / 10000.0 ** (i / d)", RESHAPE=".unsqueeze(0)"))
 add("pe_add_T_from_batch_plus_half_pe", "positional_encoding", "plus", ["add_pe_T_from_batch_axis"],
     pe_vec(ADD="""
     T, d = X.size(0), X.size(-1)
-    return X + 0.5 * sinusoidal_encoding(T, d).to(X.dtype)"""))
+    return X + 0.5 * sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)"""))
 add("pe_from_one_plus_add_half", "positional_encoding", "plus", ["pe_positions_from_one"],
-    pe_loops(ANGLE="(pos + 1) / base ** (i / d)", ADD="X + 0.5 * sinusoidal_encoding(T, d).to(X.dtype)"))
+    pe_loops(ANGLE="(pos + 1) / base ** (i / d)", ADD="X + 0.5 * sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)"))
 # written another way
 add("pe_other_batch_axis_any_B", "positional_encoding", "other", ["add_pe_along_batch_axis"],
-    pe_loops(ADD="X + sinusoidal_encoding(B, d).to(X.dtype)[:, None, :]"))
+    pe_loops(ADD="X + sinusoidal_encoding(B, d).to(dtype=X.dtype, device=X.device)[:, None, :]"))
 add("pe_other_in_place_no_grad", "positional_encoding", "other", ["add_pe_in_place"],
     pe_vec(ADD="""
     with torch.no_grad():
-        X.add_(sinusoidal_encoding(X.shape[1], X.shape[2]).to(X.dtype))
+        X.add_(sinusoidal_encoding(X.shape[1], X.shape[2]).to(dtype=X.dtype, device=X.device))
     return X"""))
 add("pe_other_concatenated_loop", "positional_encoding", "other", ["pe_concatenated_layout"],
     pe_loops().replace("            pe[pos, i] = math.sin(angle)\n            if i + 1 < d:\n"

@@ -196,6 +196,8 @@ def _build_course(tmp, installed):
     submit(THIEF, thief)
     fdir = tmp / "fast"  # the same course and class, for the fast path
     shutil.copytree(cdir, fdir, symlinks=True)
+    bdir = tmp / "broken"  # ... and for an environment where the reference loses points
+    shutil.copytree(cdir, bdir, symlinks=True)
 
     auto = step(slow[1], cdir, ok=(1,))  # nbgrader autograde e2e: exit 1, dave's corrupt notebook
     errored = re.findall(r"error processing assignment '\S+' for student '(\w+)'", auto.stderr)
@@ -204,7 +206,7 @@ def _build_course(tmp, installed):
         step(cmd, cdir)
     for cmd in fast:  # seqgrader grade-batch ...; seqgrader nbgrader-gradebook ...; generate_feedback; export
         step(cmd, fdir)
-    return {"dir": cdir, "fast": fdir, "course_file": cdir / "course.yml", "installed": installed,
+    return {"dir": cdir, "fast": fdir, "broken": bdir, "course_file": cdir / "course.yml", "installed": installed,
             "autograde_log": auto.stderr + auto.stdout, "source": source, "release": release, "marker": marker}
 
 
@@ -380,6 +382,25 @@ def test_a_corrupt_notebook_is_flagged_for_a_grader_in_both_paths(course):
     rows = {r["student"]: r for r in csv.DictReader(open(course["fast"] / "grades" / "grades.csv", encoding="utf-8"))}
     assert "not valid JSON" in rows["dave"]["note"] + rows["dave"]["status"], rows["dave"]
     assert float(rows[THIEF]["total"]) == 0.0
+
+
+def test_where_the_reference_loses_points_autograde_records_no_grade(course, tmp_path):
+    """Autograd broken in every process the grader forks (what a CUDA build does to a grader that
+    runs a backward pass before forking): the self-check refuses, and nbgrader's autograde records
+    no grade for the student, not a zero, and says the submission failed."""
+    cdir = course["broken"]
+    env = dict(os.environ, PATH=f"{course['installed']['bin']}{os.pathsep}{os.environ.get('PATH', '')}",
+               SEQGRADER_AUTOGRAD_FORK="broken", SEQGRADER_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("VIRTUAL_ENV", None)
+    proc = subprocess.run(["nbgrader", "autograde", ASSIGNMENT, "--student", "alice"], cwd=cdir, env=env,
+                          capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 1, log[-3000:]
+    assert "error processing assignment 'e2e' for student 'alice'" in log, log[-3000:]
+    assert "do not get full marks in this environment" in log and "autograd's threading" in log, log[-3000:]
+    scores, _flagged = gradebook_scores(cdir)
+    assert not any(v is not None and v > 0 for v in scores.get("alice", {}).values()), scores
+    assert not (cdir / "autograded" / "alice").exists() or not any((cdir / "autograded" / "alice").rglob("*.ipynb"))
 
 
 def _lines(proc):

@@ -48,7 +48,7 @@ import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import ConfigError, GraderError
+from ..errors import ConfigError, GraderEnvironmentError, GraderError
 from ..store import PACKAGE_DIR, grader_version
 
 
@@ -70,7 +70,7 @@ def _grade_in_process(path, course, runner, exercises):
     start = time.monotonic()
     try:
         out = {"report": grade(path, course, runner, exercises=exercises).to_dict()}
-    except ConfigError as e:
+    except (ConfigError, GraderEnvironmentError) as e:  # nobody can be graded: the batch stops
         out = {"fatal": str(e)}
     except GraderError as e:
         out = {"error": str(e), "retry": False}
@@ -95,6 +95,13 @@ def worker_main(config_json):
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
     runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
                         reuse=cfg.get("reuse", True), share=cfg.get("reuse", True))
+    fatal = None
+    try:  # before the first score: the reference solutions get full marks here (selfcheck.py)
+        from ..selfcheck import ensure
+        ensure(course, runner, cfg["exercises"])
+    except (ConfigError, GraderEnvironmentError) as e:
+        fatal = str(e)
+
     def stalled(flag, job_id=None):  # waiting on an endless loop (most likely): the pool may use the core
         try:
             proto.write(json.dumps({"id": job_id, "event": "stalled", "stalled": bool(flag)}) + "\n")
@@ -104,6 +111,10 @@ def worker_main(config_json):
 
     for line in sys.stdin:
         job = json.loads(line)
+        if fatal is not None:  # nobody is graded here: every submission says why
+            proto.write(json.dumps({"id": job["id"], "fatal": fatal, "grader": grader_version()}) + "\n")
+            proto.flush()
+            continue
         runner.on_stall = functools.partial(stalled, job_id=job["id"])
         if runner.reuse and job.get("reuse"):  # what the batch's other processes graded
             runner.reuse.absorb(job["reuse"])

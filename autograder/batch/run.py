@@ -28,7 +28,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, GraderError
 from ..store import (fingerprint, grader_version, lock_folder as _lock, now as _now, one_line,
                      remove_stale_temp_files, settings_digest, write_atomic)
 from .discover import discover
@@ -229,9 +229,10 @@ def _run(args, batch, layout, items, console, log):
             with progress:
                 task = progress.add_task("grading", total=len(todo))
                 for item, res in results:
-                    if res.get("fatal"):  # course.yml and the properties disagree: no point going on
+                    if res.get("fatal"):  # course.yml and the properties disagree, or the reference
+                        # solutions lose points here (selfcheck.py): nobody can be graded, no row is written
                         log.write(f"{_now()} stopped: {res['fatal']}\n")
-                        raise ConfigError(res["fatal"])
+                        raise GraderError(res["fatal"])
                     if res.get("grader") not in (None, grader_version()) and not skew_warned:
                         skew_warned = True
                         progress.console.print(f"[yellow]warning:[/] {escape(res.get('host', 'a worker'))} runs grader "

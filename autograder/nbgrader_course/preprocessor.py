@@ -11,7 +11,9 @@ with seqgrader's sandboxed engine, then writes into each hidden-tests cell
 which nbgrader's SaveAutoGrades reads as partial credit.  Visible-check cells (0 points) and the
 student's cells get no output.  A notebook the engine cannot grade gets 0 in every hidden cell
 and the reason as its output; the grader itself failing is reported the same way, never as a
-silent 0.
+silent 0.  Before anything is graded, the reference solutions must get full marks here
+(selfcheck.py); where they do not, nothing is written: SandboxGrade raises, and nbgrader's
+autograde records no grade for the notebook and reports the submission as failed.
 
 With `reports_dir` set (what `nbgrader-gradebook` does), it grades nothing: it fills the cells from
 grade-batch's report of that student (reports_dir/<student>.json), so nbgrader's own autograde
@@ -28,6 +30,7 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
+from ..errors import GraderEnvironmentError
 from . import HIDDEN_MARKER
 from .cell import function_result
 
@@ -54,11 +57,15 @@ def grade_notebook(nb, exercise, course_file=None):
     from ..grading import grade
     from ..sandbox import ForkRunner
 
+    from ..selfcheck import ensure
+
     course = load_course(course_file)
+    runner = ForkRunner(course)
+    ensure(course, runner, [exercise])  # the reference gets full marks here, or nobody is graded
     with tempfile.TemporaryDirectory(prefix="seqgrader-nbgrader-") as tmp:
         path = os.path.join(tmp, f"{exercise}.ipynb")
         nbformat.write(nb, path)
-        report = grade(path, course, ForkRunner(course), exercises=[exercise]).to_dict()
+        report = grade(path, course, runner, exercises=[exercise]).to_dict()
     return report
 
 
@@ -126,6 +133,11 @@ class SandboxGrade(Preprocessor):
                 reports[exercise] = grade_notebook(nb, exercise, self.course_file or None)
                 self.log.info("SandboxGrade: %s: %s / %s", exercise, reports[exercise]["score"],
                               reports[exercise]["max_score"])
+            except GraderEnvironmentError as e:
+                # the reference loses points here: no score at all, not a 0 (nbgrader records nothing
+                # for this notebook and says the submission failed)
+                self.log.error("SandboxGrade: not grading %s: %s", exercise, e)
+                raise
             except Exception as e:  # noqa: BLE001 - the grader failing must show, not crash autograde
                 self.log.error("SandboxGrade: grading %s failed: %s\n%s", exercise, e, traceback.format_exc())
                 reports[exercise] = None

@@ -18,6 +18,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
+from ..sandbox.elsewhere import Place, bring_back, device_of, uses_elsewhere
 from ..sandbox.protocol import container_snapshot, same_values
 
 # ---------------------------------------------------------------- registry
@@ -461,13 +462,17 @@ def raise_container_mutated(label, call):
 
 
 class Student:
-    """The student's functions, called safely: crashes become PropertyFailures."""
+    """The student's functions, called safely: crashes become PropertyFailures.  A call with an
+    argument on "another device" runs on the simulated device (sandbox/elsewhere.py), and its
+    results come back marked with where they were, as from a worker."""
 
     def __init__(self, submission, roots=(), exercise=None):
         self.submission = submission
         self.roots = tuple(str(r) for r in roots)
         self.exercise = exercise
         self.last_call = ""
+        self.elsewhere = None  # the device the last call with another device ran on
+        self.device_problem = None
 
     def lookup(self, name):
         obj = self.submission.get(name, prefer=self.exercise)
@@ -491,6 +496,15 @@ class Student:
 
     def invoke(self, label, fn, *args, **kwargs):
         self.last_call = fmt_call(label, args, kwargs)
+        if uses_elsewhere([args, kwargs]):
+            place = Place()
+            with place.active():
+                self.elsewhere = str(place.device)
+                out = self._invoke(label, fn, place.put(args), place.put(kwargs))
+                return bring_back(out)
+        return self._invoke(label, fn, args, kwargs)
+
+    def _invoke(self, label, fn, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, (tuple, list)):
@@ -529,8 +543,14 @@ class Student:
         """True if the student's `name` raises `exc_type` (any other exception is a crash)."""
         fn = self.lookup(name)
         self.last_call = fmt_call(name, args, kwargs)
+        place = Place() if uses_elsewhere([args, kwargs]) else None
         try:
-            fn(*args, **kwargs)
+            if place is not None:
+                with place.active():
+                    self.elsewhere = str(place.device)
+                    fn(*place.put(args), **place.put(kwargs))
+            else:
+                fn(*args, **kwargs)
         except TestTimeout:
             raise
         except exc_type:
@@ -583,15 +603,35 @@ def check_tensor(x, what, *, shape=None, dtype=None, device=None, student=None, 
              picture=picture or "values",
              hint_zh="掩码用 torch.bool；浮点结果保持输入的 dtype。",
              hint_en="Masks are torch.bool; float results keep the input's dtype.")
-    if device is not None and x.device != torch.device(device):
-        fail(f"{what} 应在设备 {device} 上，实际在 {x.device}。",
-             f"{what} should be on device {device}, got {x.device}.", student=student, what=what,
+    if device is not None and device_of(x) != str(torch.device(device)):
+        fail(f"{what} 应在设备 {device} 上，实际在 {device_of(x)}。",
+             f"{what} should be on device {device}, got {device_of(x)}.", student=student, what=what,
              hint_zh="新建张量时传入 device=...（例如 torch.arange(T, device=lengths.device)）。",
              hint_en="Pass device=... when you create tensors (e.g. torch.arange(T, device=lengths.device)).")
     if finite and x.is_floating_point() and not bool(torch.isfinite(x.detach()).all()):
         fail(f"{what} 含有 NaN 或 inf。", f"{what} contains NaN or inf.", student=student,
              show={what: x}, what=what, got=x, differs=~torch.isfinite(x.detach()), picture=picture)
     return x
+
+
+def check_elsewhere(x, what, *, student, asked_zh, asked_en, hint_zh, hint_en):
+    """`x`, from a call with an argument on another device (sandbox/elsewhere.py: the GPU where
+    the machine has one, else a simulated device), must be on that device.  The message names no
+    device, so the feedback is the same on every machine; `asked_*` says what asked for it."""
+    where = device_of(x)
+    if where is not None and where == getattr(student, "elsewhere", None):
+        return x
+    zh_got = "CPU 上" if where == "cpu" else f"另一个设备（{where}）上"
+    en_got = "on the CPU" if where == "cpu" else f"on another device ({where})"
+    fail(f"{asked_zh}，{what} 却在{zh_got}（评分器用的是 CPU 以外的一个设备：有 GPU 的机器上就是 GPU）。",
+         f"{asked_en}, yet {what} is {en_got} (the grader uses a device other than the CPU: the GPU on a machine "
+         f"that has one).", student=student, what=what, hint_zh=hint_zh, hint_en=hint_en)
+
+
+def same_device_crash(f):
+    """True if a StudentCrash is the student's code mixing devices ("Expected all tensors to be on
+    the same device"): a tensor made on the CPU next to the other device's."""
+    return isinstance(f, StudentCrash) and any("on the same device" in str(text) for _, text in f.details)
 
 
 def check_close(got, expected, what, *, atol=1e-4, rtol=1e-4, student=None, show=None,

@@ -6,7 +6,9 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import check_equal, check_tensor, fail, prop
+from ..errors import StudentCrash
+from ..sandbox.elsewhere import ELSEWHERE, put_elsewhere, uses_elsewhere
+from ._harness import check_elsewhere, check_equal, check_tensor, fail, prop, same_device_crash
 from .strategies import lengths_for, padding_mask_ref, sizes
 
 EX = "masks"
@@ -31,16 +33,41 @@ def _T(lengths, max_len):
 # ---------------------------------------------------------------- padding_mask
 
 @prop(EX, "padding_mask", "shape_and_dtype",
-      zh="padding_mask 返回形状 (B, T) 的 bool 张量，T = max_len 或 lengths.max()，在 lengths 的设备上",
-      en="padding_mask returns a (B, T) bool tensor, T = max_len or lengths.max(), on lengths' device")
+      zh="padding_mask 返回形状 (B, T) 的 bool 张量，T = max_len 或 lengths.max()，在 lengths 的设备上（也检查 CPU "
+         "以外的设备：有 GPU 就用 GPU，没有就用一个模拟的设备）",
+      en="padding_mask returns a (B, T) bool tensor, T = max_len or lengths.max(), on lengths' device (a device "
+         "other than the CPU too: the GPU where there is one, else a simulated device)")
 @given(case=length_batches())
 @example(case=(torch.tensor([3, 1]), None))
 @example(case=(torch.tensor([1]), 1))
+@example(case=(put_elsewhere(torch.tensor([3, 1, 2])), None))  # lengths on another device (elsewhere.py)
+@example(case=(put_elsewhere(torch.tensor([2, 0])), 4))
 def padding_shape(student, case):
     lengths, max_len = case
-    out = student.call("padding_mask", lengths, max_len) if max_len is not None else student.call("padding_mask", lengths)
+    on_device = uses_elsewhere(lengths)
+    try:
+        out = student.call("padding_mask", lengths, max_len) if max_len is not None else \
+            student.call("padding_mask", lengths)
+    except StudentCrash as e:
+        if on_device and same_device_crash(e):
+            fail("lengths 在另一个设备上时，padding_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 torch.arange(T) "
+                 "没有传 device）。", "With lengths on another device, padding_mask mixed it with a tensor on the CPU and "
+                 "raised (torch.arange(T) without device=, most likely).", student=student,
+                 hint_zh=PADDING_DEVICE_HINT_ZH, hint_en=PADDING_DEVICE_HINT_EN)
+        raise
     check_tensor(out, "mask", shape=(len(lengths), _T(lengths, max_len)), dtype=torch.bool,
-                 device=lengths.device, student=student)
+                 device=None if on_device else lengths.device, student=student)
+    if on_device:
+        check_elsewhere(out, "mask", student=student, asked_zh="lengths 在 CPU 以外的设备上",
+                        asked_en="lengths was on a device other than the CPU",
+                        hint_zh=PADDING_DEVICE_HINT_ZH, hint_en=PADDING_DEVICE_HINT_EN)
+
+
+PADDING_DEVICE_HINT_ZH = ("掩码建在 lengths 所在的设备上：torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]。"
+                          "模型在 GPU 上训练时 lengths 在 GPU 上，CPU 上的掩码会让 masked_fill 报错。")
+PADDING_DEVICE_HINT_EN = ("Build the mask on lengths' device: torch.arange(T, device=lengths.device)[None, :] < "
+                          "lengths[:, None]. When the model trains on a GPU, lengths is on the GPU, and a mask on the CPU "
+                          "makes masked_fill raise.")
 
 
 @prop(EX, "padding_mask", "marks_real_tokens",
@@ -91,58 +118,22 @@ def padding_rejects(student, B, T, bad, data):
 # ---------------------------------------------------------------- causal_mask
 
 # "Built on `device`" cannot show on the CPU alone: every tensor is on the CPU whether or not the
-# function used `device`.  So the property also asks for a device that is not the CPU:
-# * on a machine without CUDA (this grader's CPU build of torch): device="cuda".  A mask built on it
-#   cannot exist here, so a function that uses `device` raises (torch: "Torch not compiled with CUDA
-#   enabled", at once); one that ignores it returns a CPU mask.  Nothing else changes: any way of
-#   building on `device` (a factory's device=, .to(device) afterwards) reaches CUDA and raises.
-# * where CUDA is available: device="meta", a device that holds no data; the worker sends a meta
-#   tensor back as its dtype and shape (sandbox/protocol.py).  Not used on a CPU-only machine: the
-#   first operation on a meta tensor imports torch._dynamo (1.5-3 s in every worker), and a tensor
-#   built on "cuda" would reach the judge as a CPU copy.
-ELSEWHERE = "elsewhere"  # a drawn device: the probe above
-
-
-def elsewhere_device():
-    return torch.device("meta") if torch.cuda.is_available() else torch.device("cuda")
-
-
-def unavailable_error(device):
-    """What torch says here when a tensor is built on `device` (None if it can be): "Torch not
-    compiled with CUDA enabled" on a CPU build.  The worker runs the same torch on the same machine."""
-    try:
-        torch.empty(0, device=device)
-    except Exception as e:  # noqa: BLE001 - whatever this build raises
-        return f"{type(e).__name__}: {e}".strip()
-    return None
-
-
-def built_elsewhere(student, T):
-    """causal_mask(T, device=elsewhere_device()): ("built", tensor), or ("refused", None) when it raised
-    exactly what torch raises for a tensor built on that device (so it did use `device`).  Any other
-    exception is the student's crash, and propagates."""
-    from ..errors import StudentCrash
-
-    device = elsewhere_device()
-    try:
-        return "built", student.call("causal_mask", T, device=device)
-    except StudentCrash as e:
-        error = unavailable_error(device)
-        if e.kind != "missing" and error and any(error[:200] in str(text) for _, text in e.details):
-            return "refused", None
-        raise
+# function used `device`.  So the properties also ask for a device that is not the CPU, ELSEWHERE
+# (sandbox/elsewhere.py): the GPU on a machine that has one, else a simulated device that holds its
+# values on the CPU.  Code that uses `device` (a factory's device=, .to(device) afterwards) builds
+# there; code that ignores it returns a mask on the CPU, or raises when it mixes the two.
 
 
 @prop(EX, "causal_mask", "shape_dtype_device",
-      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也检查 CPU 以外的设备：没有 CUDA 的机器上"
-         "要求 device=\"cuda\" 时不能悄悄返回 CPU 上的掩码）",
-      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (a device other than the CPU too: asked "
-         "for device=\"cuda\" on a machine without CUDA, it must not quietly return a mask on the CPU)")
+      zh="causal_mask(T, device) 返回 (T, T) 的 bool 张量，建在 device 上（也检查 CPU 以外的设备：有 GPU 就用 GPU，"
+         "没有就用一个模拟的设备；忽略 device 的代码会返回 CPU 上的掩码）",
+      en="causal_mask(T, device) returns a (T, T) bool tensor built on device (a device other than the CPU too: the "
+         "GPU where there is one, else a simulated device; code that ignores device returns a mask on the CPU)")
 @given(T=sizes(1, 8), device=st.sampled_from([None, "cpu", torch.device("cpu"), ELSEWHERE]))
 @example(T=1, device=None)
 @example(T=3, device=ELSEWHERE)
 def causal_shape(student, T, device):
-    if device == ELSEWHERE:
+    if device is ELSEWHERE:
         return _causal_elsewhere(student, T)
     out = student.call("causal_mask", T, device=device) if device is not None else student.call("causal_mask", T)
     check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device or "cpu", student=student)
@@ -156,21 +147,11 @@ DEVICE_HINT_EN = ("Pass device to the function that creates the tensor: torch.on
 
 
 def _causal_elsewhere(student, T):
-    device = elsewhere_device()
-    what, out = built_elsewhere(student, T)
-    if what == "refused":
-        return  # it built on CUDA, which this machine does not have, and torch refused: device is used
-    if isinstance(out, torch.Tensor) and out.device.type == "cpu":
-        if device.type == "cuda":
-            fail(f"这台机器没有 CUDA，causal_mask({T}, device=\"cuda\") 却返回了一个 CPU 上的掩码：device 被忽略了"
-                 f"（用了 device 的代码在这里会由 torch 报错 “Torch not compiled with CUDA enabled”）。",
-                 f"this machine has no CUDA, yet causal_mask({T}, device=\"cuda\") returned a mask on the CPU: device "
-                 f"was ignored (code that uses device raises here: torch says \"Torch not compiled with CUDA "
-                 f"enabled\").", student=student, hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
-        fail(f"causal_mask({T}, device=\"meta\") 返回的掩码在 CPU 上：device 被忽略了。",
-             f"causal_mask({T}, device=\"meta\") returned a mask on the CPU: device was ignored.", student=student,
-             hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
-    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, device=device, student=student)
+    out = student.call("causal_mask", T, device=ELSEWHERE)
+    check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, student=student)
+    check_elsewhere(out, "mask", student=student,
+                    asked_zh=f"causal_mask({T}, device) 要求建在 CPU 以外的设备上", asked_en=f"causal_mask({T}, device) "
+                    f"was asked for a device other than the CPU", hint_zh=DEVICE_HINT_ZH, hint_en=DEVICE_HINT_EN)
 
 
 def _causal_values(student, T, part):

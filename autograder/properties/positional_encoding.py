@@ -14,7 +14,9 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ._harness import check_close, check_tensor, fail, prop
+from ..errors import StudentCrash
+from ..sandbox.elsewhere import ELSEWHERE, put_elsewhere
+from ._harness import check_close, check_elsewhere, check_tensor, fail, prop, same_device_crash
 from .strategies import float_tensors, sizes
 
 EX = "positional_encoding"
@@ -229,16 +231,22 @@ def add_values(student, X):
 
 
 @prop(EX, "add_positional_encoding", "keeps_dtype_device_and_input",
-      zh="输出保持 X 的 dtype（float64 得到 float64，float16 / bfloat16 也一样）和设备，对 X 可微，X 本身不被修改，"
-         "T = 1 也可以",
-      en="the output keeps X's dtype (a float64 input gives float64, float16 / bfloat16 too) and device, is "
-         "differentiable in X, X itself is not modified, T = 1 works")
-@given(X=x_batches(dtype=torch.float64), dtype=st.sampled_from([torch.float64, torch.float32]))
-@example(X=torch.tensor([[[0.5, -0.5]]], dtype=torch.float64), dtype=torch.float64)
-@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]]] * 2, dtype=torch.float64), dtype=torch.float32)
-@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64), dtype=torch.float16)
-@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.float64), dtype=torch.bfloat16)
-def add_dtype(student, X, dtype):
+      zh="输出保持 X 的 dtype（float64 得到 float64，float16 / bfloat16 也一样）和设备（也检查 CPU 以外的设备：有 GPU "
+         "就用 GPU，没有就用一个模拟的设备），对 X 可微，X 本身不被修改，T = 1 也可以",
+      en="the output keeps X's dtype (a float64 input gives float64, float16 / bfloat16 too) and device (a device "
+         "other than the CPU too: the GPU where there is one, else a simulated device), is differentiable in X, X "
+         "itself is not modified, T = 1 works")
+@given(X=x_batches(dtype=torch.float64), dtype=st.sampled_from([torch.float64, torch.float32]), where=st.just("cpu"))
+@example(X=torch.tensor([[[0.5, -0.5]]], dtype=torch.float64), dtype=torch.float64, where="cpu")
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]]] * 2, dtype=torch.float64), dtype=torch.float32, where="cpu")
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64), dtype=torch.float16, where="cpu")
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.float64), dtype=torch.bfloat16, where="cpu")
+# X on a device other than the CPU (the GPU where there is one, else a simulated one: sandbox/elsewhere.py)
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0, 2.0, 1.5]] * 3] * 2, dtype=torch.float64), dtype=torch.float32,
+         where=ELSEWHERE.name)
+def add_dtype(student, X, dtype, where):
+    if where == ELSEWHERE.name:
+        return _add_elsewhere(student, put_elsewhere(X.to(dtype)))
     # a fresh leaf: the pinned example's own tensor must not collect .grad from run to run
     X = X.detach().to(dtype).clone().requires_grad_(dtype in (torch.float32, torch.float64))
     B, T, d = X.shape
@@ -270,3 +278,29 @@ def add_dtype(student, X, dtype):
                     show={"X": X, "损失 loss": "sum(output * G)", "G": G}, hint_zh="加法对 X 的梯度就是上游梯度本身。"
                     + hint_zh, hint_en="The gradient of a sum with respect to X is the upstream gradient itself. "
                     + hint_en)
+
+
+ADD_DEVICE_HINT_ZH = ("PE 要放到 X 所在的设备上再相加：pe = sinusoidal_encoding(T, d).to(dtype=X.dtype, device=X.device)。"
+                      "模型在 GPU 上训练时 X 在 GPU 上，CPU 上的 PE 加不上去。")
+ADD_DEVICE_HINT_EN = ("Put PE on X's device before adding: pe = sinusoidal_encoding(T, d).to(dtype=X.dtype, "
+                      "device=X.device). When the model trains on a GPU, X is on the GPU, and a PE on the CPU cannot be "
+                      "added to it.")
+
+
+def _add_elsewhere(student, X):
+    """X on another device: the output is on it too, in X's dtype, with the right values."""
+    B, T, d = X.shape
+    try:
+        out = student.call("add_positional_encoding", X)
+    except StudentCrash as e:
+        if same_device_crash(e):
+            fail("X 在另一个设备上时，add_positional_encoding 把它和 CPU 上的 PE 相加，报错了。",
+                 "With X on another device, add_positional_encoding added a PE that is on the CPU to it, and raised.",
+                 student=student, show={"X": X}, hint_zh=ADD_DEVICE_HINT_ZH, hint_en=ADD_DEVICE_HINT_EN)
+        raise
+    check_tensor(out, "output", shape=(B, T, d), dtype=X.dtype, student=student)
+    check_elsewhere(out, "output", student=student, asked_zh="X 在 CPU 以外的设备上",
+                    asked_en="X was on a device other than the CPU", hint_zh=ADD_DEVICE_HINT_ZH,
+                    hint_en=ADD_DEVICE_HINT_EN)
+    check_close(out, X.to(torch.float64) + pe_ref(T, d)[None], "output", atol=pe_atol(T) + 1e-5, rtol=0,
+                student=student, show={"X": X})

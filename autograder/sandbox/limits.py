@@ -501,6 +501,14 @@ def view_plan():
     return _PLAN
 
 
+def _gpu_nodes():
+    """The names in /dev of the NVIDIA driver's device nodes (nvidia0, nvidiactl, nvidia-uvm, ...)."""
+    try:
+        return sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
+    except OSError:
+        return []
+
+
 def _pivot_root(new, old):
     nr = SYS_PIVOT_ROOT.get(os.uname().machine)
     if nr is None:
@@ -523,7 +531,8 @@ def _etc_text(uid):
             "hostname": "sandbox\n"}
 
 
-def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True):
+def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True,
+              devices=False):
     """Build the worker's whole filesystem from an empty tmpfs, then pivot_root into it:
 
         /usr, /bin, /lib...           read-only (symlinks kept as they are)
@@ -532,6 +541,8 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
         /dev                          null, zero, full, random, urandom; a private /dev/shm
         /proc                         a new proc with hidepid=invisible (other users' processes
                                       do not exist); /sys/devices/system/cpu read-only
+        /dev/nvidia*, /sys            only in a device worker (`devices`: devices.py): the GPUs'
+                                      device nodes, and /sys read-only (what CUDA reads of them)
         /tmp, /var/tmp                private tmpfs
         workdir                       read-write (cwd, HOME, TMPDIR)
         /submission                   the submission, read-only (a file is /submission/<name>)
@@ -581,6 +592,11 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
         for name in DEV_NODES:
             if os.path.exists("/dev/" + name):
                 binds.append(("/dev/" + name, "/dev/" + name, False, False))
+        if devices:
+            for name in _gpu_nodes():
+                binds.append(("/dev/" + name, "/dev/" + name, False, True))
+            if os.path.isdir("/sys"):
+                binds.append(("/sys", "/sys", True, True))
         if os.path.isdir("/sys/devices/system/cpu"):  # what sysconf() reads for the number of CPUs
             binds.append(("/sys/devices/system/cpu", "/sys/devices/system/cpu", True, False))
         sub_target = None
@@ -692,7 +708,8 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
     keep = {workdir, "/tmp", "/var/tmp", "/dev/shm"}
     failed = []
     for p in _mount_points():
-        if p in keep or _under(p, ["/proc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]):
+        if p in keep or _under(p, ["/proc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]) \
+                or p.startswith("/dev/nvidia"):
             continue
         try:
             if os.statvfs(p).f_flag & ST_RDONLY:
@@ -819,7 +836,9 @@ def _close_fds(keep):
 # the only variables a worker keeps (HOME, TMPDIR and friends are then set to its workdir):
 # nothing of the instructor's environment (PWD, OLDPWD, tokens, paths to the course) remains
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND", "OMP_NUM_THREADS",
-            "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+            "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+            # which GPUs it sees: none, unless it is a device worker (devices.py)
+            "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING")
 
 
 def _scrub_environment():
@@ -854,7 +873,7 @@ def _scrub_environment():
 def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64, cpu_seconds=None,
                         max_open_files=256, tmpfs_mb=64, uid=None, keep_fds=None, expose=(),
                         watchdog=True, remove_workdir=False, submission=None, hide=(), zygote_problem=None,
-                        view="new root"):
+                        view="new root", devices=False):
     """Confine the calling process (a freshly forked worker) before it runs student code.
 
     workdir        an empty directory created by the judge: becomes cwd, HOME and TMPDIR
@@ -876,6 +895,9 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
     zygote_problem a problem the judge met before the worker started (recorded in "problems")
     view           "new root" (default) or "deny-list": skip the new root and use the fallback
                    (to test what a machine that forbids it gets; SEQGRADER_SANDBOX_VIEW)
+    devices        a device worker (devices.py): the GPUs' device nodes and /sys in its view, and no
+                   RLIMIT_AS (CUDA reserves far more address space than it uses; RLIMIT_DATA
+                   still caps what it allocates)
     watchdog       (root) leave a root process that, once the worker has exited, kills what it
                    left behind (daemons, a fork bomb's children) and removes its cgroups, even
                    if the judge died first and never called kill_worker_tree
@@ -896,6 +918,7 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
       tmpdir           workdir, now cwd / HOME / TMPDIR
       rlimits          {"core", "fsize", "nofile", "data", "as", "nproc", "cpu"} in bytes / counts
       memory_mb, no_new_privs, pdeathsig
+      devices          True in a device worker (see `devices`)
       kill             how kill_worker_tree will reach its daemons: "cgroup", "uid" or "pgid"
       seconds          time spent here
       problems         one line per limit this machine refused
@@ -955,14 +978,14 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
             if view != "new root":
                 levels["problems"].append(f"new root: not tried (view={view!r})")
             if view != "new root" or not step("new root", _new_root, workdir, tmpfs_mb, levels, submission, hide,
-                                              expose, target_uid):
+                                              expose, target_uid, True, devices):
                 levels["view"] = None
                 if step("private fs", _private_filesystem, workdir, tmpfs_mb, levels,
                         python_paths() + [os.path.realpath(p) for p in expose]
                         + ([os.path.realpath(submission)] if submission else [])):
                     levels["view"] = "deny-list"
     else:
-        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels, submission, hide, expose, view)
+        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels, submission, hide, expose, view, devices)
 
     # 5. workdir: cwd, HOME, TMPDIR
     def setup_workdir():
@@ -992,8 +1015,11 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
     _setrlimit(levels, "RLIMIT_NOFILE", int(max_open_files))
     if memory_mb:
         _setrlimit(levels, "RLIMIT_DATA", data_kib * 1024 + int(memory_mb) * mib)
-        _setrlimit(levels, "RLIMIT_AS", size_kib * 1024 + int(memory_mb) * mib)
+        if not devices:
+            _setrlimit(levels, "RLIMIT_AS", size_kib * 1024 + int(memory_mb) * mib)
         levels["memory_mb"] = int(memory_mb)
+    if devices:
+        levels["devices"] = True
     if max_procs:
         _setrlimit(levels, "RLIMIT_NPROC", int(max_procs))
     if cpu_seconds:
@@ -1051,7 +1077,7 @@ def _gid_mapped(gid):
         return False
 
 
-def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), view="new root"):
+def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), view="new root", devices=False):
     """Not root: an unprivileged user namespace gives us network and mount namespaces; our
     own uid is mapped to itself and every capability is dropped afterwards."""
     uid, gid = os.getuid(), os.getgid()
@@ -1071,7 +1097,7 @@ def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=
         try:
             if view != "new root":
                 raise OSError(errno.EPERM, f"not tried (view={view!r})")
-            _new_root(workdir, tmpfs_mb, levels, submission, hide, expose, uid, mount_proc=False)
+            _new_root(workdir, tmpfs_mb, levels, submission, hide, expose, uid, mount_proc=False, devices=devices)
         except OSError as e:
             levels["problems"].append(f"new root: {e.strerror or e}")
             levels["view"] = None

@@ -15,13 +15,17 @@ lacks, as float32 arrays marked {"bf": i, "rg": ...}, exact both ways; a tensor 
 device, which holds no data, as {"meta": [dtype name, shape], "rg": ...}, rebuilt on meta); numpy arrays ->
 {"np": i}; None / bool / int / float / str as themselves (strings capped); tuples and lists ->
 {"tuple": [...]}, {"list": [...]}; dicts with str keys -> {"dict": [[key, value], ...]} (other
-dicts are "obj"); torch.device / dtype -> {"device": ...}, {"dtype": ...};
+dicts are "obj"); torch.device / dtype -> {"device": ...}, {"dtype": ...}; a tensor that is not on
+the CPU (a GPU, the simulated device of elsewhere.py) or that the judge marked for the other device
+also carries "dev": where it was ("cuda:0", "meta") or "elsewhere" (put it there), and elsewhere's
+ELSEWHERE travels as {"device": "elsewhere"};
 anything else -> {"obj": "<type name>"} (so the judge can say what came back).  ``i`` indexes the
 frame's arrays: `encode` appends C-contiguous numpy arrays of an allowed dtype to its list,
 `recv` returns the checked arrays in the same order.
 """
 import json
 import os
+import re
 import select
 import struct
 import time
@@ -42,6 +46,7 @@ DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "i
 ALLOWED_DTYPES = set(DTYPES.values())
 META_DTYPES = set(DTYPES) | {"bfloat16"}  # a meta tensor crosses as its dtype's name and shape only
 _NAME = {dt: name for name, dt in DTYPES.items()}  # np.dtype -> its name on the wire
+DEVICE = re.compile(r"[a-z]{1,12}(:[0-9]{1,3})?\Z")  # a tensor's "dev": "cuda:0", "meta", "elsewhere"
 _json_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 _json_decode = json.JSONDecoder().decode
 
@@ -120,6 +125,10 @@ def encode(value, arrays, depth=0):
         else:
             return {"obj": f"numpy {value.dtype}"}
     if isinstance(value, torch.Tensor):
+        from .elsewhere import MARK, to_cpu
+
+        value, device = to_cpu(value)  # a tensor on a GPU or on the simulated device: its values, and where
+        device = device or getattr(value, MARK, None)  # the judge's: "elsewhere" (sandbox/elsewhere.py)
         t = value.detach()
         if t.is_meta:  # no data to send (device="meta"): its dtype and shape, rebuilt on meta
             name = str(t.dtype).replace("torch.", "")
@@ -135,7 +144,10 @@ def encode(value, arrays, depth=0):
         if a.dtype not in ALLOWED_DTYPES:
             return {"obj": f"Tensor({t.dtype})"}
         arrays.append(a)
-        return {"bf" if bf16 else "t": len(arrays) - 1, "rg": bool(value.requires_grad)}
+        out = {"bf" if bf16 else "t": len(arrays) - 1, "rg": bool(value.requires_grad)}
+        if isinstance(device, str) and DEVICE.match(device):
+            out["dev"] = device
+        return out
     if isinstance(value, np.ndarray):
         if value.dtype not in ALLOWED_DTYPES:
             return {"obj": f"ndarray({value.dtype})"}
@@ -159,6 +171,8 @@ def encode(value, arrays, depth=0):
         return {"dict": [[k[:MAX_STR], encode(v, arrays, depth + 1)] for k, v in list(value.items())[:64]]}
     if isinstance(value, torch.device):
         return {"device": str(value)}
+    if getattr(value, "name", None) == "elsewhere" and type(value).__name__ == "_Elsewhere":
+        return {"device": "elsewhere"}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).replace("torch.", "")}
     return {"obj": type(value).__name__[:100]}
@@ -183,7 +197,7 @@ def decode(value, arrays, depth=0, leaf_grads=False):
         raise ProtocolError("value nested too deeply")
     if value is None or isinstance(value, (bool, int)):
         return value
-    if not isinstance(value, dict) or len(value) > 2:
+    if not isinstance(value, dict) or len(value) > (3 if "dev" in value else 2):
         raise ProtocolError(f"unexpected value {str(value)[:80]}")
     if "t" in value or "bf" in value:
         t = torch.from_numpy(_array(arrays, value["t"] if "t" in value else value["bf"]))
@@ -191,7 +205,14 @@ def decode(value, arrays, depth=0, leaf_grads=False):
             if t.dtype != torch.float32:
                 raise ProtocolError("a bfloat16 tensor must travel as float32")
             t = t.to(torch.bfloat16)
+        if "dev" in value:  # where the other side had it (sandbox/elsewhere.py): remembered, never used
+            if not isinstance(value["dev"], str) or not DEVICE.match(value["dev"]):
+                raise ProtocolError(f"bad device {str(value['dev'])[:40]}")
+            from .elsewhere import mark
+            return mark(t, value["dev"])
         return t.requires_grad_(True) if leaf_grads and value.get("rg") and t.is_floating_point() else t
+    if "dev" in value:
+        raise ProtocolError("a device without a tensor")
     if "meta" in value:
         return _meta(value["meta"])
     if "np" in value:
@@ -215,6 +236,9 @@ def decode(value, arrays, depth=0, leaf_grads=False):
             out[item[0][:MAX_STR]] = decode(item[1], arrays, depth + 1, leaf_grads)
         return out
     if "device" in value:
+        if value["device"] == "elsewhere":
+            from .elsewhere import ELSEWHERE
+            return ELSEWHERE
         try:
             return torch.device(str(value["device"])[:20])
         except (RuntimeError, ValueError):

@@ -27,6 +27,7 @@ import torch
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import fmt, fmt_call, raise_container_mutated
 from . import protocol as P
+from .elsewhere import MARK, uses_elsewhere
 
 
 # ---------------------------------------------------------------- zygote
@@ -65,6 +66,8 @@ class Zygote:
         if pid == 0:
             try:
                 judge_end.close()
+                from .forkcheck import role
+                role("zygote")
                 from .worker import die_with_parent
                 die_with_parent()
                 S.zygote_loop(zygote_end, sources, errors, root, roots, limit_options)
@@ -73,8 +76,10 @@ class Zygote:
         zygote_end.close()
         self.sock, self.pid = judge_end, pid
 
-    def spawn(self, skip=(), focus=None, needed=()):
-        payload = json.dumps({"skip": list(skip), "focus": focus, "needed": list(needed)}).encode()
+    def spawn(self, skip=(), focus=None, needed=(), devices=False):
+        """A new worker: (pid, its socket).  `devices`: a device worker (devices.py)."""
+        payload = json.dumps({"skip": list(skip), "focus": focus, "needed": list(needed),
+                              "devices": bool(devices)}).encode()
         self.sock.sendall(b"spawn" + struct.pack("<I", len(payload)) + payload)
         msg, fds, _, _ = socket.recv_fds(self.sock, 8, 1)
         if len(msg) != 8 or len(fds) != 1:
@@ -139,7 +144,10 @@ class _Attach(torch.autograd.Function):
 
 def _replace(value, it):
     if isinstance(value, torch.Tensor):
-        return next(it)
+        new = next(it)
+        if getattr(value, MARK, None) is not None:
+            setattr(new, MARK, getattr(value, MARK))  # where the worker had it (elsewhere.device_of)
+        return new
     if isinstance(value, tuple):
         return tuple(_replace(v, it) for v in value)
     if isinstance(value, list):
@@ -193,10 +201,19 @@ class RemoteObject:
 
 
 class RemoteStudent:
-    """The student's functions, called in a sandboxed worker; same interface as Student."""
+    """The student's functions, called in a sandboxed worker; same interface as Student.
 
-    def __init__(self, zygote, exercise, load_timeout, read_errors=()):
+    A call with an argument on "another device" (sandbox/elsewhere.py) goes to a second worker, a
+    device worker that may use the GPU, when the machine has one (devices.visible()); the first
+    worker, like every other, sees no GPU.  Without a GPU the first worker takes it, on the
+    simulated device."""
+
+    def __init__(self, zygote, exercise, load_timeout, read_errors=(), devices=False):
         self.zygote, self.exercise, self.load_timeout = zygote, exercise, load_timeout
+        self.devices = devices  # this one is a device worker
+        self._device = None  # the device worker's student, once a call needed it
+        self.elsewhere = None  # the device the last call with another device ran on ("cuda:0", "meta")
+        self.device_problem = None  # why a device worker could not use the GPU
         self.read_errors = list(read_errors)
         self.pid = self.sock = None
         self.names = set()
@@ -224,7 +241,7 @@ class RemoteStudent:
             return
         # a known exercise's worker may run just the exercise's own file (load.exec_sources)
         focus = self.exercise if self.needed else None
-        self.pid, sock = self.zygote.spawn(self.skip, focus=focus, needed=self.needed)
+        self.pid, sock = self.zygote.spawn(self.skip, focus=focus, needed=self.needed, devices=self.devices)
         self.sock = P.Channel(sock)
         try:
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
@@ -281,6 +298,8 @@ class RemoteStudent:
 
     def abort(self, grace=0.0):
         """Kill the worker (after a time-out or a crash); the next call starts a fresh one."""
+        if self._device is not None:
+            self._device.abort()
         reason = "unknown"
         if self.sock is not None:
             try:
@@ -307,6 +326,8 @@ class RemoteStudent:
     def renew_if_stuck(self):
         """Before the next test: a new worker if the last one answered at SCHED_IDLE and the
         zygote could not set it back (unidle_failed)."""
+        if self._device is not None:
+            self._device.renew_if_stuck()
         if self.unidle_failed:
             self.abort()
             self.unidle_failed = False
@@ -351,15 +372,48 @@ class RemoteStudent:
                 [("加载时的错误 load errors", "\n".join(errs))] if errs else [], kind="missing")
         return name
 
+    def _on_device(self, args, kwargs):
+        """The student whose worker takes a call with these arguments: a device worker for an
+        argument on another device on a machine with a GPU, else this one."""
+        if self.devices or not uses_elsewhere([args, kwargs]):
+            return None
+        from .devices import visible
+        if not visible():
+            return None  # this worker, on the simulated device
+        if self._device is None:
+            self._device = RemoteStudent(self.zygote, self.exercise, self.load_timeout, self.read_errors, devices=True)
+        self._device.idle_after = self.idle_after
+        return self._device
+
+    def _routed(self, target, method, *args, **kwargs):
+        """`target`'s method, as if it were this student's: its call and lookups become ours."""
+        try:
+            return getattr(target, method)(*args, **kwargs)
+        finally:
+            self.last_call = target.last_call
+            self.elsewhere, self.device_problem = target.elsewhere, target.device_problem
+            if not hasattr(self, "looked_up"):
+                self.looked_up = set()
+            self.looked_up.update(target.take_lookups())
+
     def call(self, name, *args, **kwargs):
+        target = self._on_device(args, kwargs)
+        if target is not None:
+            return self._routed(target, "call", name, *args, **kwargs)
         self.lookup(name)
         return self._call({"op": "call", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
     def new(self, name, *args, **kwargs):
+        target = self._on_device(args, kwargs)
+        if target is not None:
+            return self._routed(target, "new", name, *args, **kwargs)
         self.lookup(name)
         return self._call({"op": "new", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
     def invoke(self, label, fn, *args, **kwargs):
+        owner = getattr(fn, "_student", self)
+        if owner is not self:  # an object made in the device worker lives there
+            return self._routed(owner, "invoke", label, fn, *args, **kwargs)
         if not isinstance(fn, RemoteObject):
             if callable(fn):  # a judge-side callable: trusted code, run it here
                 return fn(*args, **kwargs)
@@ -368,12 +422,18 @@ class RemoteStudent:
         return self._call({"op": "invoke", "handle": fn._handle}, label, args, kwargs, obj=fn)
 
     def raises(self, exc_type, name, *args, **kwargs):
+        target = self._on_device(args, kwargs)
+        if target is not None:
+            return self._routed(target, "raises", exc_type, name, *args, **kwargs)
         self.lookup(name)
         self.last_call = fmt_call(name, args, kwargs)
         arrays = []
         header = {"op": "call", "name": name, "prefer": self.exercise,
                   "args": P.encode(tuple(args), arrays), "kwargs": {k: P.encode(v, arrays) for k, v in kwargs.items()}}
+        if uses_elsewhere([args, kwargs]):
+            header["elsewhere"] = True
         answer, _ = self._request(header, arrays)
+        self._device_answer(answer)
         raised = answer.get("raised")
         if not isinstance(raised, dict):
             return False
@@ -405,7 +465,10 @@ class RemoteStudent:
         if obj is not None:
             header["state"] = obj._state(arrays)
             header["grad_params"] = obj._grad_params()
+        if uses_elsewhere([args, kwargs]):
+            header["elsewhere"] = True  # the worker puts them on its device (elsewhere.Place)
         answer, out_arrays = self._request(header, arrays)
+        self._device_answer(answer)
         if "missing" in answer:
             self.lookup(str(answer["missing"]))
             raise MissingFunction(f"提交中找不到 `{label}`。", f"`{label}` is not defined in your submission.",
@@ -452,6 +515,14 @@ class RemoteStudent:
             out = _replace(out, iter(attached))
         return out
 
+    def _device_answer(self, answer):
+        """Where a call with another device ran, as the worker says ("cuda:0", "meta")."""
+        where = answer.get("elsewhere")
+        if isinstance(where, str) and P.DEVICE.match(where):
+            self.elsewhere = where
+            problem = answer.get("device_problem")
+            self.device_problem = str(problem)[:300] if problem else None
+
     def _remote_object(self, ok, arrays):
         if not isinstance(ok, dict) or "handle" not in ok:
             raise P.ProtocolError("bad handle")
@@ -474,7 +545,9 @@ class RemoteStudent:
                 children[name] = lin
             else:
                 children[name] = P.Opaque(str(d.get("obj", "object")) if isinstance(d, dict) else "object")
-        return RemoteObject(int(ok["handle"]), str(ok.get("type", "object"))[:100], children)
+        obj = RemoteObject(int(ok["handle"]), str(ok.get("type", "object"))[:100], children)
+        obj._student = self
+        return obj
 
     def _vjp(self, call_id, grads, leaves):
         arrays = []

@@ -46,6 +46,8 @@ def record(props, max_examples, reference=REFERENCE):
     pid = os.fork()
     if pid == 0:  # trusted: the reference solutions and the properties only
         try:
+            from .forkcheck import role
+            role("recorder")
             os.close(r)
             data = pickle.dumps(_record_here(props, max_examples, reference), protocol=pickle.HIGHEST_PROTOCOL)
             data = struct.pack("<Q", len(data)) + data
@@ -140,6 +142,8 @@ def fresh(value, memo=None):
         out = value.detach().clone(memory_format=torch.preserve_format)
         if value.requires_grad:
             out.requires_grad_(True)
+        if value.__dict__:  # its attributes too (elsewhere.MARK: "put it on the other device")
+            out.__dict__.update(copy.deepcopy(value.__dict__, memo))
     elif type(value) in (list, tuple):
         out = type(value)(fresh(v, memo) for v in value)
     elif type(value) is dict:

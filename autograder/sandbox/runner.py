@@ -111,7 +111,9 @@ class InProcessRunner:
     def run(self, path, exercise, tests, progress=None):
         from ..properties import REGISTRY, Student, load_all
         from ..properties._harness import grading_profile
+        from .devices import hide
 
+        hide()  # the properties' tensors stay on the CPU, as everywhere (devices.py)
         load_all()
         grading_profile(self.course.max_examples)
         sub, roots = _load(path, self.course.load_timeout)
@@ -167,15 +169,16 @@ def _warm_up():
     grading_profile(3)
 
     @given(x=float_tensors((2, 3, 4)), n=st.integers(1, 3))
-    def warm(x, n):
+    def warm(x, n):  # forward only: this process forks the judges (see server.warm_forward)
         x = x.clone().requires_grad_(True)
         y = torch.softmax(x @ x.transpose(-2, -1) / n, dim=-1).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril(), 0)
-        loss = torch.nn.functional.cross_entropy(x.reshape(-1, 4), torch.zeros(6, dtype=torch.long)) + y.sum()
-        torch.autograd.grad(loss, x)
+        torch.nn.functional.cross_entropy(x.reshape(-1, 4), torch.zeros(6, dtype=torch.long)) + y.sum()
         torch.tanh(torch.sigmoid(x)).double().float()
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
     warm()
+    from .server import warm_forward
+    warm_forward()
     from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
     from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
     try:  # hypothesis reads the constants of every module it has not seen yet, in each judge again
@@ -228,13 +231,8 @@ def _warm_up_optimizers():
     _OPTIM_WARM = True
     import gc
 
-    import torch
-
-    p = torch.zeros(2, requires_grad=True)
-    for opt in (torch.optim.Adam([p], lr=0.1), torch.optim.SGD([p], lr=0.1), torch.optim.AdamW([p], lr=0.1)):
-        opt.zero_grad()
-        (p * p).sum().backward()
-        opt.step()
+    from .server import warm_optimizers
+    warm_optimizers()  # no backward pass in a process that forks
     gc.collect()
     gc.freeze()
 
@@ -247,6 +245,8 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
     max(IDLE_AFTER, IDLE_SHARE * the test's limit) seconds runs at SCHED_IDLE until it answers
     (RemoteStudent._recv)."""
     try:
+        from .forkcheck import role
+        role("judge")
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
         for std in (0, 1, 2):
@@ -314,6 +314,11 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             if hung and outcome.get("status") == "timeout":
                 outcome = _timeout_after_hang(prop.function, hung, limit, via)
             outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
+            if student.elsewhere:  # the device its device sentences ran on (elsewhere.py; self-check prints it)
+                outcome["device"] = student.elsewhere
+                if student.device_problem:
+                    outcome["device_problem"] = student.device_problem
+                student.elsewhere = student.device_problem = None
             if outcome["status"] == "timeout":
                 student.abort()  # the worker may still be running the endless loop
             emit({"event": "result", "test": name, "outcome": outcome})

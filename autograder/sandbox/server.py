@@ -63,10 +63,20 @@ def _package_parent():
 
 def server_environment():
     """The whole environment of the server (and so of every worker): nothing of the caller's but
-    HOME (for user site-packages) and the matplotlib cache (fonts already indexed)."""
+    HOME (for user site-packages), the matplotlib cache (fonts already indexed), what decides which
+    GPUs a device worker sees (devices.show: the CUDA_VISIBLE_DEVICES the grader was started with,
+    not the empty one of the grading process) and the autograd check of forkcheck.py."""
+    from . import devices
+    from .forkcheck import LOG, MODE, ROOT
+
     home = os.environ.get("HOME") or "/"
     mpl = os.environ.get("MPLCONFIGDIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "matplotlib")
+    check = {k: os.environ[k] for k in (MODE, LOG, ROOT) if k in os.environ}
+    return devices.show({**check, **_environment(home, mpl)})
+
+
+def _environment(home, mpl):
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -234,6 +244,8 @@ def prestart():
     In a clean process (is_clean()) the server is forked after importing torch, which the caller
     needs anyway; otherwise it is exec'd.  Never raises."""
     global _SERVER
+    from .devices import hide
+    hide()  # before anything asks about CUDA: no grader process sees a GPU (devices.py)
     if _SERVER is None or not _SERVER.alive():
         mode = "fork" if is_clean() and os.environ.get("SEQGRADER_SERVER_MODE") != "exec" else "exec"
         try:
@@ -283,19 +295,33 @@ def send_init(sock, init):
 
 # ---------------------------------------------------------------- the server's side
 
-def _warm_up():
-    """What every worker would otherwise pay on its first call: torch's lazy imports, autograd,
-    the kernels the exercises use, matplotlib (notebooks draw) and the worker's own modules."""
+def warm_forward():
+    """torch's lazy imports and the kernels the exercises use, forward only: a process that forks
+    must never run a backward pass (on a machine with CUDA its children could not run one: see
+    devices.py and forkcheck.py) nor start CUDA, and this asks neither."""
     import torch
 
-    torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
     x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0), requires_grad=True)
     y = torch.softmax(x @ x.transpose(-2, -1) / 2, dim=-1).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril(), 0)
-    loss = torch.nn.functional.cross_entropy(x.reshape(-1, 4), torch.zeros(6, dtype=torch.long)) + y.sum()
-    torch.autograd.grad(loss, x)
+    torch.nn.functional.cross_entropy(x.reshape(-1, 4), torch.zeros(6, dtype=torch.long)) + y.sum()
     torch.tanh(torch.sigmoid(x)).double().float()
     torch.nn.functional.scaled_dot_product_attention(x, x, x)
     torch.nn.functional.log_softmax(x, -1)
+    from .elsewhere import Place, put_elsewhere
+    place = Place()  # the simulated device's modes, as a device probe uses them
+    with place.active():
+        lengths = place.put(put_elsewhere(torch.tensor([2, 1])))
+        (torch.arange(2, device=lengths.device)[None] < lengths[:, None]).tolist()
+
+
+def _warm_up():
+    """What every worker would otherwise pay on its first call: torch's lazy imports, the kernels
+    the exercises use (forward only: see warm_forward), matplotlib (notebooks draw) and the
+    worker's own modules."""
+    import torch
+
+    torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
+    warm_forward()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
@@ -314,15 +340,21 @@ def _warm_up_optimizers():
     if _OPTIM_WARM:
         return
     _OPTIM_WARM = True
+    warm_optimizers()
+    gc.collect()
+    gc.freeze()
+
+
+def warm_optimizers():
+    """One step of each optimiser the exercises use, with a gradient set by hand: the imports of
+    a first step without a backward pass (see warm_forward)."""
     import torch
 
     p = torch.zeros(2, requires_grad=True)
     for opt in (torch.optim.Adam([p], lr=0.1), torch.optim.SGD([p], lr=0.1), torch.optim.AdamW([p], lr=0.1)):
         opt.zero_grad()
-        (p * p).sum().backward()
+        p.grad = torch.ones_like(p)
         opt.step()
-    gc.collect()
-    gc.freeze()
 
 
 def _become_server(fd, owner):
@@ -343,6 +375,9 @@ def _become_server(fd, owner):
 
 
 def main(fd, owner):
+    from .forkcheck import role
+
+    role("server")
     _prctl_pdeathsig()
     if os.getppid() != owner:
         os._exit(1)  # the process that started us is gone already
@@ -410,6 +445,9 @@ def _recv_exact(sock, n):
 
 def serve_zygote(sock):
     """A zygote: read the init frame, then fork workers for the judge and reap them."""
+    from .forkcheck import role
+
+    role("zygote")
     try:
         head = _recv_exact(sock, 12)
         if head[:4] != b"init":
@@ -460,7 +498,8 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
                 a.close()
                 sock.close()
                 worker_main(b, sources, errors, root, roots, workdir, limit_options, want.get("skip") or [],
-                            focus=want.get("focus"), needed=want.get("needed") or ())
+                            focus=want.get("focus"), needed=want.get("needed") or (),
+                            devices=want.get("devices") is True)
             b.close()
             workdirs[pid] = workdir
             socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])

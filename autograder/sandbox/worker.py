@@ -45,8 +45,11 @@ def _describe_module(obj):
 
 
 class Worker:
-    def __init__(self, sock, submission, roots):
+    def __init__(self, sock, submission, roots, devices=False):
+        from .elsewhere import Place
+
         self.sock, self.sub, self.roots = P.Channel(sock), submission, tuple(roots)
+        self.place = Place(gpu=devices)  # where the judge's "another device" is (sandbox/elsewhere.py)
         self.handles = {}
         self.calls = OrderedDict()
         self.next_id = 0
@@ -86,8 +89,6 @@ class Worker:
 
     # -- requests
     def handle(self, h, arrays, out_arrays):
-        import torch
-
         op = h.get("op")
         if op == "load_rest":
             return self.load_rest()
@@ -95,6 +96,19 @@ class Worker:
             return self.vjp(h, arrays, out_arrays)
         if op == "random_state":  # a fingerprint of the global random states (rngstate.py)
             return {"ok": P.encode(rngstate.digest(), out_arrays)}
+        if h.get("elsewhere"):  # arguments on another device than the CPU: see elsewhere.py
+            device = self.place.device  # the GPU, or the simulated device (started before any student call)
+            with self.place.active():
+                answer = self._handle(h, arrays, out_arrays, op, place=self.place)
+            answer["elsewhere"] = str(device)
+            if self.place.problem:
+                answer["device_problem"] = self.place.problem
+            return answer
+        return self._handle(h, arrays, out_arrays, op)
+
+    def _handle(self, h, arrays, out_arrays, op, place=None):
+        import torch
+
         args = P.decode(h.get("args", {"tuple": []}), arrays, leaf_grads=True)
         kwargs = {k: P.decode(v, arrays, leaf_grads=True) for k, v in h.get("kwargs", {}).items()}
         if op in ("call", "new"):
@@ -111,6 +125,8 @@ class Worker:
             return {"raised": {"type": "ProtocolError", "mro": [], "message": f"unknown op {op}", "where": ""}}
         if not callable(fn):
             return {"not_callable": type(fn).__name__[:100]}
+        if place is not None:
+            args, kwargs = place.put(args), place.put(kwargs)
         inputs = P.flat_tensors(list(args) + list(kwargs.values()))
         before = [t.detach().clone() for t in inputs]
         containers = P.container_snapshot(list(args) + list(kwargs.values()))
@@ -248,9 +264,18 @@ def loaded_header(sub, **more):
             "partial": sub.partial, **more}
 
 
-def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=(), focus=None, needed=()):
-    """Body of a worker process: never returns."""
+def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=(), focus=None, needed=(),
+                devices=False):
+    """Body of a worker process: never returns.  `devices`: a device worker, which may use the GPUs
+    the grader was started with (devices.py); every other worker sees none, as on a machine
+    without one."""
     try:
+        from . import devices as D
+        from . import forkcheck
+
+        forkcheck.role("worker")
+        if not devices:
+            os.environ.update(D.HIDDEN)
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDWR)
         for std in (0, 1, 2):
@@ -258,7 +283,8 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         P.close_other_fds([sock.fileno()])
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
-        levels = apply_limits(workdir, limit_options)
+        levels = apply_limits(workdir, dict(limit_options or {}, devices=True) if devices and limit_options is not None
+                              else limit_options)
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
 
@@ -269,7 +295,7 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         keep_python_path(root)
         sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
         P.send(sock, loaded_header(sub, levels=levels))
-        Worker(sock, sub, roots).serve()
+        Worker(sock, sub, roots, devices=devices).serve()
     except BaseException:  # noqa: BLE001
         pass
     finally:

@@ -1,6 +1,7 @@
 """Probes of the `masks` exercise: padding_mask, causal_mask, attention_mask."""
 import torch
 
+from ...sandbox.elsewhere import ELSEWHERE, device_of, put_elsewhere
 from ..inputs import kind_of
 from ..registry import probe
 
@@ -35,16 +36,27 @@ def attention_mask_values(s):
             s.call("attention_mask", torch.tensor([1, 3]), 4)]
 
 
-@probe(EX, "causal_mask")
+@probe(EX, "causal_mask", on_device=True)
 def causal_mask_elsewhere(s):
-    """Built on `device`, on a device other than the CPU (properties/masks.elsewhere_device: "cuda" on
-    a machine without CUDA, where building on it raises; "meta" otherwise): what came back, or that
-    torch refused to build there."""
-    from ...properties.masks import built_elsewhere
+    """Built on `device`, a device other than the CPU (sandbox/elsewhere.py: the GPU where there is
+    one, else a simulated device): where the mask came back, and the mask."""
+    out = s.call("causal_mask", 3, device=ELSEWHERE)
+    return [where(s, out), out]
 
-    what, out = built_elsewhere(s.student, 3)  # another exception: observe() reads it as an error
-    if what == "refused":
-        return ["refused"]
+
+@probe(EX, "padding_mask", on_device=True)
+def padding_mask_elsewhere(s):
+    """lengths on a device other than the CPU: where the mask came back, and the mask."""
+    out = s.call("padding_mask", put_elsewhere(torch.tensor([3, 1, 2])))
+    return [where(s, out), out]
+
+
+def where(s, out):
+    """"device" if `out` is on the device the call asked for, "cpu" if on the CPU (the same
+    observation on a GPU and on the simulated device); what it is otherwise."""
     if not isinstance(out, torch.Tensor):
-        return [kind_of(out)]
-    return [out.device.type, str(out.dtype), tuple(out.shape)]
+        return kind_of(out)
+    device = device_of(out)
+    if device == "cpu":
+        return "cpu"
+    return "device" if device == getattr(s.student, "elsewhere", None) else "another device"

@@ -1,8 +1,10 @@
 """Probes of the `positional_encoding` exercise: sinusoidal_encoding, add_positional_encoding."""
 import torch
 
+from ...sandbox.elsewhere import put_elsewhere
 from ..inputs import rnd
 from ..registry import probe
+from .masks import where
 
 EX = "positional_encoding"
 
@@ -31,3 +33,10 @@ for _i, (_shape, _dtype) in enumerate([((2, 4, 6), torch.float32), ((3, 3, 4), t
                                        ((1, 5, 2), torch.float32), ((2, 3, 4), torch.float64),
                                        ((4, 2, 4), torch.float32)]):
     probe(EX, "add_positional_encoding")(added_encoding(_shape, 10 + _i, _dtype))
+
+
+@probe(EX, "add_positional_encoding", on_device=True)
+def added_encoding_elsewhere(s):
+    """X on a device other than the CPU: where the output came back, and the output."""
+    out = s.call("add_positional_encoding", put_elsewhere(rnd((2, 3, 4), 20)))
+    return [where(s, out), out]

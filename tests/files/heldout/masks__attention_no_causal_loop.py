@@ -7,7 +7,8 @@ def padding_mask(lengths, max_len=None):
     T = int(lengths.max()) if max_len is None else int(max_len)
     if (lengths < 0).any() or (lengths > T).any():
         raise ValueError("bad lengths")
-    return torch.stack([torch.arange(T) < int(n) for n in lengths]) if len(lengths) else torch.zeros(0, T, dtype=torch.bool)
+    return (torch.stack([torch.arange(T, device=lengths.device) < int(n) for n in lengths]) if len(lengths)
+            else torch.zeros(0, T, dtype=torch.bool, device=lengths.device))
 
 
 def causal_mask(T, device=None):

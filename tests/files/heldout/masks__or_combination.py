@@ -7,7 +7,7 @@ def padding_mask(lengths, max_len=None):
     T = int(lengths.max()) if max_len is None else int(max_len)
     if (lengths < 0).any() or (lengths > T).any():
         raise ValueError("bad lengths")
-    return torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
+    return torch.arange(T, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
 def causal_mask(T, device=None):

@@ -18,4 +18,4 @@ def sinusoidal_encoding(T, d, base=10000.0):
 
 
 def add_positional_encoding(X):
-    return X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(X.dtype)
+    return X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(dtype=X.dtype, device=X.device)

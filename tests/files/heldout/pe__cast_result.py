@@ -14,5 +14,5 @@ def sinusoidal_encoding(T, d, base=10000.0):
 
 
 def add_positional_encoding(X):
-    out = X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(X.dtype)
+    out = X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(dtype=X.dtype, device=X.device)
     return out.to(torch.float32)

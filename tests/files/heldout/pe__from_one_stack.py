@@ -15,4 +15,4 @@ def sinusoidal_encoding(T, d, base=10000.0):
 
 
 def add_positional_encoding(X):
-    return X + sinusoidal_encoding(X.size(1), X.size(2)).to(X.dtype)
+    return X + sinusoidal_encoding(X.size(1), X.size(2)).to(dtype=X.dtype, device=X.device)
