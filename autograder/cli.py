@@ -193,7 +193,10 @@ def build_parser():
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one submission (.py, .ipynb or a folder)",
                        description="Grade one student's submission and print a report. "
-                                   "Exit status 0 whenever a report was produced, whatever the score.")
+                                   "Exit status 0 whenever a report was produced, whatever the score; 2 when the "
+                                   "grader cannot grade: among others when the reference solutions do not get full "
+                                   "marks in this environment (checked before the first score and remembered per "
+                                   "environment: see `self-check`).")
     g.add_argument("submission", help="a .py file, an .ipynb notebook, or a folder of them")
     g.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
     g.add_argument("--course", metavar="DIR", help=COURSE_HELP)

@@ -304,6 +304,11 @@ def padding_mask(lengths, max_len=None):
 
 def on_cpu(lengths):
     return torch.zeros(len(lengths), dtype=torch.bool)
+
+
+def bump(X):
+    X += 1
+    return X
 '''
 
 
@@ -350,3 +355,39 @@ def test_with_a_gpu_a_device_worker_takes_the_device_sentences(sandboxed, monkey
     assert "padding_mask" in sandboxed.take_lookups()
     sandboxed.abort()
     assert sandboxed._device.pid is None  # both workers reaped
+
+
+def test_an_input_on_the_device_changed_in_place_is_seen_as_on_a_gpu(sandboxed, monkeypatch):
+    """`X += 1` on the student's own copy of X is an input changed in place, on the simulated
+    device as on a GPU: in the worker and in this process alike (the diagnosis compares the two)."""
+    from autograder.errors import PropertyFailure
+    from autograder.properties._harness import Student
+
+    monkeypatch.setattr(devices, "visible", lambda: [])
+    with pytest.raises(PropertyFailure, match="modified one of its inputs in place"):
+        sandboxed.call("bump", put_elsewhere(torch.zeros(2, 3)))
+
+    def bump(X):
+        X += 1
+        return X
+
+    class Namespace:
+        load_errors = []
+
+        def get(self, name, prefer=None):
+            return bump if name == "bump" else None
+
+    with pytest.raises(PropertyFailure, match="modified one of its inputs in place"):
+        Student(Namespace(), (), "devices").call("bump", put_elsewhere(torch.zeros(2, 3)))
+    assert P.same_values(SimTensor(torch.ones(2)), SimTensor(torch.ones(2)))
+    assert not P.same_values(SimTensor(torch.ones(2)), SimTensor(torch.zeros(2)))
+
+
+def test_unseen_hides_the_gpu_from_warm_ups_and_puts_everything_back():
+    """What a warm-up in a process that forks sees of CUDA: nothing, and nothing can start it."""
+    saved = torch.cuda.is_available, torch.cuda.device_count, torch.cuda._lazy_init
+    with devices.unseen():
+        assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+        with pytest.raises(RuntimeError, match="not started in a process of the grader"):
+            torch.cuda._lazy_init()
+    assert (torch.cuda.is_available, torch.cuda.device_count, torch.cuda._lazy_init) == saved

@@ -59,7 +59,7 @@ def sinusoidal_encoding(T, d, base=10000.0):
     return pe
 
 def add_positional_encoding(X):
-    return X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(X.dtype)
+    return X + sinusoidal_encoding(X.shape[1], X.shape[2]).to(dtype=X.dtype, device=X.device)
 """
 
 

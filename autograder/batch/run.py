@@ -333,9 +333,16 @@ warm grading processes, one per thread, the same as the local mode's (sandboxed 
 so a worker core grades as fast as a local one. The results are written here exactly as in the
 local mode. See README, "Grading a whole class".
 
+Self-check: before its first submission, every grading process (local, or on each Dask worker)
+grades the reference solutions in its own environment; if they lose a point there, or if a
+student's error turns out to be the reference's too, nobody more is graded: the batch stops with
+exit status 2, writes no report, CSV row or Gradescope file for what it had not finished, and
+says which property failed and what to try (README, "GPU machines"). A pass is remembered per
+environment in ~/.cache/seqgrader/self-check/ (SEQGRADER_CACHE_DIR).
+
 Exit status: 0 when the batch finished (whatever the scores and errors), 2 when it could not
-start (no such folder, no submissions, bad course.yml, scheduler unreachable), 130 when
-interrupted (run again to resume)."""
+start (no such folder, no submissions, bad course.yml, scheduler unreachable) or the self-check
+stopped it, 130 when interrupted (run again to resume)."""
 
 
 def add_parser(sub):

@@ -21,6 +21,7 @@ or null when it was unset), so that processes started later (an exec'd sandbox s
 grading processes of a batch) know it too.  ``visible()`` reads the GPUs through NVML, which does
 not initialise CUDA, with the same rules as CUDA itself for ``CUDA_VISIBLE_DEVICES``.
 """
+import contextlib
 import ctypes
 import json
 import os
@@ -161,3 +162,25 @@ def summary():
     return {"torch": torch.__version__, "cuda_build": cuda_build(), "hip_build": getattr(torch.version, "hip", None),
             "git": getattr(torch.version, "git_version", None), "gpus": visible(), VISIBLE: original(),
             "env": {k: os.environ[k] for k in PASSED_ON if k in os.environ}}
+
+
+@contextlib.contextmanager
+def unseen():
+    """While active, torch's Python side reports no GPU (``torch.cuda.is_available()`` False, no
+    device counted) and refuses to start CUDA: for warm-ups in a process that forks later, whose
+    imports (torch._dynamo and torch._inductor check the GPU's capability as they load) would
+    otherwise start CUDA in it, and so break CUDA in every child.  What they cache stays "no GPU",
+    which only a device worker could use, for nothing it is asked to do."""
+    import torch
+
+    def refuse(*_a, **_k):
+        raise RuntimeError("CUDA is not started in a process of the grader that forks (devices.unseen)")
+
+    saved = {name: getattr(torch.cuda, name) for name in ("is_available", "device_count", "_lazy_init")}
+    torch.cuda.is_available, torch.cuda.device_count, torch.cuda._lazy_init = (lambda: False), (lambda: 0), refuse
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(torch.cuda, name, value)
+

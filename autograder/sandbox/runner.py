@@ -176,9 +176,12 @@ def _warm_up():
         torch.tanh(torch.sigmoid(x)).double().float()
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
-    warm()
+    from .devices import unseen
     from .server import warm_forward
-    warm_forward()
+
+    with unseen():  # this process forks the judges: nothing here may start CUDA (devices.py)
+        warm()
+        warm_forward()
     from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
     from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
     try:  # hypothesis reads the constants of every module it has not seen yet, in each judge again

@@ -320,8 +320,11 @@ def _warm_up():
     worker's own modules."""
     import torch
 
+    from .devices import unseen
+
     torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
-    warm_forward()
+    with unseen():
+        warm_forward()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
@@ -347,7 +350,15 @@ def _warm_up_optimizers():
 
 def warm_optimizers():
     """One step of each optimiser the exercises use, with a gradient set by hand: the imports of
-    a first step without a backward pass (see warm_forward)."""
+    a first step (torch._dynamo, torch._inductor) without a backward pass (see warm_forward), and
+    without the GPU they check as they load (devices.unseen: this process forks afterwards)."""
+    from .devices import unseen
+
+    with unseen():
+        _optimizer_steps()
+
+
+def _optimizer_steps():
     import torch
 
     p = torch.zeros(2, requires_grad=True)
