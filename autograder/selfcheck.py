@@ -16,10 +16,9 @@ build, devices, sandbox and course as the students:
    whose environment is not exactly this one's counts for nothing.
 2. ``verify()``, while grading: a test that ended in an error (the code raised, or its process
    died) or in a failure that names an exception is run again on the reference, now, in this
-   process, through the same sandbox.  If the
-   reference does not pass it either, the error is the grader's, never the student's:
-   GraderEnvironmentError again, for the whole run.  Each (test, error) is checked once per
-   process.
+   process, through the same sandbox.  If the reference does not pass it either, the error is the
+   grader's, never the student's: GraderEnvironmentError again, for the whole run.  A test is
+   checked once per process and kind of failure (its status, its message, the exception's type).
 
 `seqgrader self-check` runs 1 without the cache and prints the environment.
 """
@@ -41,6 +40,7 @@ LOAD_FAILURES = ("Loading your submission", "The process ended while loading you
 SETTINGS = ("SEQGRADER_SANDBOX_VIEW", "SEQGRADER_SERVER_MODE", "SEQGRADER_AUTOGRAD_FORK")
 
 _VERIFIED = set()  # (exercise, test, signature) whose reference passed in this process
+VERIFY = {"runs": 0, "tests": 0, "seconds": 0.0}  # what verify() cost in this process (grade-batch logs it)
 
 
 # ---------------------------------------------------------------- the environment
@@ -259,8 +259,11 @@ def failure_message(lost, course, when, student=None):
 # ---------------------------------------------------------------- 2. while grading
 
 def _signature(outcome):
-    ex = exception_of(outcome)
-    return json.dumps([outcome.get("en", ""), ex], ensure_ascii=False)
+    """How a test failed, as far as the environment could be the cause: its status, its message
+    and the exception's type (not the exception's own message, which names the student's shapes
+    and values: one check per kind of failure and test, not one per student)."""
+    kind = exception_of(outcome).split(":", 1)[0].strip()[:100]
+    return json.dumps([outcome.get("status"), outcome.get("en", ""), kind], ensure_ascii=False)
 
 
 def suspect(outcome):
@@ -292,7 +295,10 @@ def verify(course, runner, raw, student):
     plan = to_verify(raw)
     if not plan:
         return
-    ref, _seconds = run_reference(course, runner, plan)
+    ref, seconds = run_reference(course, runner, plan)
+    VERIFY["runs"] += 1
+    VERIFY["tests"] += sum(len(t) for t in plan.values())
+    VERIFY["seconds"] += seconds
     lost = []
     for item in lost_tests(course, plan, ref):
         ex, _, short = item["test"].partition("/")

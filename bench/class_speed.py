@@ -20,6 +20,8 @@ output folder) and prints
   marginal     the time per submission after that: (last - first) / (N - 1), the figure that
                decides how long a class of 1,000 takes
   checksum     sha256 of every student's per-exercise scores (the same class must give the same)
+  self-check   how many of the reference's tests were run again because a student's test ended in
+               an error the grading process had not seen yet (selfcheck.verify), and their time
   --compare K  grades K submissions alone with `grade` and checks the same scores in the two JSON
                reports (per exercise, total, graded or not; grades.csv leaves an ungraded row blank)
   --kinds      the CPU of each kind of process in the local run, sampled as --dask does (below)
@@ -252,11 +254,13 @@ def outcome(out, t0):
     lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
     start = max(i for i, ln in enumerate(lines) if " start: " in ln)
     procs = {m.group(1) for ln in lines[start:] if (m := re.search(r" process=(\S+)#\d+", ln))}
+    checks = [m for ln in lines[start:] if (m := re.search(r" checked=(\d+)@([\d.]+)s", ln))]
     first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, rows = checksum(out / "grades.csv")
     split, reused, graded = report_timing(out)
     return {"first": first, "marginal": marginal, "checksum": digest, "rows": rows, "processes": len(procs),
-            "split": split, "reused": reused, "graded": graded}
+            "split": split, "reused": reused, "graded": graded,
+            "checked": (len(checks), sum(int(m.group(1)) for m in checks), sum(float(m.group(2)) for m in checks))}
 
 
 def ratios(local, remote):
@@ -345,6 +349,9 @@ def main():
           f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over exercises); {reused} of {graded_ex} "
           f"exercises reused (the same code graded before, with a result that depends on the code alone)")
     print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
+    subs, tests, secs = local["checked"]
+    print(f"self-check   {tests} tests of the reference run again for {subs} submissions whose errors were new to "
+          f"their grading process ({secs:.1f} s of wall in all); the check before the first score: see batch.log")
     if args.kinds:
         n = args.students
         print("CPU by kind  " + "; ".join(f"{k} {v:.1f} s ({v / n:.2f} per submission)"

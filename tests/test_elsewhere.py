@@ -273,16 +273,24 @@ def test_hiding_keeps_what_the_grader_was_started_with(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.delenv(devices.ORIGINAL, raising=False)
     monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(devices, "_SAVED", devices._UNSET)
     devices.hide()
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "" and devices.original() == "1"
-    devices.hide()  # a process started later (the same variables) still knows it
-    assert devices.original() == "1"
-    env = devices.show({"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})
+    devices.hide()  # idempotent: what it was started with is kept
+    assert devices.original() == "1" and devices.ORIGINAL not in os.environ  # nothing for unrelated programs
+    env = devices.show({"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""})  # the sandbox server's
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and "HIP_VISIBLE_DEVICES" not in env
+    assert json.loads(env[devices.ORIGINAL]) == "1"
+    monkeypatch.setattr(devices, "_SAVED", devices._UNSET)  # a server started with that environment
+    monkeypatch.setenv(devices.ORIGINAL, env[devices.ORIGINAL])
+    assert devices.original() == "1"
     monkeypatch.delenv(devices.ORIGINAL)
+    monkeypatch.setattr(devices, "_SAVED", devices._UNSET)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    devices.hide()
-    assert devices.original() is None and "CUDA_VISIBLE_DEVICES" not in devices.show({})
+    with devices.hidden():  # the in-process runner: for a while only
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "" and devices.original() is None
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ and devices._SAVED is devices._UNSET
+    assert "CUDA_VISIBLE_DEVICES" not in devices.show({})
 
 
 def test_a_cpu_build_sees_no_gpu():

@@ -121,9 +121,14 @@ def worker_main(config_json):
         # ... and what their judges' diagnoses observed of trusted code (a warm start, same reports)
         merged = runner.merge_exports(job["share"]) if job.get("share") else 0
         hits = runner.reuse.hits if runner.reuse else 0
+        from ..selfcheck import VERIFY
+        checks = dict(VERIFY)
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
         out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
+        if VERIFY["runs"] > checks["runs"]:  # errors checked on the reference (selfcheck.verify)
+            out["checked"] = {"tests": VERIFY["tests"] - checks["tests"],
+                              "seconds": round(VERIFY["seconds"] - checks["seconds"], 3)}
         if merged:
             out["merged"] = merged  # trusted observations taken from the others before it
         new = runner.reuse.take_new() if runner.reuse else []

@@ -147,6 +147,7 @@ class Batch:
                    if res.get("pid") else "")  # which grading process, and how many it had graded before
         log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]}{process} score={report['score']:g} "
                   f"status={status}"
+                  + (f" checked={res['checked']['tests']}@{res['checked']['seconds']}s" if res.get("checked") else "")
                   + (f" reused={res['reused']}" if res.get("reused") else "") + "\n")
         log.flush()
         return status, report

@@ -16,10 +16,11 @@ judge starts for the contract's device sentences (``causal_mask(T, device)``, a 
 ``lengths.device``, an encoding on ``X.device``; see elsewhere.py), which sees the GPUs the grader
 was started with.  Everything else runs on the CPU, exactly as on a machine without a GPU.
 
-What the grader was started with is kept in ``SEQGRADER_CUDA_VISIBLE_DEVICES`` (JSON: the string,
-or null when it was unset), so that processes started later (an exec'd sandbox server, the
-grading processes of a batch) know it too.  ``visible()`` reads the GPUs through NVML, which does
-not initialise CUDA, with the same rules as CUDA itself for ``CUDA_VISIBLE_DEVICES``.
+What the grader was started with is kept by ``hide()`` in this process (the judges it forks
+inherit it) and handed to the sandbox server it starts as ``SEQGRADER_CUDA_VISIBLE_DEVICES``
+(JSON: the string, or null when it was unset; ``show()``).  ``visible()`` reads the GPUs through
+NVML, which does not initialise CUDA, with the same rules as CUDA itself for
+``CUDA_VISIBLE_DEVICES``.
 """
 import contextlib
 import ctypes
@@ -36,12 +37,15 @@ PASSED_ON = ("CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING",
              "PYTORCH_NVML_BASED_CUDA_CHECK", "PYTORCH_CUDA_ALLOC_CONF", "NVIDIA_VISIBLE_DEVICES")
 
 _UNSET = object()
+_SAVED = _UNSET  # CUDA_VISIBLE_DEVICES before hide() (None: it was not set)
 _VISIBLE_CACHE = {}
 
 
 def original():
     """CUDA_VISIBLE_DEVICES as the grader was started with it (None: not set)."""
-    saved = os.environ.get(ORIGINAL)
+    if _SAVED is not _UNSET:
+        return _SAVED
+    saved = os.environ.get(ORIGINAL)  # a sandbox server: what its grading process was started with
     if saved is not None:
         try:
             value = json.loads(saved)
@@ -55,9 +59,28 @@ def hide():
     """In a trusted process (a grading process, nbgrader's autograde): remember what the grader
     was started with, then hide every GPU from this process and from what it forks.  Idempotent;
     call it before anything asks torch about CUDA (CUDA reads the variable when it starts)."""
-    if ORIGINAL not in os.environ:
-        os.environ[ORIGINAL] = json.dumps(os.environ.get(VISIBLE))
+    global _SAVED
+    if _SAVED is _UNSET:
+        _SAVED = original()
     os.environ.update(HIDDEN)
+
+
+@contextlib.contextmanager
+def hidden():
+    """hide() for a while: the in-process runner grades in its caller's process, whose
+    environment (and the programs it starts later) it must leave as it found it."""
+    global _SAVED
+    before, saved = {k: os.environ.get(k) for k in HIDDEN}, _SAVED
+    hide()
+    try:
+        yield
+    finally:
+        _SAVED = saved
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def show(env):

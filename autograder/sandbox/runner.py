@@ -109,11 +109,15 @@ class InProcessRunner:
         self.course = course
 
     def run(self, path, exercise, tests, progress=None):
+        from .devices import hidden
+
+        with hidden():  # the properties' tensors stay on the CPU, as everywhere (devices.py)
+            return self._run(path, exercise, tests)
+
+    def _run(self, path, exercise, tests):
         from ..properties import REGISTRY, Student, load_all
         from ..properties._harness import grading_profile
-        from .devices import hide
 
-        hide()  # the properties' tensors stay on the CPU, as everywhere (devices.py)
         load_all()
         grading_profile(self.course.max_examples)
         sub, roots = _load(path, self.course.load_timeout)
