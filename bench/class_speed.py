@@ -43,7 +43,6 @@ import ast
 import csv
 import hashlib
 import json
-import os
 import random
 import re
 import shutil

@@ -65,6 +65,22 @@ def reference_with(exercise, code=None, path=None):
     return ns
 
 
+def remote_student(path, source, exercise, limit_options=None):
+    """(zygote, RemoteStudent) over the submission `source` written to `path`, as a judge makes
+    them: `limit_options` None for a worker without limits (fast: it tests the channel), a dict for
+    the real sandbox."""
+    import torch
+
+    from autograder.load import read_sources
+    from autograder.sandbox.remote import RemoteStudent, Zygote
+
+    torch.set_num_threads(1)  # as the runner does before forking
+    path.write_text(source)
+    sources, errors, root = read_sources(path)
+    zygote = Zygote(sources, errors, root, [str(path)], limit_options)
+    return zygote, RemoteStudent(zygote, exercise, 20, errors)
+
+
 def failures_in_process(exercise, ns, only=None):
     """{property name: message} of the exercise's properties that fail on the namespace `ns`."""
     from autograder.errors import MissingFunction, PropertyFailure, StudentCrash

@@ -15,6 +15,8 @@ from autograder.sandbox import protocol as P
 from autograder.sandbox.elsewhere import (ELSEWHERE, MARK, SIMULATED, Place, SimTensor, bring_back, device_of,
                                           put_elsewhere, uses_elsewhere)
 
+from .conftest import remote_student
+
 
 # ---------------------------------------------------------------- students' ways of using the device
 
@@ -322,15 +324,8 @@ def bump(X):
 
 @pytest.fixture
 def sandboxed(tmp_path):
-    from autograder.load import read_sources
-    from autograder.sandbox.remote import RemoteStudent, Zygote
-
-    torch.set_num_threads(1)  # as the runner does before forking
     sub = tmp_path / "devices.py"
-    sub.write_text(DEVICE_FUNCS)
-    sources, errors, root = read_sources(sub)
-    zygote = Zygote(sources, errors, root, [str(sub)], {"remove_workdir": True, "submission": str(sub)})
-    student = RemoteStudent(zygote, "devices", 20, errors)
+    zygote, student = remote_student(sub, DEVICE_FUNCS, "devices", {"remove_workdir": True, "submission": str(sub)})
     yield student
     student.abort()
     zygote.close()

@@ -2,7 +2,7 @@
 the judge's torch, find the expected answers in its memory, write on the grader's pipe."""
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, remote_student
 from .test_robustness import MASKS, grade_masks
 
 WRONG = MASKS.replace(".tril()  # (T, T)", ".triu()  # (T, T)")  # lets every query see the future
@@ -82,17 +82,7 @@ def liar():
 
 @pytest.fixture
 def remote(tmp_path):
-    import torch
-
-    from autograder.load import read_sources
-    from autograder.sandbox.remote import RemoteStudent, Zygote
-
-    torch.set_num_threads(1)  # as the runner does before forking
-    sub = tmp_path / "bridge.py"
-    sub.write_text(BRIDGE)
-    sources, errors, root = read_sources(sub)
-    zygote = Zygote(sources, errors, root, [str(sub)], None)  # no limits: fast, tests the channel
-    student = RemoteStudent(zygote, "bridge", 20, errors)
+    zygote, student = remote_student(tmp_path / "bridge.py", BRIDGE, "bridge")  # no limits: tests the channel
     yield student
     student.abort()
     zygote.close()
