@@ -384,23 +384,27 @@ def test_a_corrupt_notebook_is_flagged_for_a_grader_in_both_paths(course):
     assert float(rows[THIEF]["total"]) == 0.0
 
 
-def test_where_the_reference_loses_points_autograde_records_no_grade(course, tmp_path):
+def test_where_the_reference_loses_points_autograde_records_nothing(course, tmp_path):
     """Autograd broken in every process the grader forks (what a CUDA build does to a grader that
-    runs a backward pass before forking): the self-check refuses, and nbgrader's autograde records
-    no grade for the student, not a zero, and says the submission failed."""
+    runs a backward pass before forking): the pre-convert hook's self-check stops nbgrader's
+    autograde (exit status 2) with the reason, before nbgrader records anything: no submission, no
+    grade, not even a zero, in the gradebook or the export."""
     cdir = course["broken"]
     env = dict(os.environ, PATH=f"{course['installed']['bin']}{os.pathsep}{os.environ.get('PATH', '')}",
                SEQGRADER_AUTOGRAD_FORK="broken", SEQGRADER_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("VIRTUAL_ENV", None)
-    proc = subprocess.run(["nbgrader", "autograde", ASSIGNMENT, "--student", "alice"], cwd=cdir, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(["nbgrader", "autograde", ASSIGNMENT], cwd=cdir, env=env, capture_output=True, text=True,
+                          timeout=900)
     log = proc.stdout + proc.stderr
-    assert proc.returncode == 1, log[-3000:]
-    assert "error processing assignment 'e2e' for student 'alice'" in log, log[-3000:]
-    assert "do not get full marks in this environment" in log and "autograd's threading" in log, log[-3000:]
+    assert proc.returncode == 2, log[-3000:]
+    assert "nobody is graded" in log and "do not get full marks in this environment" in log, log[-3000:]
+    assert "autograd's threading" in log and "masked_loss/" in log, log[-3000:]
     scores, _flagged = gradebook_scores(cdir)
-    assert not any(v is not None and v > 0 for v in scores.get("alice", {}).values()), scores
-    assert not (cdir / "autograded" / "alice").exists() or not any((cdir / "autograded" / "alice").rglob("*.ipynb"))
+    assert scores == {}, scores
+    assert not (cdir / "autograded").exists() or not any((cdir / "autograded").rglob("*.ipynb"))
+    run([str(BIN / "nbgrader"), "export"], cdir)
+    assert not [r for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
+                if r["student_id"] in STUDENTS and r.get("timestamp")], "a student has a grade"
 
 
 def _lines(proc):

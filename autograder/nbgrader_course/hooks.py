@@ -1,6 +1,12 @@
 """nbgrader hooks named in the nbgrader_config.py that `nbgrader-course` writes.
 
-flag_unreadable_notebooks (c.Autograde.pre_convert_hook): nbgrader cannot convert a notebook it
+flag_unreadable_notebooks (c.Autograde.pre_convert_hook) first makes sure the grader works here:
+the reference solutions of the assignment get full marks in this environment (selfcheck.ensure,
+remembered per environment).  Where they do not, it prints why and stops nbgrader's autograde
+(SystemExit 2: nbgrader would only log an exception of a hook), before nbgrader records anything
+of the submission: no student gets a score, not even a zero.
+
+Then, nbgrader cannot convert a notebook it
 cannot read (corrupt JSON, not a notebook): it stops that student's autograde with "There was an
 error processing assignment", keeps whatever the other notebooks scored, and its export shows the
 sum as if it were the grade.  Before nbgrader converts a submission, this hook reads each of its
@@ -35,6 +41,7 @@ def flag_unreadable_notebooks(assignment=None, student=None, notebooks=(), **_):
     (submitted/<student>/<assignment>/<name>.ipynb); nbgrader's `assignment` and `student` are its
     command-line patterns, so the ids come from the paths.  nbgrader logs a failing hook only at
     INFO level, so a failure here is printed on stderr."""
+    refuse_if_the_grader_fails(notebooks)
     try:
         _flag(notebooks)
     except Exception as e:  # noqa: BLE001
@@ -42,6 +49,34 @@ def flag_unreadable_notebooks(assignment=None, student=None, notebooks=(), **_):
 
         print(f"[seqgrader] ERROR: flagging unreadable notebooks failed: {type(e).__name__}: {e}\n"
               + traceback.format_exc(), file=sys.stderr)
+
+
+def refuse_if_the_grader_fails(notebooks):
+    """Stop the whole autograde (SystemExit 2) when the reference solutions of the submission's
+    assignment lose points here (selfcheck.py); a problem of the check itself is printed and
+    left to the grading of each notebook, which checks again."""
+    from ..errors import GraderEnvironmentError
+
+    paths = [Path(nb) for nb in notebooks]
+    if not paths:
+        return
+    try:
+        from ..config import load_course
+        from ..sandbox import ForkRunner
+        from ..selfcheck import ensure
+
+        root = paths[0].parents[3]  # submitted/<student>/<assignment>/<notebook>.ipynb
+        course = load_course(root / "course.yml" if (root / "course.yml").is_file() else None)
+        assignment = paths[0].parent.name
+        exercises = (course.assignment(assignment) if assignment in course.assignments
+                     else [p.stem for p in paths if p.stem in course.exercises])
+        if exercises:
+            ensure(course, ForkRunner(course), exercises)
+    except GraderEnvironmentError as e:
+        print(f"[seqgrader] ERROR: nobody is graded: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    except Exception as e:  # noqa: BLE001 - SandboxGrade checks again, and says so
+        print(f"[seqgrader] the self-check could not run before autograde: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _flag(notebooks):
@@ -62,16 +97,12 @@ def _flag(notebooks):
         if not db.exists():
             print(f"[seqgrader] no gradebook at {db}: the flag could not be written", file=sys.stderr)
             continue
-        import sqlite3
-        from contextlib import closing
-
         from nbgrader.api import Gradebook, MissingEntry
 
-        with closing(sqlite3.connect(str(db))) as con:  # the course owning the assignment (no stray course row)
-            row = con.execute("SELECT course_id FROM assignment WHERE name = ?", (assignment_id,)).fetchone()
-        if row is None:
+        course_id = assignment_course(db, assignment_id)
+        if course_id is None:
             continue  # not an assignment of this gradebook: nbgrader stops on it too
-        with Gradebook(f"sqlite:///{db.resolve()}", row[0]) as gb:
+        with Gradebook(f"sqlite:///{db.resolve()}", course_id) as gb:
             try:
                 gb.find_notebook(path.stem, assignment_id)
             except MissingEntry:
@@ -84,3 +115,14 @@ def _flag(notebooks):
                 gb.update_or_create_submission(assignment_id, student_id)
             flag_notebook(gb, assignment_id, student_id, path.stem, reason)
             gb.db.commit()
+
+
+def assignment_course(db, assignment_id):
+    """The course id owning `assignment_id` in the sqlite gradebook `db` (a path), or None: a
+    Gradebook opened with another course id would add a stray course row."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(str(db))) as con:
+        row = con.execute("SELECT course_id FROM assignment WHERE name = ?", (assignment_id,)).fetchone()
+    return row[0] if row else None

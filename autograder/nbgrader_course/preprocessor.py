@@ -12,8 +12,10 @@ which nbgrader's SaveAutoGrades reads as partial credit.  Visible-check cells (0
 student's cells get no output.  A notebook the engine cannot grade gets 0 in every hidden cell
 and the reason as its output; the grader itself failing is reported the same way, never as a
 silent 0.  Before anything is graded, the reference solutions must get full marks here
-(selfcheck.py); where they do not, nothing is written: SandboxGrade raises, and nbgrader's
-autograde records no grade for the notebook and reports the submission as failed.
+(selfcheck.py; nbgrader-course's pre-convert hook checks first, hooks.py); where they do not, or
+where a student's error turns out to be the reference's too, SandboxGrade stops the whole
+autograde (SystemExit 2) and takes back the submission nbgrader had just recorded if nothing of it
+was graded before: no score, not even a zero.
 
 With `reports_dir` set (what `nbgrader-gradebook` does), it grades nothing: it fills the cells from
 grade-batch's report of that student (reports_dir/<student>.json), so nbgrader's own autograde
@@ -67,6 +69,29 @@ def grade_notebook(nb, exercise, course_file=None):
         nbformat.write(nb, path)
         report = grade(path, course, runner, exercises=[exercise]).to_dict()
     return report
+
+
+def _forget_empty_submission(resources):
+    """nbgrader recorded this submission before converting it; if none of its grades has a score
+    yet (no earlier autograde, no hand grading), it goes again, so that no export shows a 0."""
+    info = resources.get("nbgrader") or {}
+    try:
+        from nbgrader.api import Gradebook
+
+        from .hooks import assignment_course
+
+        db = str(info["db_url"])
+        if not db.startswith("sqlite:///"):
+            return
+        course_id = assignment_course(db[len("sqlite:///"):], info["assignment"])
+        if course_id is None:
+            return
+        with Gradebook(db, course_id) as gb:
+            sub = gb.find_submission(info["assignment"], info["student"])
+            if all(g.auto_score is None and g.manual_score is None for nb in sub.notebooks for g in nb.grades):
+                gb.remove_submission(info["assignment"], info["student"])
+    except Exception:  # noqa: BLE001 - the run stops anyway
+        pass
 
 
 def fill_cells(nb, report, *, error=None):
@@ -134,10 +159,10 @@ class SandboxGrade(Preprocessor):
                 self.log.info("SandboxGrade: %s: %s / %s", exercise, reports[exercise]["score"],
                               reports[exercise]["max_score"])
             except GraderEnvironmentError as e:
-                # the reference loses points here: no score at all, not a 0 (nbgrader records nothing
-                # for this notebook and says the submission failed)
-                self.log.error("SandboxGrade: not grading %s: %s", exercise, e)
-                raise
+                # the reference loses points here: nobody is graded, not even with a 0
+                self.log.error("SandboxGrade: nobody is graded: %s", e)
+                _forget_empty_submission(resources)
+                raise SystemExit(2) from None
             except Exception as e:  # noqa: BLE001 - the grader failing must show, not crash autograde
                 self.log.error("SandboxGrade: grading %s failed: %s\n%s", exercise, e, traceback.format_exc())
                 reports[exercise] = None
