@@ -18,7 +18,8 @@ message, and the catalogued mistakes the diagnosis named, and compares
 It also runs `seqgrader self-check` in both, which says where the device sentences ran (cuda:0
 with the GPU visible, the simulated device with it hidden).  Exit status 0 when everything
 agrees, 1 otherwise (the differences are printed).  Without a GPU (a CPU build of torch, no
-driver, or the GPU hidden) it only writes --write-baseline, or says it was skipped.
+driver, or the GPU hidden) it grades once, to write --write-baseline or to compare this machine
+with --baseline's, and otherwise says it was skipped.
 
 --cases SUBSTRING keeps the cases whose name holds one of them (a quick look: reference, alt1,
 padding_mask...).  Nothing here is a test: README "A GPU check anyone can run".
@@ -175,8 +176,9 @@ def main():
     gpus = devices.visible()
     print(f"torch {torch.__version__} (CUDA build: {torch.version.cuda or 'no'}); GPUs: {', '.join(gpus) or 'none'}; "
           f"CUDA_VISIBLE_DEVICES={devices.original()!r}; {args.workers} workers", flush=True)
-    if not gpus and not args.write_baseline:
-        print("skipped: no GPU here (nothing to compare); --write-baseline FILE writes this machine's summary")
+    if not gpus and not args.write_baseline and not args.baseline:
+        print("skipped: no GPU here (nothing to compare); --write-baseline FILE writes this machine's summary, "
+              "--baseline FILE compares this machine with another")
         return 0
     out = Path(args.out) if args.out else Path(f"/tmp/seqgrader-gpu-check-{os.getpid()}")
     out.mkdir(parents=True, exist_ok=True)

@@ -189,3 +189,36 @@ def test_self_check_says_what_it_found(tmp_path, cache):
     assert sum(len(v) for k, v in data["devices"].items() if k != "problems") == 2  # the two device sentences ran
     bad = seqgrader("self-check", "--exercise", "masked_loss", "--simulate", "broken", env=cache)
     assert bad.returncode == 2 and "self-check FAILED" in bad.stderr and "masked_loss/" in bad.stderr
+
+
+@pytest.mark.slow
+def test_the_gpu_check_writes_a_baseline_and_finds_a_difference(tmp_path, cache):
+    """bench/gpu_check.py on a machine without a GPU: it writes this machine's summary, agrees with
+    it, and says where a summary differs (exit status 1)."""
+    script = ROOT / "bench" / "gpu_check.py"
+    base = tmp_path / "cpu.json"
+    args = ["--cases", "mistake-causal_mask_excludes_diagonal", "--workers", "2"]
+    env = dict(os.environ, **cache)
+
+    def check(*extra):
+        return subprocess.run([sys.executable, script, *args, *extra], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    from autograder.sandbox import devices
+
+    if not devices.visible():  # (on a machine with a GPU it grades: README, "A GPU check anyone can run")
+        skipped = subprocess.run([sys.executable, script], cwd=ROOT, env=env, capture_output=True, text=True,
+                                 timeout=120)
+        assert skipped.returncode == 0 and "skipped: no GPU here" in skipped.stdout, skipped.stdout + skipped.stderr
+    wrote = check("--write-baseline", base)
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr[-2000:]
+    summary = json.loads(base.read_text())
+    (key, case), = summary.items()
+    assert key == "mistake-causal_mask_excludes_diagonal @ sequence-models" and case["score"] < case["max_score"]
+    assert case["tests"]["masks/causal_mask/past_and_present_allowed"]["diagnosis"] == ["causal_mask_excludes_diagonal"]
+    same = check("--baseline", base)
+    assert same.returncode == 0 and "all the same" in same.stdout, same.stdout + same.stderr[-2000:]
+    case["tests"]["masks/causal_mask/past_and_present_allowed"]["status"] = "passed"
+    base.write_text(json.dumps(summary))
+    other = check("--baseline", base)
+    assert other.returncode == 1 and "hidden/baseline: " + key in other.stdout, other.stdout
