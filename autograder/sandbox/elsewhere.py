@@ -253,6 +253,8 @@ class Place:
         self._device = None
         self.problem = None  # why the real GPU could not be used, when it was allowed
 
+    GPU_MEMORY = 2 << 30  # bytes of GPU memory torch's allocator gives a device worker (the probes need kB)
+
     @property
     def device(self):
         if self._device is None:
@@ -265,7 +267,19 @@ class Place:
                     self._device = torch.device("cuda", torch.cuda.current_device())
                 except Exception as e:  # noqa: BLE001 - the simulated device checks the same sentence
                     self.problem = f"{type(e).__name__}: {str(e)[:200]}"
+                else:
+                    self._cap_memory()
         return self._device
+
+    def _cap_memory(self):
+        """A cap on what torch's allocator takes of the GPU, which other workers share: a best
+        effort against code that fills it (the student's code could lift it; RLIMIT_DATA still caps
+        host memory)."""
+        try:
+            total = torch.cuda.get_device_properties(self._device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, self.GPU_MEMORY / total), self._device)
+        except Exception:  # noqa: BLE001 - no cap: the device is usable all the same
+            pass
 
     @property
     def simulated(self):
