@@ -45,11 +45,6 @@ def role(name):
     _role = name
 
 
-def ran_backward():
-    """True if this process has run a backward pass since install() (always False when off)."""
-    return _ran
-
-
 class _Engine:
     """The autograd engine behind Variable._execution_engine, with the check in front."""
 
