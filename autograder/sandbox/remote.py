@@ -13,6 +13,7 @@ An `nn.Module` the student's class returns is mirrored by a `RemoteObject` whose
 children are real local replicas: a property may read and overwrite their weights, and the new
 values are sent along with the next call.
 """
+import functools
 import gc
 import json
 import os
@@ -198,6 +199,20 @@ class RemoteObject:
                 state[name] = {"weight": P.encode(child.weight, arrays),
                                "bias": P.encode(child.bias, arrays) if child.bias is not None else None}
         return state
+
+
+def _may_run_on_the_device(method):
+    """call / new / raises: with an argument on another device, on the device worker if there is
+    one (RemoteStudent._on_device); the arguments after the first (a name, or an exception type
+    and a name) are the call's."""
+    @functools.wraps(method)
+    def run(self, first, *args, **kwargs):
+        call_args = args[1:] if method.__name__ == "raises" else args
+        target = self._on_device(call_args, kwargs)
+        if target is not None:
+            return self._routed(target, method, first, *args, **kwargs)
+        return method(self, first, *args, **kwargs)
+    return run
 
 
 class RemoteStudent:
@@ -388,7 +403,7 @@ class RemoteStudent:
     def _routed(self, target, method, *args, **kwargs):
         """`target`'s method, as if it were this student's: its call and lookups become ours."""
         try:
-            return getattr(target, method)(*args, **kwargs)
+            return method(target, *args, **kwargs)
         finally:
             self.last_call = target.last_call
             self.elsewhere, self.device_problem = target.elsewhere, target.device_problem
@@ -396,24 +411,20 @@ class RemoteStudent:
                 self.looked_up = set()
             self.looked_up.update(target.take_lookups())
 
+    @_may_run_on_the_device
     def call(self, name, *args, **kwargs):
-        target = self._on_device(args, kwargs)
-        if target is not None:
-            return self._routed(target, "call", name, *args, **kwargs)
         self.lookup(name)
         return self._call({"op": "call", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
+    @_may_run_on_the_device
     def new(self, name, *args, **kwargs):
-        target = self._on_device(args, kwargs)
-        if target is not None:
-            return self._routed(target, "new", name, *args, **kwargs)
         self.lookup(name)
         return self._call({"op": "new", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
     def invoke(self, label, fn, *args, **kwargs):
         owner = getattr(fn, "_student", self)
         if owner is not self:  # an object made in the device worker lives there
-            return self._routed(owner, "invoke", label, fn, *args, **kwargs)
+            return self._routed(owner, RemoteStudent.invoke, label, fn, *args, **kwargs)
         if not isinstance(fn, RemoteObject):
             if callable(fn):  # a judge-side callable: trusted code, run it here
                 return fn(*args, **kwargs)
@@ -421,10 +432,8 @@ class RemoteStudent:
                                f"`{label}` is not callable (it is a {type(fn).__name__}).", kind="missing")
         return self._call({"op": "invoke", "handle": fn._handle}, label, args, kwargs, obj=fn)
 
+    @_may_run_on_the_device
     def raises(self, exc_type, name, *args, **kwargs):
-        target = self._on_device(args, kwargs)
-        if target is not None:
-            return self._routed(target, "raises", exc_type, name, *args, **kwargs)
         self.lookup(name)
         self.last_call = fmt_call(name, args, kwargs)
         arrays = []
