@@ -11,8 +11,8 @@ endless loop, a corrupt notebook, a syntax error) and grades it with each strate
   exercises     1 grading process   x ForkRunner(workers=N)   (grade-batch --parallel exercises)
   hybrid        N grading processes x ForkRunner(workers=N)   (not offered: for comparison)
 
-(A `python -m autograder grade` subprocess per submission, what a Dask task ran until issue 16,
-is gone with that task; bench/class_speed.py --dask measures the cluster path as it is now.)
+(No mode runs a `python -m autograder grade` subprocess per submission: the Dask path grades in
+the worker's own pool of grading processes, and bench/class_speed.py --dask measures it.)
 
 and prints the wall time of the whole batch and per submission, and the CPU time of every
 process of the batch (grading processes, judges, zygotes, sandboxed workers: a cpuacct cgroup

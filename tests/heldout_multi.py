@@ -1,5 +1,5 @@
 """Held-out submissions for the diagnosis, generated: functions with two defects, and catalogued
-mistakes written another way (issue 13).  tests/test_diagnosis.py grades them in-process.
+mistakes written another way.  tests/test_diagnosis.py grades them in-process.
 
 Written before the diagnosis that explains deviations (autograder/diagnose/), as a student would
 write them and never from the matcher's code: each exercise has its own student-style templates

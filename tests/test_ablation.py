@@ -1,4 +1,4 @@
-"""The one-factor ablation (issue 6, item 5): the exercise `ablation`, alone in the assignment
+"""The one-factor ablation: the exercise `ablation`, alone in the assignment
 sequence-models-4, 90 points of hidden properties and a written analysis graded by hand (10).
 
 Fast: course.yml adds the assignment (90 + 10 manual = 100) and leaves the others alone,

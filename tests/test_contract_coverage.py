@@ -1,4 +1,4 @@
-"""docs/contract-coverage.md (issue 15): every normative sentence of docs/contract.md and
+"""docs/contract-coverage.md: every normative sentence of docs/contract.md and
 docs/contract-extra.md on one row, with the properties that check it.
 
 Fast: every quote occurs in its contract file, every row names at least one registered property (and

@@ -459,8 +459,8 @@ def test_what_else_differs_is_said_in_both_languages():
     assert not any("unexplained_en" in d for d in found)
 
 
-def test_the_mistakes_of_the_issue_are_named():
-    """The issue's own examples: a -1e9 fill with the mask inverted or softmax over the query axis,
+def test_common_mistakes_written_another_way_are_named():
+    """Common mistakes written another way: a -1e9 fill with the mask inverted or softmax over the query axis,
     ~tril() for an upper triangle, an in-place division under torch.no_grad(), the encoding added
     along the batch axis for any batch size, and bob's masked loss (per sequence and NaN at padding)."""
     for name, want in [("att_other_inverted_minus_1e9", "sdpa_mask_inverted"),
@@ -514,7 +514,7 @@ def test_a_hint_never_blames_a_cause_its_counterexample_does_not_show(one_thread
 
 def test_end_to_end_bob_loses_no_point_without_a_name(course):
     """bob, the bundled example: his masked loss (a mean per sequence, padded logits multiplied by a
-    float mask) fails five tests; each now names both mistakes, and no hint blames an overflow that
+    float mask) fails five tests; each names both mistakes, and no hint blames an overflow that
     its counterexample does not show."""
     report = _grade(ROOT / "examples" / "submissions" / "bob.ipynb", course, "masked_loss")
     failed = [t for ex in report.exercises for t in ex.tests if not t.passed]

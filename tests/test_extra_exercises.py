@@ -1,4 +1,4 @@
-"""The rest of the chapter (issue 6): rope, timeseries, bert_masking, in the assignment sequence-models-2.
+"""The rest of the chapter: rope, timeseries, bert_masking, in the assignment sequence-models-2.
 
 Fast: course.yml's assignments (the default one keeps the five core exercises and 100 points, the
 second one is worth 100), docs/contract-extra.md names every function, the catalogue of each new

@@ -4,7 +4,7 @@ process of it left alive, nothing written outside the worker's directory, no con
 
 All submissions are graded up front, three at a time, by one module fixture (the whole file takes
 one to three minutes); each test then checks one report.  As a guard for machines where the
-grader does not confine its workers yet, every grade command runs with a 6 GiB address-space
+grader cannot confine its workers, every grade command runs with a 6 GiB address-space
 limit and every bomb in the catalogue is bounded.
 """
 import json

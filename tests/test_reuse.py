@@ -249,8 +249,8 @@ def test_a_definition_whose_making_may_run_something_is_in_the_key(unused):
 ])
 def test_the_students_own_code_that_runs_as_the_file_loads_is_in_the_key(maker):
     """A decorator, metaclass, base class or default of the student's runs its body as the file
-    loads, even next to functions nobody calls: its code is part of the key (the text of the
-    definition that uses it was, before 2026-12-02; its body was not)."""
+    loads, even next to functions nobody calls: its code is part of the key (its body, not only
+    the text of the definition that uses it)."""
     benign = SOL["masks"] + "\n\n" + maker.format(body="pass")
     evil = SOL["masks"] + "\n\n" + maker.format(body="torch.Tensor.tril = torch.Tensor.triu")
     assert _key(("masks", evil)) != _key(("masks", benign)) != _key(("masks", SOL["masks"]))

@@ -1,4 +1,4 @@
-"""The tiny causal language model (issue 6, item 4): the exercise `tiny_lm`, alone in the assignment
+"""The tiny causal language model: the exercise `tiny_lm`, alone in the assignment
 sequence-models-3.
 
 Fast: course.yml adds the assignment (100 points) and leaves the others alone, docs/contract-extra.md

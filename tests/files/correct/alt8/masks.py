@@ -1,5 +1,5 @@
-"""Correct, written differently: each function as a reviewer who had only the contract wrote it
-(red-team, 2026-11-30; the source file is named above each one)."""
+"""Correct, written differently: each function as written by someone who had only the contract
+(the source file is named above each one)."""
 import torch
 from torch import nn
 import math
