@@ -43,7 +43,11 @@ def test_the_wheel_carries_the_course_and_no_builder_scripts(installed):
         assert z.read("autograder/default_course/course.yml") == (ROOT / "course.yml").read_bytes()
         entry = next(n for n in names if n.endswith("entry_points.txt"))
         assert "seqgrader = autograder.cli:main" in z.read(entry).decode()
-    assert not [n for n in names if "_build" in n or n.startswith("tests/")]
+    # of exercises/ only the notebooks: neither their sources (exercises/src/) nor exercises/build.py
+    assert {n for n in names if n.startswith("autograder/default_course/exercises/")} == \
+        {f"autograder/default_course/exercises/{p.name}" for p in (ROOT / "exercises").glob("*.ipynb")}
+    assert (ROOT / "exercises" / "build.py").exists() and list((ROOT / "exercises" / "src").glob("*.py"))
+    assert not [n for n in names if n.startswith("tests/") or n.endswith("exercises/build.py") or "/src/" in n]
     assert wheel.stat().st_size < 2_000_000, wheel.stat().st_size
 
 

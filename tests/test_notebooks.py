@@ -1,6 +1,8 @@
-"""The five exercise notebooks (exercises/*.ipynb, written by exercises/_build.py).
+"""The exercise notebooks (exercises/<name>.ipynb, written by exercises/build.py from their Jupytext
+sources exercises/src/<name>.py).
 
-Fast: each notebook is up to date with its generator, valid nbformat v4 with the nbgrader metadata,
+Fast: each notebook is up to date with its source (and a course author's edit of a source reaches
+its notebook and nothing else), valid nbformat v4 with the nbgrader metadata,
 has one stub per contract function (raising NotImplementedError) and visible checks worth the
 exercise's points in course.yml.
 Slow (a real Jupyter kernel, via nbclient): as released, only the visible checks fail; with the
@@ -10,6 +12,7 @@ full marks for the exercise.
 import ast
 import importlib.util
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -49,7 +52,8 @@ IDS = list(CONTRACT)
 
 
 def _load_builder():
-    spec = importlib.util.spec_from_file_location("exercises_build", EXERCISES_DIR / "_build.py")
+    """exercises/build.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("exercises_build", EXERCISES_DIR / "build.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -97,11 +101,94 @@ def test_contract_functions_match_course_yml():
         assert graded == set(functions), f"{ex}: course.yml grades {sorted(graded)}, the contract names {functions}"
 
 
-def test_notebooks_are_up_to_date_with_their_generator():
+def test_notebooks_are_up_to_date_with_their_sources():
     build = _load_builder()
-    assert list(build.EXERCISES) == IDS and build.EXERCISES == CONTRACT
-    stale = [ex for ex in IDS if (EXERCISES_DIR / f"{ex}.ipynb").read_text(encoding="utf-8") != build.render(ex)]
-    assert not stale, f"regenerate with `.venv/bin/python exercises/_build.py`: {stale} differ from _build.py"
+    assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == sorted(IDS)
+    assert sorted(p.stem for p in EXERCISES_DIR.glob("*.ipynb")) == sorted(IDS)
+    stale = [ex for ex in IDS if (EXERCISES_DIR / f"{ex}.ipynb").read_bytes() !=
+             build.build(build.SOURCES / f"{ex}.py").encode("utf-8")]
+    assert not stale, f"rebuild with `.venv/bin/python exercises/build.py`: {stale} differ from exercises/src/"
+
+
+def build_script(*args):
+    """exercises/build.py run as a course author runs it, in a process of its own."""
+    return subprocess.run([sys.executable, str(EXERCISES_DIR / "build.py"), *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def build_here(capsys, *args):
+    """exercises/build.py's main(args) in this process (no second import of jupytext): (status, stdout, stderr)."""
+    capsys.readouterr()
+    try:
+        status = _load_builder().main([str(a) for a in args])
+    except SystemExit as e:  # argparse: --help, a usage error
+        status = e.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# one sentence of the masks notebook's first cell (its goal), in the source and in the notebook
+SENTENCE = "Implement the three boolean masks every sequence model of this chapter uses"
+EDITED = "Write the three boolean masks that every sequence model in this chapter relies on"
+
+
+@pytest.fixture
+def author_copy(tmp_path):
+    """A copy of the sources (tmp/src) and of the notebooks built from them (tmp/out)."""
+    shutil.copytree(EXERCISES_DIR / "src", tmp_path / "src")
+    (tmp_path / "out").mkdir()
+    for ex in IDS:
+        shutil.copyfile(EXERCISES_DIR / f"{ex}.ipynb", tmp_path / "out" / f"{ex}.ipynb")
+    return tmp_path
+
+
+def test_a_sentence_edited_in_a_source_reaches_its_notebook_and_nothing_else(author_copy, capsys):
+    src, out = author_copy / "src", author_copy / "out"
+    assert build_here(capsys, "--check", "--src", src, "--out", out)[0] == 0
+    source = (src / "masks.py").read_text(encoding="utf-8")
+    assert source.count(f"# {SENTENCE}") == 1
+    (src / "masks.py").write_text(source.replace(SENTENCE, EDITED), encoding="utf-8")
+
+    check = build_script("--check", "--src", src, "--out", out)
+    assert check.returncode == 1 and "masks.ipynb" in check.stdout, check.stdout + check.stderr
+    assert not any(f"{ex}.ipynb" in check.stdout for ex in IDS if ex != "masks"), check.stdout
+    assert (out / "masks.ipynb").read_bytes() == (EXERCISES_DIR / "masks.ipynb").read_bytes()  # --check wrote nothing
+
+    status, written, err = build_here(capsys, "--src", src, "--out", out)
+    assert status == 0 and written.strip() == f"wrote {out / 'masks.ipynb'}", written + err
+    before = (EXERCISES_DIR / "masks.ipynb").read_text(encoding="utf-8")
+    after = (out / "masks.ipynb").read_text(encoding="utf-8")
+    assert before.count(SENTENCE) == 1 and after == before.replace(SENTENCE, EDITED)  # byte for byte, apart from the sentence
+    old, new = read_notebook("masks"), nbformat.read(str(out / "masks.ipynb"), as_version=4)
+    assert [c.id for c in new.cells] == [c.id for c in old.cells] and new.metadata == old.metadata
+    changed = [c.id for c, d in zip(new.cells, old.cells) if c != d]
+    assert changed == ["masks_intro"] and EDITED in new.cells[0].source
+    for ex in IDS:
+        if ex != "masks":
+            assert (out / f"{ex}.ipynb").read_bytes() == (EXERCISES_DIR / f"{ex}.ipynb").read_bytes(), ex
+    assert build_here(capsys, "--check", "--src", src, "--out", out)[0] == 0
+
+
+def test_a_malformed_source_is_a_clear_error_and_writes_nothing(author_copy, capsys):
+    src, out = author_copy / "src", author_copy / "out"
+    source = (src / "masks.py").read_text(encoding="utf-8")
+    header = "# %% masks_notation [markdown] nbgrader={"
+    line = source[:source.index(header)].count("\n") + 1
+    (src / "masks.py").write_text(source.replace(header, header[:-1] + "{{"), encoding="utf-8")
+    (src / "attention.py").write_text("", encoding="utf-8")  # sources are read (and fail) before any is written
+    (out / "rope.ipynb").unlink()
+    status, _, err = build_here(capsys, "--src", src, "--out", out)
+    assert status == 2 and f"masks.py:{line}: cannot read the metadata" in err \
+        and "attention.py:1: a source starts with a cell header" in err, err
+    assert not (out / "rope.ipynb").exists()
+    (src / "attention.py").write_text((EXERCISES_DIR / "src" / "attention.py").read_text(encoding="utf-8"),
+                                      encoding="utf-8")
+    (src / "masks.py").write_text(source.replace("# %% masks_notation ", "# %% masks_intro "), encoding="utf-8")
+    status, _, err = build_here(capsys, "--check", "--src", src, "--out", out)
+    assert status == 2 and err.count("error:") == 1 \
+        and f"masks.py:{line}: a second cell with the id 'masks_intro'" in err, err
+    status, usage, _ = build_here(capsys, "--help")
+    assert status == 0 and "--check" in usage and "--src" in usage
 
 
 @pytest.mark.parametrize("ex", IDS)
