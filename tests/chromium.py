@@ -31,7 +31,8 @@ class Chromium:
     def __init__(self, profile, timeout=60):
         if not Path(CHROMIUM).exists():
             raise ChromiumError("chromium is not installed: these tests render the reports in a real browser. "
-                                "Install Debian's package with `apt-get install -y chromium` (.ci/run does it).")
+                                "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` "
+                                "(bin/setup does it when run as root).")
         self.timeout = timeout
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()

@@ -143,7 +143,7 @@ def _report(student, tests):
 
 
 def test_points_lost_per_exercise_and_test_with_the_share_not_diagnosed(tmp_path):
-    """Issue 13: the exercise where the class lost most comes first even when the diagnosis named
+    """The exercise where the class lost most comes first even when the diagnosis named
     nothing there; each test shows its points lost, how many failures were not named, and the
     mistakes that were."""
     from autograder.report.dashboard import render_dashboard

@@ -1,4 +1,4 @@
-"""The reports as a person sees them (issue 14): a correct submission, bob (four classic mistakes),
+"""The reports as a person sees them: a correct submission, bob (four classic mistakes),
 a corrupt notebook and an endless loop, each rendered in zh, en and both, opened in a real headless
 Chromium at 1280 x 800 (tests/chromium.py), a screenshot taken, and the DOM and the pixels read:
 
@@ -9,6 +9,8 @@ Chromium at 1280 x 800 (tests/chromium.py), a screenshot taken, and the DOM and 
   Gradescope, nbgrader cells, a test's feedback), and `both` says nothing twice;
 * no character drawn as an empty box, on the page and in the pictures, whose cells are big enough
   to read and whose weights have a colour bar; drawing prints nothing, whatever matplotlib's cache.
+  Whatever CJK font is installed (WenQuanYi, Noto CJK or another): what is checked is that the
+  font file actually used holds every character drawn, not the font's name.
 
 The pages and screenshots are kept in out/report-views/ (CI keeps out/ as its artifacts).
 Fails (does not skip) without chromium."""
@@ -99,7 +101,7 @@ def test_the_four_reports_are_what_the_views_expect(reports):
     bob = fixes(reports["bob"])
     assert [g["function"] for g in bob] == ["causal_mask", "scaled_dot_product_attention", "lstm_cell",
                                            "masked_cross_entropy"]
-    # each named mistake once per function; bob's loss makes two at once (issue 13: both named)
+    # each named mistake once per function; bob's loss makes two at once, both named
     assert [len(g["diagnoses"]) for g in bob] == [1, 1, 1, 2]
     corrupt = reports["corrupt"]
     assert corrupt["graded"] is False and "not valid JSON" in corrupt["not_graded_reason"]
@@ -111,6 +113,30 @@ def test_the_four_reports_are_what_the_views_expect(reports):
 
 
 # ---------------------------------------------------------------- in Chromium
+
+# {missing, controlMissing} of a page's text: the characters no installed font holds, drawn in the
+# page's fonts (whatever they are called) like a code point that has no glyph anywhere; and, as a
+# control, how many of two such code points the check finds (2 for each of the page's two fonts)
+MISSING_GLYPHS = r"""
+(text => {
+  const canvas = document.createElement("canvas"); canvas.width = 48; canvas.height = 48;
+  const g = canvas.getContext("2d", {willReadFrequently: true});
+  const draw = (ch, font) => { g.clearRect(0, 0, 48, 48); g.font = "32px " + font; g.fillText(ch, 4, 36);
+    const d = g.getImageData(0, 0, 48, 48).data; let h = 0;
+    for (let i = 3; i < d.length; i += 4) h = (h * 31 + d[i]) >>> 0; return h + ":" + g.measureText(ch).width; };
+  const fonts = [getComputedStyle(document.body).fontFamily,
+                 getComputedStyle(document.querySelector("code") || document.body).fontFamily];
+  const out = {missing: [], controlMissing: []};
+  for (const font of fonts) {
+    const tofu = ["\u0378", "\u0379", "\uFDD0"].map(ch => draw(ch, font));
+    out.controlMissing.push(["\u0378", "\uE000"].filter(ch => tofu.includes(draw(ch, font))).length);
+    for (const ch of new Set(text.replace(/\s/g, ""))) {
+      if (tofu.includes(draw(ch, font))) out.missing.push(ch);
+    }
+  }
+  return out;
+})
+"""
 
 PROBE = r"""
 (() => {
@@ -151,26 +177,10 @@ PROBE = r"""
     });
   });
   out.diagnosisTitles = [...document.querySelectorAll(".diagnosis .title")].map(e => e.innerText);
-  // characters no installed font holds: drawn like a code point that has no glyph anywhere
-  const canvas = document.createElement("canvas"); canvas.width = 48; canvas.height = 48;
-  const g = canvas.getContext("2d", {willReadFrequently: true});
-  const draw = (ch, font) => { g.clearRect(0, 0, 48, 48); g.font = "32px " + font; g.fillText(ch, 4, 36);
-    const d = g.getImageData(0, 0, 48, 48).data; let h = 0;
-    for (let i = 3; i < d.length; i += 4) h = (h * 31 + d[i]) >>> 0; return h + ":" + g.measureText(ch).width; };
-  const fonts = [getComputedStyle(document.body).fontFamily,
-                 getComputedStyle(document.querySelector("code") || document.body).fontFamily];
-  out.missing = [];
-  out.controlMissing = [];
-  for (const font of fonts) {
-    const tofu = ["\u0378", "\u0379", "\uFDD0"].map(ch => draw(ch, font));
-    out.controlMissing.push(["\u0378", "\uE000"].filter(ch => tofu.includes(draw(ch, font))).length);
-    for (const ch of new Set((out.text + out.title).replace(/\s/g, ""))) {
-      if (tofu.includes(draw(ch, font))) out.missing.push(ch);
-    }
-  }
+  Object.assign(out, MISSING_GLYPHS(out.text + out.title));
   return out;
 })()
-"""
+""".replace("MISSING_GLYPHS", MISSING_GLYPHS.strip())
 
 
 @pytest.fixture(scope="module")
@@ -447,7 +457,11 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
 
     kinds = {**_counterexamples(reports["bob"]), **_counterexamples(reports["pe"])}
     assert set(kinds) == {"mask", "weights", "tensor", "encoding", "shape"}
-    assert plots.font_in_use() in plots.CJK_NAMES  # this machine has fonts-wqy-zenhei (.ci/run installs it)
+    # a CJK font is installed (bin/setup installs one as root on Debian): the pictures use one that
+    # holds every Chinese character they can draw, whatever it is called
+    path, face = plots.font_file_in_use()
+    assert plots.font_covers(path, plots.cjk_characters(), face), \
+        f"the pictures' font {plots.font_in_use()} ({path}) lacks Chinese characters: install a CJK font"
     for language in ("both", "en"):  # `both` draws every Chinese and English word `zh` and `en` draw
         for kind, cx in kinds.items():
             with warnings.catch_warnings():
@@ -456,6 +470,8 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
                 assert plots.missing_glyphs(fig) == [], (kind, language)
                 texts = " ".join(t.get_text() for t in fig.findobj(plots_text()))
                 assert has_cjk(texts) == (language != "en"), (kind, language, texts)
+                chinese = set(re.findall(r"[^\x00-\u2fff]", texts))  # drawn with the font in use, not a fallback
+                assert plots.font_covers(path, chinese, face), (kind, language, path, sorted(chinese))
                 if kind in ("mask", "weights", "tensor"):
                     grids = [a for a in fig.axes if a.images]
                     for ax in grids:
@@ -483,15 +499,19 @@ def plots_text():
 
 def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_path):
     """matplotlib's font list, cached on disk, may predate the CJK font's installation: the
-    pictures find the font anyway, and nothing (no "findfont" line, no warning) is printed."""
+    pictures find the font anyway (the same one, whatever it is called), and nothing (no
+    "findfont" line, no warning) is printed."""
     import matplotlib
+
+    from autograder.report import plots
 
     cache = Path(matplotlib.get_cachedir())
     lists = sorted(cache.glob("fontlist-*.json"))
     assert lists, f"no matplotlib font cache in {cache}"
     stale = json.loads(lists[-1].read_text(encoding="utf-8"))
-    stale["ttflist"] = [f for f in stale["ttflist"] if not any(k in f["fname"].lower() for k in ("wqy", "cjk", "han"))]
-    assert not any("wqy" in f["fname"] for f in stale["ttflist"])
+    # the list as it was before any CJK font: without every font that holds a Chinese character
+    stale["ttflist"] = [f for f in stale["ttflist"] if not plots.font_covers(f["fname"], "期望", f.get("index", 0))]
+    assert plots.font_file_in_use()[0] not in {f["fname"] for f in stale["ttflist"]}
     cfg = tmp_path / "mpl"
     cfg.mkdir()
     (cfg / lists[-1].name).write_text(json.dumps(stale), encoding="utf-8")
@@ -499,14 +519,15 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
             "from autograder.report import plots\n"
             "cx = json.loads(sys.argv[1])\n"
             "png = plots.picture(cx, 'zh')\n"
-            "print(plots.font_in_use(), len(png))\n")
+            "print(json.dumps([plots.font_in_use(), *plots.font_file_in_use(), len(png)]))\n")
     cx = _counterexamples(bob[2])["mask"]
     env = dict(os.environ, MPLCONFIGDIR=str(cfg))
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(cx)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    font, size = proc.stdout.split("\n")[0].rsplit(" ", 1)
-    assert font == "WenQuanYi Zen Hei" and int(size) > 2000, proc.stdout
+    font, path, face, size = json.loads(proc.stdout.split("\n")[0])
+    assert font == plots.font_in_use() and plots.font_covers(path, plots.cjk_characters(), face), proc.stdout
+    assert size > 2000, proc.stdout
     assert proc.stderr == "", proc.stderr
     _, grade_proc, _ = bob  # `grade --html --markdown` drew every picture: nothing but the report printed
     assert "findfont" not in grade_proc.stdout + grade_proc.stderr and grade_proc.stderr == "", grade_proc.stderr
@@ -516,7 +537,9 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
 
 def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_path, browser):
     """A small grades folder written by hand: pass rates of 100 %, 62 % and 25 %, integer scores,
-    one student graded with a load problem (a SyntaxError in one of her files)."""
+    one student graded with a load problem (a SyntaxError in one of her files).  In both languages,
+    no character is drawn as an empty box."""
+    from autograder.report import plots
     from autograder.report.dashboard import collect, histogram_figure, render_dashboard
 
     reports = tmp_path / "reports"
@@ -533,6 +556,7 @@ def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_pat
         (reports / f"s{i}.json").write_text(json.dumps(r), encoding="utf-8")
     d = collect(tmp_path)
     fig = histogram_figure(d)
+    assert plots.missing_glyphs(fig) == []  # every character of the histograms is in a font they are drawn with
     for ax in fig.axes:
         if ax.has_data():
             labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
@@ -552,3 +576,11 @@ def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_pat
     p.close()
     assert seen["bars"] == {"t/a/all": "rgb(27, 127, 59)", "t/b/most": "rgb(214, 158, 46)", "t/c/few": "rgb(192, 22, 44)"}
     assert "Notes (load problems)" in seen["head"] and "SyntaxError" in seen["notes"]["s7"] and seen["notes"]["s0"] == ""
+    both = tmp_path / "dashboard-both.html"
+    both.write_text(render_dashboard(tmp_path, "both"), encoding="utf-8")
+    p = browser.open(both, size=(1280, 1400))
+    glyphs = p.eval(f"({MISSING_GLYPHS.strip()})(document.body.innerText + document.title)")
+    text = p.eval("document.body.innerText")
+    p.close()
+    assert has_cjk(text) and glyphs["controlMissing"] == [2, 2], glyphs
+    assert glyphs["missing"] == [], f"the dashboard draws as empty boxes: {glyphs['missing']}"

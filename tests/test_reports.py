@@ -2,8 +2,8 @@
 headless Chromium: what is visible, images that load), Markdown, the rich terminal view and the
 `grade --html / --markdown / --rich` options.
 
-Chromium is required (Debian's `chromium`; .ci/run installs it): without it these tests fail, they
-do not skip.  Screenshots are kept in pytest's tmp dir (the path is printed with -s)."""
+Chromium is required (Debian's `chromium`; bin/setup installs it when run as root): without it
+these tests fail, they do not skip.  Screenshots are kept in pytest's tmp dir (the path is printed with -s)."""
 import html as htmllib
 import json
 import re
@@ -66,7 +66,8 @@ def chromium_flags(profile):
 def need_chromium():
     if not Path(CHROMIUM).exists():
         pytest.fail("chromium is not installed: these tests render the reports in a real browser. "
-                    "Install Debian's package with `apt-get install -y chromium` (.ci/run does it).", pytrace=False)
+                    "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` (bin/setup does it "
+                    "when run as root).", pytrace=False)
 
 
 def render_in_chromium(page, folder, name, size=(1200, 3000)):

@@ -216,9 +216,11 @@ def histogram_figure(data):
 
 # ---------------------------------------------------------------- the page
 
+# The body's fonts as in html.py: the usual CJK families first, then the browser's own fallback.
 CSS = """
 :root { --bad: #c0162c; --ok: #1b7f3b; --muted: #5b6170; --line: #d9dce3; }
-body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei", system-ui, sans-serif;
+body { font-family: "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei",
+       "WenQuanYi Micro Hei", system-ui, sans-serif;
        margin: 0; padding: 24px 32px; color: #1d2130; background: #f6f7f9; line-height: 1.45; }
 main { max-width: 1150px; margin: 0 auto; }
 h1 { font-size: 1.6em; margin: 0 0 4px; }

@@ -30,13 +30,15 @@ from .model import (Status, advice_key, as_dict, cx_slices, exercise_not_graded_
 # {status: (zh, en, css class)}, for callers that look the words up here
 STATUS = {s.value: (*s.words(), "ok" if s == Status.PASSED else "bad") for s in Status}
 
+# The body's fonts: the usual CJK families first, in order of preference; a reader with another CJK
+# font still sees every character, the browser falling back to any installed font that holds it.
 CSS = """
 :root { --bad: #c0162c; --ok: #1b7f3b; --fair: #9a5b00; --none: #5b6170; --mark: #ffe1e4; --muted: #5b6170;
         --line: #d9dce3; }
 * { box-sizing: border-box; }
-body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei", system-ui,
-       -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; padding: 20px 32px; color: #1d2130;
-       background: #f6f7f9; line-height: 1.45; }
+body { font-family: "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei",
+       "WenQuanYi Micro Hei", system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
+       padding: 20px 32px; color: #1d2130; background: #f6f7f9; line-height: 1.45; }
 main { max-width: 1100px; margin: 0 auto; }
 h1 { font-size: 1.5em; margin: 0 0 2px; }
 h2 { font-size: 1.2em; margin: 22px 0 8px; }

@@ -14,7 +14,7 @@ drawn depends on its "kind":
 
 Words come from report/messages.py in the report's language; Chinese only where a CJK font is
 installed (else English), so that a picture never shows an empty box: every character drawn is in
-the font in use (`missing_glyphs`, checked by tests/test_reports.py).  A grid's cells are at least
+the font in use (`missing_glyphs`, checked by tests/test_report_views.py).  A grid's cells are at least
 MIN_CELL pixels wide; weights and tensors get a colour bar; drawing prints nothing.
 """
 import base64
@@ -33,43 +33,117 @@ def data_uri(png):
 # ---------------------------------------------------------------- set-up
 
 _FONT = None
-CJK_NAMES = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans CJK", "Source Han Sans SC", "Source Han Sans",
-             "SimHei", "Droid Sans Fallback", "Noto Serif CJK SC", "AR PL UMing", "AR PL UKai")
-CJK_FILES = ("wqy-zenhei", "notosanscjk", "sourcehansans", "simhei", "droidsansfallback", "notoserifcjk",
-             "uming", "ukai", "wqy-microhei")
+# CJK fonts in order of preference, when more than one is installed; any other installed font that
+# holds every Chinese character of the catalogue serves too (found by its characters, not its name)
+CJK_NAMES = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "Source Han Sans CN",
+             "WenQuanYi Micro Hei", "Sarasa Gothic SC", "Noto Sans CJK TC", "Noto Sans CJK HK", "Noto Sans CJK JP",
+             "Noto Sans CJK KR", "Source Han Sans", "Microsoft YaHei", "PingFang SC", "SimHei", "Droid Sans Fallback",
+             "Noto Serif CJK SC", "Source Han Serif SC", "AR PL UMing CN", "AR PL UKai CN", "AR PL UMing", "AR PL UKai")
+# parts of a font's name or file name that make it worth a look first (what decides is its characters)
+_CJK_HINTS = ("cjk", "hansans", "hanserif", "wqy", "wenquanyi", "zenhei", "microhei", "simhei", "yahei", "pingfang",
+              "heiti", "songti", "fallback", "uming", "ukai", "sarasa", "notosanssc", "notosanstc", "notoserifsc")
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_characters():
+    """Every Chinese character (and CJK punctuation) the pictures can draw: those of the message
+    catalogue and of the labels it translates.  A font is used for Chinese only when it holds them all."""
+    from .messages import _CJK, GLOSSARY, HEADS, MESSAGES
+
+    words = [w for v in MESSAGES.values() for w in (v[0], *v[2:])]
+    words += [w for k, v in GLOSSARY.items() for w in (k, v[0])] + [zh for zh, _ in HEADS]
+    return frozenset(ch for w in words for ch in _CJK.findall(w))
+
+
+def _open_font(path, face_index=0):
+    """matplotlib's FT2Font of the face `face_index` of the font file `path` (a face other than the
+    first of a .ttc needs matplotlib 3.10 or later: before, matplotlib used the first face only)."""
+    from matplotlib.ft2font import FT2Font
+
+    return FT2Font(str(path), face_index=face_index) if face_index else FT2Font(str(path))
+
+
+def font_covers(path, characters, face_index=0):
+    """Whether the font file `path` (its face `face_index`) has a glyph for every one of `characters`."""
+    try:
+        font = _open_font(path, face_index)
+    except Exception:  # noqa: BLE001 - an unreadable font file holds nothing
+        return False
+    return all(font.get_char_index(ord(ch)) for ch in characters)
+
+
+def _looks_cjk(name, path):
+    key = (name + " " + str(path).rsplit("/", 1)[-1]).lower()
+    key = key.replace(" ", "").replace("-", "").replace("_", "")
+    return name in CJK_NAMES or any(h in key for h in _CJK_HINTS)
+
+
+def _rank(f):
+    """The order a font (a font_manager.FontEntry) is tried in: known names first, in CJK_NAMES's
+    order, then the others (those that look CJK first) by name; in a family, the upright regular
+    face first."""
+    weight = f.weight if isinstance(f.weight, int) else 400
+    return (CJK_NAMES.index(f.name) if f.name in CJK_NAMES else len(CJK_NAMES), not _looks_cjk(f.name, f.fname),
+            f.style != "normal", abs(weight - 400), f.name, f.fname, getattr(f, "index", 0))
+
+
+def _fontconfig_chinese_files():
+    """The font files fontconfig says support Chinese (`fc-list :lang=zh`), or None without fontconfig."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("fc-list"):
+        return None
+    try:
+        out = subprocess.run(["fc-list", "--format", "%{file}\n", ":lang=zh"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {line for line in out.splitlines() if line}
 
 
 def _cjk_font():
-    """The name of an installed CJK font, or "".  Looked up in matplotlib's font list, and, when
-    that list (cached on disk by matplotlib) predates the font's installation, among the font
-    files themselves, which are then added: the pictures do not depend on the cache's age."""
+    """The name of an installed font that holds every Chinese character the pictures draw, or "".
+
+    The candidates are the fonts of matplotlib's font list whose name looks CJK, and the font files
+    fontconfig lists for Chinese, whatever they are called (without fontconfig, and no candidate
+    yet, every font file); the first, in the order of `_rank`, that holds them all is used.
+    matplotlib's list is cached on disk and may predate a font's installation: a file it lacks is
+    added to it, so the choice does not depend on the cache's age.  When the first of CJK_NAMES is
+    in matplotlib's list, fontconfig is not asked (nothing would be preferred to it)."""
     from matplotlib import font_manager
 
-    names = {f.name for f in font_manager.fontManager.ttflist}
-    for want in CJK_NAMES:
-        if want in names:
-            return want
-    found = []
-    for path in font_manager.findSystemFonts():
-        base = path.rsplit("/", 1)[-1].lower().replace("-", "").replace("_", "")
-        for rank, key in enumerate(CJK_FILES):
-            if key.replace("-", "") in base:
-                found.append((rank, path))
-    for _, path in sorted(found):
-        try:
-            font_manager.fontManager.addfont(path)
-            name = font_manager.FontProperties(fname=path).get_name()
-        except Exception:  # noqa: BLE001 - an unreadable font file: try the next
-            continue
+    fm = font_manager.fontManager
+    chars = cjk_characters()
+
+    def best(entries):
+        for f in sorted(entries, key=_rank):
+            if font_covers(f.fname, chars, getattr(f, "index", 0)):
+                return f.name
+        return ""
+
+    looks = [f for f in fm.ttflist if _looks_cjk(f.name, f.fname)]
+    name = best(looks)
+    if name == CJK_NAMES[0]:
+        return name
+    listed = {f.fname for f in fm.ttflist}
+    files = _fontconfig_chinese_files()
+    if files is None:
         if name:
             return name
-    return ""
+        files = set(font_manager.findSystemFonts()) | listed
+    for path in sorted(files - listed):
+        try:
+            fm.addfont(path)
+        except Exception:  # noqa: BLE001 - an unreadable font file: try the next
+            continue
+    return best(looks + [f for f in fm.ttflist if f.fname in files])
 
 
 def _setup():
     """Agg backend, a CJK font when there is one (DejaVu Sans behind it for any glyph it lacks);
     returns the matplotlib.pyplot module.  Nothing is printed: matplotlib's font look-up notes
-    ("findfont: Failed to find font weight normal for WenQuanYi Zen Hei, now using 500") are
+    ("findfont: Failed to find font weight normal for <the CJK font>, now using 500") are
     silenced, the font is fine."""
     global _FONT
     import logging
@@ -92,11 +166,18 @@ def font_in_use():
     return _FONT or "DejaVu Sans"
 
 
+def font_file_in_use():
+    """(path, face index) of the font file matplotlib draws the pictures' regular text with."""
+    from matplotlib import font_manager
+
+    path = font_manager.findfont(font_manager.FontProperties(family=font_in_use()), fallback_to_default=False)
+    return str(path), getattr(path, "face_index", 0)
+
+
 def missing_glyphs(fig):
     """[(text, character)] of every text in the figure `fig` with a character that none of the
     fonts it is drawn with holds (it would show as an empty box)."""
     from matplotlib import font_manager
-    from matplotlib.ft2font import FT2Font
     from matplotlib.text import Text
 
     fig.canvas.draw()
@@ -112,10 +193,10 @@ def missing_glyphs(fig):
         except Exception:  # noqa: BLE001 - older matplotlib: the first font only
             paths = [font_manager.findfont(prop)]
         fonts = []
-        for p in paths:
-            key = str(p)
+        for p in paths:  # a path, or (matplotlib 3.10+) a FontPath: a path and a face of a .ttc
+            key = (str(p), getattr(p, "face_index", 0))
             if key not in cache:
-                cache[key] = FT2Font(key)
+                cache[key] = _open_font(*key)
             fonts.append(cache[key])
         for ch in set(s):
             if ch.isspace() or ch == "$":
