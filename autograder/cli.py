@@ -189,7 +189,7 @@ def build_parser():
     p = argparse.ArgumentParser(prog=_prog(),
                                 description="Autograder for the sequence-models chapter. `COMMAND --help` "
                                             "explains each command.")
-    p.add_argument("--version", action="version", version=f"autograder {__version__}")
+    p.add_argument("--version", action="version", version=f"seqgrader {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one submission (.py, .ipynb or a folder)",
                        description="Grade one student's submission and print a report. "

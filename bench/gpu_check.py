@@ -22,7 +22,7 @@ driver, or the GPU hidden) it grades once, to write --write-baseline or to compa
 with --baseline's, and otherwise says it was skipped.
 
 --cases SUBSTRING keeps the cases whose name holds one of them (a quick look: reference, alt1,
-padding_mask...).  Nothing here is a test: README "A GPU check anyone can run".
+padding_mask...).  Nothing here is a test: docs/benchmarks.md, "The same grades with a GPU".
 """
 import argparse
 import json

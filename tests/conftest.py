@@ -112,7 +112,7 @@ def one_thread():
 
 # ---------------------------------------------------------------- the built wheel in fresh virtualenvs
 
-WHEEL_SOURCES = ("autograder", "solutions", "exercises", "course.yml", "pyproject.toml", "README.md")
+WHEEL_SOURCES = ("autograder", "solutions", "exercises", "course.yml", "pyproject.toml", "README.md", "LICENSE")
 STUDENT_PACKAGES = ("torch", "numpy", "matplotlib", "pytest", "nbformat", "nbgrader", "ipykernel")
 
 

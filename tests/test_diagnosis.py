@@ -372,7 +372,7 @@ def _generated_student(case):
     return Student(Namespace(ns), (), case.exercise)
 
 
-RIGHT_AT_LEAST = 0.939  # the bar this held-out set clears with a margin of one case (141 of 149 named right: see README, Diagnosis)
+RIGHT_AT_LEAST = 0.939  # the bar this held-out set clears with a margin of one case (141 of 149 named right: see docs/diagnosis.md)
 
 
 def test_generated_heldout_functions_are_named_right_and_never_wrongly():

@@ -206,7 +206,7 @@ def test_the_gpu_check_writes_a_baseline_and_finds_a_difference(tmp_path, cache)
 
     from autograder.sandbox import devices
 
-    if not devices.visible():  # (on a machine with a GPU it grades: README, "A GPU check anyone can run")
+    if not devices.visible():  # (on a machine with a GPU it grades: docs/benchmarks.md, "The same grades with a GPU")
         skipped = subprocess.run([sys.executable, script], cwd=ROOT, env=env, capture_output=True, text=True,
                                  timeout=120)
         assert skipped.returncode == 0 and "skipped: no GPU here" in skipped.stdout, skipped.stdout + skipped.stderr

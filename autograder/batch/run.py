@@ -35,7 +35,7 @@ from .discover import discover
 from .exports import classify, csv_row, error_report, gradescope_results, write_csv
 from .pool import LocalPool
 
-PARALLEL_DEFAULT = "submissions"  # measured on 2 cores: see README "Grading a whole class"
+PARALLEL_DEFAULT = "submissions"  # measured on 2 cores: see docs/benchmarks.md, "Spreading a batch over the cores"
 
 
 # ---------------------------------------------------------------- the batch
@@ -332,13 +332,13 @@ Cluster: --dask-scheduler tcp://HOST:8786 sends each submission as a task to a D
 course -- course.yml and its reference solutions -- is sent once per worker); each Dask worker keeps
 warm grading processes, one per thread, the same as the local mode's (sandboxed as on one machine),
 so a worker core grades as fast as a local one. The results are written here exactly as in the
-local mode. See README, "Grading a whole class".
+local mode. See docs/instructors.md, "Grade a whole class".
 
 Self-check: before its first submission, every grading process (local, or on each Dask worker)
 grades the reference solutions in its own environment; if they lose a point there, or if a
 student's error turns out to be the reference's too, nobody more is graded: the batch stops with
 exit status 2, writes no report, CSV row or Gradescope file for what it had not finished, and
-says which property failed and what to try (README, "GPU machines"). A pass is remembered per
+says which property failed and what to try (docs/instructors.md, "GPU machines"). A pass is remembered per
 environment in ~/.cache/seqgrader/self-check/ (SEQGRADER_CACHE_DIR).
 
 Exit status: 0 when the batch finished (whatever the scores and errors), 2 when it could not

@@ -8,7 +8,7 @@
                      code runs only in our sandbox, never in nbgrader's kernel
     gradebook.py     write grade-batch's reports into nbgrader's gradebook (formgrader, export)
 
-Facts about nbgrader 0.9.6 this package works around (measured; see README "nbgrader"):
+Facts about nbgrader 0.9.6 this package works around (measured; see docs/instructors.md, "nbgrader"):
 a graded cell's last expression value is partial credit in points and a value above the cell's
 points fails the submission; any stderr output in a graded cell scores it 0; a deleted test cell
 is restored only with OverwriteCells.add_missing_cells; a corrupt notebook shows as a plain 0.
