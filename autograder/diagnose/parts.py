@@ -131,6 +131,14 @@ def _judge(S, R, calls, variants):
             claimed.append((v, tested))
     if not claimed:
         return []
+    # two variants computing the same on every call are one claim, said the first way (a mask
+    # region that is all False in the reference: set to True or flipped, the same)
+    distinct = []
+    for v, tested in claimed:
+        if not any(t == tested and all(_same_outs(v.outs(i, c), w.outs(i, c)) for i, c in enumerate(calls))
+                   for w, t in distinct):
+            distinct.append((v, tested))
+    claimed = distinct
     # the claims that explain most: of two whose tested outputs overlap, one that holds the other's
     kept = []
     for v, tested in claimed:
@@ -147,6 +155,12 @@ def _judge(S, R, calls, variants):
                 return []
     explained = set().union(*(t for _, t in kept)) if kept else set()
     return [(v, t, bool(deviating - explained)) for v, t in kept]
+
+
+def _same_outs(a, b):
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
 
 
 # ---------------------------------------------------------------- recurrent cells
@@ -170,7 +184,7 @@ GATES = {"lstm": "ifgo", "gru": "rzn"}
 def _cell_calls(ref_ns, kind):
     name = f"{kind}_cell"
     calls = []
-    for j, (B, d_in, d_h) in enumerate(CELL_SHAPES):
+    for j, (B, d_in, d_h) in enumerate(CELL_SHAPES):  # noqa: B007 - the closures take their own copies
         x, h, c, W = _cell_params(kind, B, d_in, d_h, 4000 + 37 * j + (0 if kind == "lstm" else 500))
 
         def run(g, x=x, h=h, c=c, W=W):
@@ -291,6 +305,14 @@ def _sequence(cell, X, lengths, W, state, knobs):
         hs.append(h_t)
         cs.append(c_t)
     out = torch.stack(outputs, 1)
+    if "pad continued" in knobs:  # padded outputs: the h of a state that kept running through the padding
+        hc = (h0, c0)
+        run = []
+        for t in range(T):
+            hc = cell(X[:, t], hc, *W)
+            run.append(hc[0])
+        valid = torch.arange(T)[None, :, None] < lengths[:, None, None]
+        out = torch.where(valid, out, torch.stack(run, 1))
     for which, idx in (("h", 1), ("c", 2)):
         for step in ("early", "late"):
             if f"{which} {step}" in knobs:  # the state after step length - 1 (early) or length + 1 (late)
@@ -350,6 +372,7 @@ SEQ_VARIANTS = [  # (knobs, message key, fields)
     (("c late",), "part.seq_state_late", {"which": "c_n"}),
     (("pad holds",), "part.seq_pad_holds", {}),
     (("pad computed",), "part.seq_pad_computed", {}),
+    (("pad continued",), "part.seq_pad_continued", {}),
     (("ignore h0", "ignore c0"), "part.seq_initial_ignored", {"which": "h0, c0"}),
     (("ignore h0",), "part.seq_initial_ignored", {"which": "h0"}),
     (("ignore c0",), "part.seq_initial_ignored", {"which": "c0"}),
@@ -417,8 +440,8 @@ def _mask_conditions(function):
     return [
         ("padded queries", lambda a: (lambda i, j, L, T, c: (i >= L) & (j >= 0))(*grid4(a))),
         ("padded keys", lambda a: (lambda i, j, L, T, c: (j >= L) & (i >= 0))(*grid4(a))),
-        ("diagonal", lambda a: (lambda i, j, L, T, c: (i == j) & (L >= 0))(*grid4(a))),
         ("padded diagonal", lambda a: (lambda i, j, L, T, c: (i == j) & (i >= L))(*grid4(a))),
+        ("diagonal", lambda a: (lambda i, j, L, T, c: (i == j) & (L >= 0))(*grid4(a))),
         ("first key", lambda a: (lambda i, j, L, T, c: (j == 0) & (i >= 0) & (L >= 0))(*grid4(a))),
         ("future", lambda a: (lambda i, j, L, T, c: (j > i) & (L >= 0) & c)(*grid4(a))),
         ("last valid key", lambda a: (lambda i, j, L, T, c: (j == L - 1) & (i >= 0))(*grid4(a))),
@@ -545,7 +568,7 @@ def _pe_explain(student, ref_ns, function, deadline):
     claim only when it holds on every call."""
     calls = _pe_calls(ref_ns, function)
     g = Guarded(student)
-    diffs, dtypes, first = [], set(), None
+    diffs, dtypes, first, tensors = [], set(), None, 0
     for c in calls:
         if deadline is not None and deadline():
             return []
@@ -559,13 +582,16 @@ def _pe_explain(student, ref_ns, function, deadline):
             return []
         if isinstance(raw, torch.Tensor):
             dtypes.add((str(raw.dtype), str(c.dtype)))
+            tensors += 1
+            if raw.dtype != c.dtype and raw.is_floating_point():
+                r = r.to(raw.dtype).double()  # the reference's values at the student's precision
         d = ~torch.isclose(s, r, atol=ATOL, rtol=RTOL, equal_nan=True)
         if bool(d.any()) and first is None:
             first = c.shows
         diffs.append(d)
     wrong_dtypes = {(got, want) for got, want in dtypes if got != want}
     if first is None:
-        if wrong_dtypes and len(dtypes) == len(calls):
+        if wrong_dtypes and tensors == len(calls):
             got = sorted({g_ for g_, _ in wrong_dtypes})
             want = sorted({w for _, w in wrong_dtypes})
             zh, en = pair("part.pe_dtype_only", got=", ".join(got).replace("torch.", ""),
@@ -660,6 +686,7 @@ DENOMS = {  # id -> what the sum is divided by
     "padded": lambda m: (~m).sum(),
     "per sequence": None,  # each sequence's sum / its count, then the mean over sequences
     "per sequence, summed": None,  # ... then summed over sequences
+    "per sequence + 1": None,  # each sequence's sum / (its count + 1), then the mean over sequences
 }
 TOKEN_WORDS = {
     "valid": ("有效词元", "the valid tokens"),
@@ -679,6 +706,7 @@ DENOM_WORDS = {
     "padded": ("填充位置数", "the number of padded positions"),
     "per sequence": ("每个序列各自的词元数（再对序列取平均）", "each sequence's own count (then the mean over sequences)"),
     "per sequence, summed": ("每个序列各自的词元数（再对序列求和）", "each sequence's own count (then summed over sequences)"),
+    "per sequence + 1": ("每个序列各自的词元数 + 1（再对序列取平均）", "each sequence's own count + 1 (then the mean over sequences)"),
 }
 
 
@@ -693,11 +721,11 @@ def _loss_variants():
                 ce, m = call.inputs
                 sel = tokens(m)
                 if did.startswith("per sequence"):
-                    counts = sel.sum(1).double()
+                    counts = sel.sum(1).double() + (1 if did.endswith("+ 1") else 0)
                     if bool((counts == 0).any()):
                         return None
                     per = (ce * sel).sum(1) / counts
-                    v = per.mean() if did == "per sequence" else per.sum()
+                    v = per.sum() if did.endswith("summed") else per.mean()
                 else:
                     n = float(denom(m))
                     if n == 0:

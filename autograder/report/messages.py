@@ -98,6 +98,9 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.seq_pad_holds": ("填充步的输出不是 0，而是保持着的状态 h", "the outputs at padded steps are not 0 but the held state h"),
     "part.seq_pad_computed": ("填充步的输出不是 0，而是在填充的 X 上算出来的 h",
                               "the outputs at padded steps are not 0 but the h computed from the padded X"),
+    "part.seq_pad_continued": ("填充步的输出不是 0，而是状态在填充步继续更新时的 h（最终状态是对的）",
+                               "the outputs at padded steps are not 0 but the h of a state that keeps running through "
+                               "the padding"),
     "part.seq_initial_ignored": ("传入的初始状态 {which} 被忽略了（当成了 0）", "the initial state {which} you are given is ignored (taken as 0)"),
     "part.seq_state_in_place": ("你原地修改了传入的初始状态 (h0, c0)：只有传了初始状态的调用这样失败",
                                 "you write into the initial state (h0, c0) you are given, in place: only the calls "
