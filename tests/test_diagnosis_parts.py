@@ -394,7 +394,7 @@ def {function}(*args, **kwargs):
 
 def test_two_defects_or_noise_never_get_a_wrong_part():
     for ex, code, allowed in TWO_DEFECTS:
-        named, by_part = _run(ex, code)
+        _, by_part = _run(ex, code)
         said = {c["part"] for v in by_part.values() for c in v}
         assert said <= allowed, (code, by_part)
         for v in by_part.values():
@@ -404,7 +404,7 @@ def test_two_defects_or_noise_never_get_a_wrong_part():
         for f in functions:
             if f == "add_positional_encoding":
                 continue
-            named, by_part = _run(ex, _noise(f, ex), [f])
+            _, by_part = _run(ex, _noise(f, ex), [f])
             claims = by_part.get(f, [])
             # noise on every column and position leaves nothing narrower to say
             assert not claims, (f, claims)

@@ -184,7 +184,7 @@ GATES = {"lstm": "ifgo", "gru": "rzn"}
 def _cell_calls(ref_ns, kind):
     name = f"{kind}_cell"
     calls = []
-    for j, (B, d_in, d_h) in enumerate(CELL_SHAPES):  # noqa: B007 - the closures take their own copies
+    for j, (B, d_in, d_h) in enumerate(CELL_SHAPES):
         x, h, c, W = _cell_params(kind, B, d_in, d_h, 4000 + 37 * j + (0 if kind == "lstm" else 500))
 
         def run(g, x=x, h=h, c=c, W=W):
@@ -266,7 +266,7 @@ def _cell_variants(ref_ns, kind):
 def _gru_without_carry(fn):
     """h_new = (1 - z) * n: the carried h left out of the update (z * h)."""
     def outs(i, call):
-        x, h, c, W, d_h = call.inputs
+        x, h, _, W, d_h = call.inputs
         with torch.no_grad():
             full = fn(x, h, *W)
             z = torch.sigmoid((x @ W[0].T + W[2])[:, d_h:2 * d_h] + (h @ W[1].T + W[3])[:, d_h:2 * d_h])
@@ -400,52 +400,58 @@ ATT_CASES = [([3, 1, 2], None, False), ([3, 1, 2], None, True), ([2, 4], 5, True
              ([4, 2, 3], 5, False), ([2, 3, 1], 4, True)]
 
 
-def _mask_conditions(function):
-    """[(id, zh, en, cond(args) -> bool tensor of the mask's shape)] for a mask function."""
-    if function == "causal_mask":
-        def grid(T):
-            i = torch.arange(T)[:, None]
-            j = torch.arange(T)[None, :]
-            return i, j, T
-        return [
-            ("diagonal", lambda a: (lambda i, j, T: i == j)(*grid(a[0]))),
-            ("future", lambda a: (lambda i, j, T: j > i)(*grid(a[0]))),
-            ("next key", lambda a: (lambda i, j, T: j == i + 1)(*grid(a[0]))),
-            ("previous key", lambda a: (lambda i, j, T: j == i - 1)(*grid(a[0]))),
-            ("first row", lambda a: (lambda i, j, T: (i == 0) & (j >= 0))(*grid(a[0]))),
-            ("last row", lambda a: (lambda i, j, T: (i == T - 1) & (j >= 0))(*grid(a[0]))),
-            ("first column", lambda a: (lambda i, j, T: (j == 0) & (i >= 0))(*grid(a[0]))),
-            ("last column", lambda a: (lambda i, j, T: (j == T - 1) & (i >= 0))(*grid(a[0]))),
-        ]
-    if function == "padding_mask":
-        def grid(a):
-            L = torch.as_tensor(a[0])[:, None]
-            T = int(L.max()) if a[1] is None else a[1]
-            return torch.arange(T)[None, :], L, T
-        return [
-            ("first padded", lambda a: (lambda t, L, T: t == L)(*grid(a))),
-            ("last valid", lambda a: (lambda t, L, T: t == L - 1)(*grid(a))),
-            ("first position", lambda a: (lambda t, L, T: (t == 0) & (L >= 0))(*grid(a))),
-            ("last position", lambda a: (lambda t, L, T: (t == T - 1) & (L >= 0))(*grid(a))),
-            ("empty rows", lambda a: (lambda t, L, T: (L == 0) & (t >= 0))(*grid(a))),
-            ("full rows", lambda a: (lambda t, L, T: (L == T) & (t >= 0))(*grid(a))),
-        ]
+def _causal_grid(a):
+    T = a[0]
+    return torch.arange(T)[:, None], torch.arange(T)[None, :], T
 
-    def grid4(a):
-        L = torch.as_tensor(a[0])[:, None, None, None]
-        T = int(L.max()) if a[1] is None else a[1]
-        i = torch.arange(T)[None, None, :, None]
-        j = torch.arange(T)[None, None, None, :]
-        return i, j, L, T, a[2]
-    return [
-        ("padded queries", lambda a: (lambda i, j, L, T, c: (i >= L) & (j >= 0))(*grid4(a))),
-        ("padded keys", lambda a: (lambda i, j, L, T, c: (j >= L) & (i >= 0))(*grid4(a))),
-        ("padded diagonal", lambda a: (lambda i, j, L, T, c: (i == j) & (i >= L))(*grid4(a))),
-        ("diagonal", lambda a: (lambda i, j, L, T, c: (i == j) & (L >= 0))(*grid4(a))),
-        ("first key", lambda a: (lambda i, j, L, T, c: (j == 0) & (i >= 0) & (L >= 0))(*grid4(a))),
-        ("future", lambda a: (lambda i, j, L, T, c: (j > i) & (L >= 0) & c)(*grid4(a))),
-        ("last valid key", lambda a: (lambda i, j, L, T, c: (j == L - 1) & (i >= 0))(*grid4(a))),
-    ]
+
+def _padding_grid(a):
+    L = torch.as_tensor(a[0])[:, None]
+    T = int(L.max()) if a[1] is None else a[1]
+    return torch.arange(T)[None, :], L, T
+
+
+def _attention_grid(a):
+    L = torch.as_tensor(a[0])[:, None, None, None]
+    T = int(L.max()) if a[1] is None else a[1]
+    return torch.arange(T)[None, None, :, None], torch.arange(T)[None, None, None, :], L, a[2]
+
+
+CONDITIONS = {  # function -> [(id, (grid's values) -> bool tensor)], the more specific first
+    "causal_mask": (_causal_grid, [
+        ("diagonal", lambda i, j, T: i == j),
+        ("future", lambda i, j, T: j > i),
+        ("next key", lambda i, j, T: j == i + 1),
+        ("previous key", lambda i, j, T: j == i - 1),
+        ("first row", lambda i, j, T: (i == 0) & (j >= 0)),
+        ("last row", lambda i, j, T: (i == T - 1) & (j >= 0)),
+        ("first column", lambda i, j, T: (j == 0) & (i >= 0)),
+        ("last column", lambda i, j, T: (j == T - 1) & (i >= 0)),
+    ]),
+    "padding_mask": (_padding_grid, [
+        ("first padded", lambda t, L, T: t == L),
+        ("last valid", lambda t, L, T: t == L - 1),
+        ("first position", lambda t, L, T: (t == 0) & (L >= 0)),
+        ("last position", lambda t, L, T: (t == T - 1) & (L >= 0)),
+        ("empty rows", lambda t, L, T: (L == 0) & (t >= 0)),
+        ("full rows", lambda t, L, T: (L == T) & (t >= 0)),
+    ]),
+    "attention_mask": (_attention_grid, [
+        ("padded queries", lambda i, j, L, c: (i >= L) & (j >= 0)),
+        ("padded keys", lambda i, j, L, c: (j >= L) & (i >= 0)),
+        ("padded diagonal", lambda i, j, L, c: (i == j) & (i >= L)),
+        ("diagonal", lambda i, j, L, c: (i == j) & (L >= 0)),
+        ("first key", lambda i, j, L, c: (j == 0) & (i >= 0) & (L >= 0)),
+        ("future", lambda i, j, L, c: (j > i) & (L >= 0) & c),
+        ("last valid key", lambda i, j, L, c: (j == L - 1) & (i >= 0)),
+    ]),
+}
+
+
+def _mask_conditions(function):
+    """[(id, cond(case) -> bool tensor of the mask's shape)] for a mask function."""
+    grid, conditions = CONDITIONS[function]
+    return [(cid, lambda a, f=f: f(*grid(a))) for cid, f in conditions]
 
 
 COND_WORDS = {  # condition id -> (zh, en)
@@ -817,4 +823,4 @@ def _catalogued(v, tested, calls, catalogued, deadline):
     return False
 
 
-__all__ = ["explain", "FUNCTIONS"]
+__all__ = ["FUNCTIONS", "explain"]
