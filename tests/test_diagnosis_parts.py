@@ -492,3 +492,21 @@ def test_every_renderer_says_the_part_in_both_languages():
     assert "有效词元数 + 1" in zh and "valid tokens + 1" not in zh
     en = render_text(report, "en")
     assert "valid tokens + 1" in en and "有效" not in en
+
+
+def test_end_to_end_through_the_sandbox(tmp_path):
+    """Graded through the real runner (a forked judge, the student's code in its worker): the
+    explanation comes back with the failed tests, in the JSON and in the report's text."""
+    from autograder.config import load_course
+    from autograder.grading import grade
+    from autograder.sandbox import ForkRunner
+
+    course = load_course()
+    sub = tmp_path / "masked_loss.py"
+    sub.write_text((ROOT / "solutions" / "masked_loss.py").read_text(encoding="utf-8") + "\n" + LOSS_COUNT_PLUS_ONE)
+    report = grade(sub, course, ForkRunner(course), exercises=["masked_loss"])
+    failed = [t for ex in report.exercises for t in ex.tests if not t.passed]
+    assert failed and not any(t.diagnosis for t in failed)
+    said = [t.explained_by_part for t in failed if t.explained_by_part]
+    assert said and "number of valid tokens + 1" in said[0][0]["en"]
+    assert "有效词元数 + 1" in render_text(report) and "Which part differs" in render_text(report)
