@@ -89,7 +89,8 @@ def build_report(path, course, ids, registry, raw, start):
                 property_zh=p.zh, property_en=p.en, message_zh=o.get("zh", ""), message_en=o.get("en", ""),
                 details=[list(d) for d in o.get("details", [])], hint_zh=o.get("hint_zh", ""),
                 hint_en=o.get("hint_en", ""), seconds=o.get("seconds", 0.0),
-                counterexample=o.get("counterexample") or {}, diagnosis=o.get("diagnosis") or [])
+                counterexample=o.get("counterexample") or {}, diagnosis=o.get("diagnosis") or [],
+                explained_by_part=o.get("explained_by_part") or [])
             res.feedback = feedback_text(res, course.language)
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,
@@ -135,6 +136,7 @@ def _not_graded_tests(ex, reason, language):
         t.status = Status.NOT_GRADED.value
         t.message_zh, t.message_en = zh, en
         t.details, t.counterexample, t.diagnosis, t.hint_zh, t.hint_en = [], {}, [], "", ""
+        t.explained_by_part = []
         t.feedback = feedback_text(t, language)
 
 

@@ -1262,14 +1262,15 @@ def _composed(session, a, b, form_a, form_b):
 _COMPOSED = {}
 
 
-def diagnose(student, exercise, functions, deadline=None, into=None):
+def diagnose(student, exercise, functions, deadline=None, into=None, by_part=None):
     """{function: [mistake description]} for the given (failing) functions; [] where nothing is named.
 
     Each description is describe()'s, plus "unexplained_zh" / "unexplained_en" when something in
     the function differs that the named mistakes do not explain.  `deadline`: a _clock() (CPU time)
     after which the diagnosis gives up (functions not reached get nothing); `into`: a dict filled
-    as functions are done (kept if the caller's alarm fires).  Never raises but TestTimeout (the
-    caller's alarm)."""
+    as functions are done (kept if the caller's alarm fires); `by_part`: a dict, filled with
+    {function: [claim]} where nothing is named but an experiment finds which part of the function
+    differs (parts.explain).  Never raises but TestTimeout (the caller's alarm)."""
     out = {} if into is None else into
     if not PROBES.get(exercise):
         for f in functions:
@@ -1324,7 +1325,41 @@ def diagnose(student, exercise, functions, deadline=None, into=None):
             d.update(extra)
             found.append(d)
         out[f] = _merge(found)
+        if not chosen and by_part is not None and not session.late():
+            claims = _by_part(session, f)
+            if claims:
+                by_part[f] = claims
     return out
+
+
+def _by_part(session, f):
+    """Which part of f differs, by experiment (parts.py), for a function nothing catalogued explains."""
+    from . import parts
+
+    if f not in parts.FUNCTIONS.get(session.exercise, ()):
+        return []
+    catalogued = []
+    for m in session.mistakes:
+        if m.function == f and m.origin is None:
+            catalogued += [s for s in (form.student() for form in m.forms) if s is not False]
+    try:
+        with torch.random.fork_rng():
+            return parts.explain(session.student, session.exercise, f, _reference_namespace(session.exercise),
+                                 catalogued, session.late)
+    except TestTimeout:
+        raise
+    except Exception:  # noqa: BLE001 - an explanation must never cost a diagnosis
+        return []
+
+
+_REFERENCE_NS = {}
+
+
+def _reference_namespace(exercise):
+    """The reference solution's namespace (trusted, run once per process)."""
+    if exercise not in _REFERENCE_NS:
+        _REFERENCE_NS[exercise] = _namespace(exercise)
+    return _REFERENCE_NS[exercise]
 
 
 def _merge(descriptions):
@@ -1352,13 +1387,13 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
     functions = [f for f in dict.fromkeys(functions_of(n) for n in failed) if f not in slow]
     if not functions:
         return {}
-    armed, old, found = False, None, {}
+    armed, old, found, by_part = False, None, {}, {}
     try:
         if threading.current_thread() is threading.main_thread():  # an alarm needs the main thread
             old = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, max(0.01, wall if wall is not None else budget))
             armed = True
-        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found)
+        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found, by_part=by_part)
     except TestTimeout:  # what was found before the alarm stands
         abort = getattr(student, "abort", None)
         if abort:
@@ -1378,6 +1413,9 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
         if d:
             outcomes[n]["diagnosis"] = d
             added[n] = d
+        parts = by_part.get(functions_of(n)) or []
+        if parts and not d:
+            outcomes[n]["explained_by_part"] = parts
     return added
 
 

@@ -15,7 +15,7 @@ class _Fields:
 
     def __getattr__(self, key):
         v = self._t.get(key)
-        return v if v is not None else ([] if key in ("details", "diagnosis") else "")
+        return v if v is not None else ([] if key in ("details", "diagnosis", "explained_by_part") else "")
 
     def get(self, key, default=None):
         return self._t.get(key, default)
@@ -66,6 +66,25 @@ def unexplained(diagnosis):
     return None
 
 
+def by_part(parts):
+    """[(zh, en)]: each explanation by part (autograder/diagnose/parts.py) of a function nothing
+    catalogued explains: which part differs, the call that shows it, and whether something else
+    differs as well."""
+    out = []
+    for p in parts or []:
+        shown_zh, shown_en = pair("part.shown_by", call=p.get("probe", "")) if p.get("probe") else ("", "")
+        zh = p.get("zh", "") + (f"（{shown_zh}）" if shown_zh else "") + "。" + p.get("else_zh", "")
+        en = p.get("en", "") + (f" ({shown_en})" if shown_en else "") + "." + (" " + p["else_en"] if p.get("else_en") else "")
+        out.append((zh, en))
+    return out
+
+
+def part_lines(parts, language, indent=""):
+    """The explanations by part as lines: "哪一部分不同 Which part differs: ..."."""
+    head = say("part.head", language, sep=" ")
+    return [f"{indent}{head}: " + _pick(language, zh, en, sep=f"\n{indent}    ") for zh, en in by_part(parts)]
+
+
 def detail_lines(details, language, skip=()):
     """The values a property showed ([[label, text]]), each label and free text in the language."""
     lines = []
@@ -80,8 +99,9 @@ def detail_lines(details, language, skip=()):
 
 def diagnosis_lines(res, language="both"):
     """The catalogued mistake(s) the failure matches (autograder/diagnose/): title, explanation,
-    hint, then what else differs that they do not explain.  Nothing when no mistake matched: then
-    the property's own message stands alone."""
+    hint, then what else differs that they do not explain; or, where none matched, which part of
+    the function differs (found by experiment).  Nothing when neither: then the property's own
+    message stands alone."""
     lines = []
     if isinstance(res, dict):
         res = _Fields(res)
@@ -99,4 +119,5 @@ def diagnosis_lines(res, language="both"):
     more = unexplained(getattr(res, "diagnosis", None))
     if more:
         lines.append("    " + _pick(language, *more, sep="\n    "))
+    lines += part_lines(getattr(res, "explained_by_part", None), language)
     return lines

@@ -293,6 +293,14 @@ def diagnosis_html(diag, language, group=None, function=None):
     return "".join(out)
 
 
+def parts_html(parts, language):
+    """Which part of a function differs, found by experiment (where no catalogued mistake is named)."""
+    from .feedback import by_part
+
+    return "".join(f'<p class="by-part muted"><b>{L("part.head", language)}:</b> {text(language, zh, en)}</p>'
+                   for zh, en in by_part(parts))
+
+
 def _score(x):
     return f"{x:g}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
 
@@ -320,6 +328,7 @@ def test_body(t, language, picture=True, diagnosis=True):
     out.append(f'<p class="message">{text(language, t.get("message_zh", ""), t.get("message_en", ""), tag="b")}</p>')
     if diagnosis:
         out.append(diagnosis_html(t.get("diagnosis"), language, function=t.get("function")))
+        out.append(parts_html(t.get("explained_by_part"), language))
     out.append(counterexample_html(t.get("counterexample") or {}, language, picture))
     hint = (t.get("hint_zh"), t.get("hint_en"))
     if any(hint):
@@ -433,6 +442,7 @@ def _group_html(g, language, picture):
            f'<h3><code>{esc(g["function"])}</code> <span class="muted">{esc(g["exercise"])} · '
            f'{L("report.lost", language, points=lost)} · {L("report.n_tests", language, n=n)}</span></h3>']
     out.append(diagnosis_html(g["diagnoses"], language, group=g))
+    out.append(parts_html(g.get("parts"), language))
     first, rest = g["tests"][0], g["tests"][1:]
     out.append(test_card(first, language, picture, diagnosis=False))
     # the folded tests keep their tables but draw no picture: the open test shows what the mistake

@@ -12,7 +12,7 @@ without it there are no pictures.  A submission that was not graded says so, and
 """
 from pathlib import Path
 
-from .feedback import unexplained, where as located
+from .feedback import by_part, unexplained, where as located
 from .messages import label as label_of, pair, pick, say, value as value_of
 from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
                     fix_headline, fixes, not_graded_reason, student_of)
@@ -151,6 +151,8 @@ def render_markdown(report, language="both", images=None):
         more = unexplained(g["diagnoses"])
         if more:
             out += [f"> {pick(language, *more)}", ""]
+        for zh, en in by_part(g.get("parts")):
+            out += [f"> **{L('part.head')}**: {pick(language, zh, en)}", ""]
         first, rest = g["tests"][0], g["tests"][1:]
         out += [f"#### ✗ `{first['name']}` ({first['score']:g} / {first['max_score']:g})", ""]
         out += _test(first, language, images, counter)

@@ -73,6 +73,11 @@ class TestResult:
     # mistake is: may differ from the test's, e.g. padding_mask's on an attention_mask test), and
     # "members" for a group of mistakes that behave the same}]; empty = no match
     diagnosis: list = field(default_factory=list)
+    # where no catalogued mistake is named: which part of the function differs, found by experiment
+    # on the student's function (autograder/diagnose/parts.py): [{"function", "part" (the altered
+    # part's id), "zh", "en" (what differs), "probe" (a call that shows it), and "else_zh" /
+    # "else_en" when something else differs as well}]; empty = nothing to say
+    explained_by_part: list = field(default_factory=list)
 
 
 @dataclass
@@ -240,6 +245,7 @@ def fixes(report):
 
         {"exercise", "function", "anchor", "tests": [failed test dicts], "lost": points,
          "diagnoses": [each named mistake once], "status": Status of the first test,
+         "parts": [each explanation by part once] (only where a test has one),
          "not_graded": None, or why the exercise was not graded (then "function" is the exercise
                        and "tests" is empty: no test is shown for it)}
 
@@ -268,6 +274,9 @@ def fixes(report):
                 anchor = "fix-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{ex['id']}-{fn}")
                 g = groups[key] = {"exercise": ex["id"], "function": fn, "anchor": anchor, "tests": [],
                                    "lost": 0.0, "diagnoses": [], "status": Status.of(t), "not_graded": None}
+            for p in t.get("explained_by_part") or []:
+                if p not in g.setdefault("parts", []):
+                    g["parts"].append(p)
             g["tests"].append(t)
             g["lost"] += float(t.get("max_score") or 0) - float(t.get("score") or 0)
             for d in diag:

@@ -8,7 +8,7 @@ red and marked ✗, the hint), the function's other failed tests one line each.
 """
 import io
 
-from .feedback import unexplained, where as located
+from .feedback import by_part, unexplained, where as located
 from .messages import label as label_of, pick, say, value as value_of
 from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
                     fix_headline, fixes, level, not_graded_reason, student_of)
@@ -147,6 +147,8 @@ def _renderables(r, language):
         more = unexplained(g["diagnoses"])
         if more:
             out.append(Text(pick(language, *more, sep="\n"), style="yellow"))
+        for zh, en in by_part(g.get("parts")):
+            out.append(Text(L("part.head") + ": " + pick(language, zh, en, sep="\n"), style="yellow"))
         first, rest = g["tests"][0], g["tests"][1:]
         zh, en, colour = STATUS.get(first.get("status"), STATUS["failed"])
         out.append(Panel(Group(*_test_parts(first, language)), border_style=colour, title_align="left",

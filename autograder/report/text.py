@@ -7,7 +7,7 @@ A submission that was not graded says so, with the reason and what to do, and sh
 """
 from pathlib import Path
 
-from .feedback import detail_lines, unexplained, where as located
+from .feedback import detail_lines, part_lines, unexplained, where as located
 from .messages import pick, say
 from .model import Status, advice_key, as_dict, exercise_not_graded_reason, fix_headline, fixes, not_graded_reason, student_of
 
@@ -94,6 +94,7 @@ def render_text(report, language="both"):
         more = unexplained(g["diagnoses"])
         if more:
             out.append("    " + pick(language, *more, sep="\n    "))
+        out += part_lines(g.get("parts"), language)
         for t in g["tests"]:
             out.append(f"\n✗ {t['name']} ({t['score']:g}/{t['max_score']:g})")
             out += ["  " + ln for line in test_lines(t, language) for ln in line.splitlines()]

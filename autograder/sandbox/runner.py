@@ -346,6 +346,9 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall)
             if found:
                 emit({"event": "diagnosis", "tests": found})
+            by_part = {n: o["explained_by_part"] for n, o in outcomes.items() if o.get("explained_by_part")}
+            if by_part:
+                emit({"event": "explained_by_part", "tests": by_part})
             if share:
                 data = shared.export()
                 if data:
@@ -709,6 +712,10 @@ class ForkRunner:
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
                         job.results[name]["diagnosis"] = found
+            elif kind == "explained_by_part" and isinstance(ev.get("tests"), dict):
+                for name, found in ev["tests"].items():
+                    if name in job.results and isinstance(found, list):
+                        job.results[name]["explained_by_part"] = found
 
     def _exit_reason(self, job):
         _, status = os.waitpid(job.pid, 0)
