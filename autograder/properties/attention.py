@@ -575,29 +575,57 @@ def sdpa_weights_sum_to_one(student, case):
                         "before the softmax.")
 
 
+def _far_scores_ex(center, dtype=torch.float32):
+    """Allowed scores far below 0, around `center` (e.g. -3e4), a few units apart: a finite fill such as
+    -1e4 lies above them, so the masked keys win the softmax; -1e9, finfo.min or -inf lie far below.
+    Q (2, 1), K (4, 1): score = q * k (dk = 1); q0 * k is `center`-ish, q1 * k two thirds of it."""
+    k = torch.tensor([[-100.0], [-100.01], [-99.99], [-100.02]], dtype=torch.float64)  # (Tk=4, dk=1)
+    q = torch.tensor([[-center / 100], [-center / 150]], dtype=torch.float64)  # (Tq=2, dk=1)
+    V = _t((4, 3), 3, dtype)
+    mask = torch.tensor([[True, False, True, False], [False, True, False, True]])
+    return q.to(dtype), k.to(dtype), V, mask
+
+
+# Scores the properties use: |score| <= 1e6; a finite fill of masked scores must lie below every
+# allowed score by more than exp's underflow (~104 in float32, ~745 in float64), so -1e7 and lower (-1e9,
+# finfo(dtype).min, -inf) always pass, while -1e4 and -1e5 are rejected (docs/contract-coverage.md, C32).
 @prop(EX, SDPA, "masked_weights_are_exactly_zero",
-      zh="被屏蔽的键（mask 为 False）的权重恰好为 0（在至少有一个可看键的查询行里）",
-      en="a masked key (mask False) gets weight exactly 0 (in query rows with an allowed key)")
+      zh="被屏蔽的键（mask 为 False）的权重恰好为 0（在至少有一个可看键的查询行里；也检查可看键的分数远小于 0 的情况，"
+         "例如 -3e4：有限的填充值如 -1e4 这时比它们大）",
+      en="a masked key (mask False) gets weight exactly 0 (in query rows with an allowed key; also when the allowed "
+         "scores are far below 0, e.g. -3e4, where a finite fill such as -1e4 is larger than them)")
 @given(case=attention_inputs(mask="always"))
 @example(case=_ex((), 3, 4, 2, 2, mask_shape=(3, 4)))
 @example(case=_ex((2, 2), 3, 4, 3, 2, mask_shape=(2, 1, 1, 4)))
+@example(case=_far_scores_ex(-3e4))  # allowed scores ~ -3e4 and -2e4: a -1e4 fill takes the weight
+@example(case=_far_scores_ex(-5e5, torch.float64))  # ~ -5e5 and -3.3e5: a -1e5 fill takes the weight
 def sdpa_masked_weights_zero(student, case):
     Q, K, V, mask = case
     show = _show(Q, K, V, mask)
     _, w = _sdpa_checked(student, Q, K, V, mask, show)
     full = _full_mask(mask, w.shape)
     bad = ~full & full.any(-1, keepdim=True) & (w.detach() != 0)
+    scores = Q.detach().double() @ K.detach().double().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    far = float(scores.abs().max()) > 1000
+    if far:  # a row that is not finite here is the softmax's overflow (matches_torch), not a masked key's weight
+        bad &= torch.isfinite(w.detach()).all(-1, keepdim=True)
+        show = {**show, "分数 scores = Q K^T / sqrt(dk)": scores}
     if bool(bad.any()):
         i = [int(v) for v in bad.nonzero()[0]]
         fail(f"被屏蔽的键得到了非零权重：weights{i} = {w[tuple(i)].item():.6g}（mask 为 False，应恰好为 0）。",
              f"a masked key got a non-zero weight: weights{i} = {w[tuple(i)].item():.6g} (mask is False, "
              f"it must be exactly 0).",
              show={**show, "weights": w}, student=student, what="weights", got=w, differs=bad, picture="weights",
-             hint_zh="在 softmax 之前用 scores.masked_fill(~mask, float('-inf'))（或 -1e9）屏蔽；"
-                     "把分数乘以掩码或设为 0、-1e-9 都只是让被屏蔽的键变成普通的键。True = 可以看。",
-             hint_en="Before the softmax use scores.masked_fill(~mask, float('-inf')) (or -1e9); multiplying "
-                     "the scores by the mask or setting them to 0 or -1e-9 leaves the masked keys as ordinary "
-                     "keys. True = may attend.")
+             hint_zh=("可看键的分数都在 -1e4 以下：有限的填充值（-1e4、-1e5）比它们还大，被屏蔽的键反而拿走了权重。"
+                      "用 float('-inf')、torch.finfo(scores.dtype).min 或 -1e9 填充。" if far else
+                      "在 softmax 之前用 scores.masked_fill(~mask, float('-inf'))（或 -1e9）屏蔽；"
+                      "把分数乘以掩码或设为 0、-1e-9 都只是让被屏蔽的键变成普通的键。True = 可以看。"),
+             hint_en=("The allowed scores are all below -1e4: a finite fill (-1e4, -1e5) is larger than them, so the "
+                      "masked keys take the weight. Fill with float('-inf'), torch.finfo(scores.dtype).min or -1e9."
+                      if far else
+                      "Before the softmax use scores.masked_fill(~mask, float('-inf')) (or -1e9); multiplying "
+                      "the scores by the mask or setting them to 0 or -1e-9 leaves the masked keys as ordinary "
+                      "keys. True = may attend."))
 
 
 @prop(EX, SDPA, "fully_masked_query_stays_finite",

@@ -218,8 +218,9 @@ def _call_attention_mask(student, lengths, max_len, causal):
 @prop(EX, "attention_mask", "shape_broadcasts_over_heads",
       zh="attention_mask 返回 (B, 1, T, T) 的 bool 张量，可广播到 (B, H, T, T)",
       en="attention_mask returns a (B, 1, T, T) bool tensor that broadcasts to (B, H, T, T)")
-@given(case=length_batches(lo=1), causal=st.booleans())
+@given(case=length_batches(), causal=st.booleans())
 @example(case=(torch.tensor([1]), None), causal=True)
+@example(case=(torch.tensor([0, 2]), None), causal=False)  # a sequence of length 0 (lengths in [0, T])
 def attention_shape(student, case, causal):
     lengths, max_len = case
     T = _T(lengths, max_len)
@@ -228,11 +229,13 @@ def attention_shape(student, case, causal):
 
 
 @prop(EX, "attention_mask", "blocks_padded_keys_only",
-      zh="不带因果时：mask[b, 0, i, j] == (j < lengths[b])，屏蔽的是填充的键（列），不是查询（行）",
-      en="without causal: mask[b, 0, i, j] == (j < lengths[b]); padded keys (columns) are blocked, not queries (rows)")
-@given(case=length_batches(lo=1))
+      zh="不带因果时：mask[b, 0, i, j] == (j < lengths[b])，屏蔽的是填充的键（列），不是查询（行）；长度为 0 的序列没有可看的键",
+      en="without causal: mask[b, 0, i, j] == (j < lengths[b]); padded keys (columns) are blocked, not queries (rows); "
+         "a sequence of length 0 has no key to attend to")
+@given(case=length_batches())
 @example(case=(torch.tensor([3, 1]), None))
 @example(case=(torch.tensor([2]), 3))
+@example(case=(torch.tensor([2, 0, 3]), None))  # length 0: no key of that sequence may be attended to
 def attention_padding(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)
@@ -248,9 +251,10 @@ def attention_padding(student, case):
 @prop(EX, "attention_mask", "causal_and_padding_combined",
       zh="带因果时：mask[b, 0, i, j] == (j < lengths[b]) 且 (j <= i)",
       en="with causal: mask[b, 0, i, j] == (j < lengths[b]) and (j <= i)")
-@given(case=length_batches(lo=1))
+@given(case=length_batches())
 @example(case=(torch.tensor([3, 1]), None))
 @example(case=(torch.tensor([2]), 3))
+@example(case=(torch.tensor([0, 3]), 4))  # length 0: every row of that sequence is False
 def attention_causal(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)

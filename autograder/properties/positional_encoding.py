@@ -217,12 +217,16 @@ def _x(rows):
 @example(X=_x([[[0.5, 0.5, 0.5, 0.5]]]))  # B = T = 1
 @example(X=_x([[[0.1] * 4] * 4]))  # B = 1, T = 4
 @example(X=torch.zeros(1, 1100, 4))  # a long sequence: no fixed-size table of 512 or 1024 rows
+# other dtypes: the values here, the dtype in keeps_dtype_device_and_input
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64))
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float16))
+@example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.bfloat16))
 def add_values(student, X):
     B, T, d = X.shape
     out = student.call("add_positional_encoding", X)
     check_tensor(out, "output", shape=(B, T, d), student=student)
     expected = X.to(torch.float64) + pe_ref(T, d)[None]  # (B, T, d)
-    check_close(out, expected, "output", atol=pe_atol(T) + 1e-5, rtol=0, student=student,
+    check_close(out, expected, "output", atol=_add_atol(X.dtype, T), rtol=0, student=student,
                 show={"X": X, "PE(T, d) (float64)": pe_ref(T, d)},
                 hint_zh="形状 (B, T, d)：PE 是 (T, d)，取 T = X.shape[1]、d = X.shape[2]，"
                         "直接 X + PE（会沿批维广播，即 PE[None]），不要再乘 sqrt(d) 或别的系数。",
@@ -245,12 +249,21 @@ def add_values(student, X):
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0, 2.0, 1.5]] * 3] * 2, dtype=torch.float64), dtype=torch.float32,
          where=ELSEWHERE.name)
 def add_dtype(student, X, dtype, where):
+    # every entry at least 0.25 away from 0: a scaled X then shows in the values (and is theirs to report)
+    X = X.detach().abs() + 0.25
     if where == ELSEWHERE.name:
         return _add_elsewhere(student, put_elsewhere(X.to(dtype)))
     # a fresh leaf: the pinned example's own tensor must not collect .grad from run to run
     X = X.detach().to(dtype).clone().requires_grad_(dtype in (torch.float32, torch.float64))
     B, T, d = X.shape
-    out = student.call("add_positional_encoding", X)
+    try:
+        out = student.call("add_positional_encoding", X)
+    except StudentCrash:
+        if _fails_in_float32(student, X):
+            return
+        raise
+    if tuple(out.shape) != (B, T, d) and _fails_in_float32(student, X):
+        return
     check_tensor(out, "output", shape=(B, T, d), student=student)
     if out.dtype != dtype:
         fail(f"输入 X 是 {dtype}，输出却是 {out.dtype}。",
@@ -260,10 +273,7 @@ def add_dtype(student, X, dtype, where):
              hint_en="Convert PE to X's type and device before adding: pe.to(dtype=X.dtype, device=X.device). "
                      "Do not cast X to float32.")
     check_tensor(out, "output", device=X.device, student=student)
-    # half precision rounds the sum itself (values up to ~3: float16 to 2e-3, bfloat16 to 1.6e-2)
-    atol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(dtype, pe_atol(T) + 1e-5)
-    check_close(out, X.detach().to(torch.float64) + pe_ref(T, d)[None], "output", atol=atol, rtol=0,
-                student=student, show={"X": X})
+    # the values are adds_encoding_to_every_sequence's: a wrong value costs points there only
     if X.requires_grad:  # the embeddings below are learned: the gradient must reach X, unchanged
         hint_zh = "直接返回 X + pe：不要 X.detach()、X.data、torch.no_grad() 或 torch.tensor(...) 重新包装。"
         hint_en = "Return X + pe: no X.detach(), X.data, torch.no_grad() or re-wrapping with torch.tensor(...)."
@@ -271,6 +281,10 @@ def add_dtype(student, X, dtype, where):
             fail("输出与 X 断开了（requires_grad=False）：梯度传不回词嵌入。",
                  "The output is cut off from X (requires_grad=False): no gradient reaches the embeddings.",
                  student=student, show={"X": X}, hint_zh=hint_zh, hint_en=hint_en)
+        values_right = torch.allclose(out.detach().double(), X.detach().double() + pe_ref(T, d)[None],
+                                      atol=_add_atol(dtype, T), rtol=0)
+        if not values_right:  # a scaled X has a scaled gradient too: the values test reports it
+            return
         G = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
         (out * G.to(out.dtype)).sum().backward()
         check_tensor(X.grad, "X.grad", shape=X.shape, student=student)
@@ -293,6 +307,8 @@ def _add_elsewhere(student, X):
     try:
         out = student.call("add_positional_encoding", X)
     except StudentCrash as e:
+        if not same_device_crash(e) and _fails_in_float32(student, X):
+            return
         if same_device_crash(e):
             fail("X 在另一个设备上时，add_positional_encoding 把它和 CPU 上的 PE 相加，报错了。",
                  "With X on another device, add_positional_encoding added a PE that is on the CPU to it, and raised.",
@@ -302,5 +318,20 @@ def _add_elsewhere(student, X):
     check_elsewhere(out, "output", student=student, asked_zh="X 在 CPU 以外的设备上",
                     asked_en="X was on a device other than the CPU", hint_zh=ADD_DEVICE_HINT_ZH,
                     hint_en=ADD_DEVICE_HINT_EN)
-    check_close(out, X.to(torch.float64) + pe_ref(T, d)[None], "output", atol=pe_atol(T) + 1e-5, rtol=0,
-                student=student, show={"X": X})
+
+
+def _fails_in_float32(student, X):
+    """True if the function also crashes, or returns the wrong shape, for the same X in float32 on the
+    CPU: then the fault is not the dtype's or the device's, and adds_encoding_to_every_sequence reports it."""
+    X32 = X.detach().to(torch.float32).clone()
+    try:
+        out = student.call("add_positional_encoding", X32)
+    except StudentCrash:
+        return True
+    return not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(X32.shape)
+
+
+def _add_atol(dtype, T):
+    """Tolerance of X + PE: half precision rounds the sum itself (values up to ~3: float16 to 2e-3,
+    bfloat16 to 1.6e-2); float32 and float64 as the encoding's angles (pe_atol)."""
+    return {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(dtype, pe_atol(T) + 1e-5)

@@ -60,3 +60,10 @@ def where(s, out):
     if device == "cpu":
         return "cpu"
     return "device" if device == getattr(s.student, "elsewhere", None) else "another device"
+
+
+@probe(EX, "attention_mask")
+def attention_mask_zero_length(s):
+    """A sequence of length 0 among others: its rows have no allowed key."""
+    return [s.call("attention_mask", torch.tensor([2, 0, 3])),
+            s.call("attention_mask", torch.tensor([0, 2]), 3, causal=True)]

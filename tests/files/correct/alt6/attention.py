@@ -1,5 +1,5 @@
-"""Attention on the flattened leading axes with bmm and a -1e4 fill; each head projected by its
-own slice of W_o and the heads summed (the same as concatenating them first)."""
+"""Attention on the flattened leading axes with bmm and a finfo(dtype).min fill; each head projected
+by its own slice of W_o and the heads summed (the same as concatenating them first)."""
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,7 +12,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = torch.bmm(q, K.reshape(-1, Tk, dk).transpose(1, 2))  # (N, Tq, Tk)
     if mask is not None:
         m = torch.broadcast_to(mask, (*lead, Tq, Tk)).reshape(-1, Tq, Tk)
-        scores = scores.masked_fill(~m, -1e4)
+        scores = scores.masked_fill(~m, torch.finfo(scores.dtype).min)
     weights = F.softmax(scores, dim=-1)
     out = torch.bmm(weights, V.reshape(-1, Tk, dv))
     return out.reshape(*lead, Tq, dv), weights.reshape(*lead, Tq, Tk)
