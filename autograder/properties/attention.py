@@ -250,6 +250,22 @@ def _mha_ex(B, H, dh, Tq, Tk, mask_shape=None, bias=True, empty_row=False):
     return MHACase(B, H, d, bias, 7, _t((B, Tq, d), 4), _t((B, Tk, d), 5), m)
 
 
+def _far_mha_ex():
+    """MultiHeadAttention with every allowed score far below 0 (about -3e4 and -1.5e4 to -2e4), a 2-D mask:
+    the inputs are solved from the head's target q and k (H = 2, dh = 1, no bias, weights of seed 14, well
+    conditioned), so that score_h(t, j) = q[t, h] * k[j, h].  Allowed keys lie >= 30 apart (the weights are
+    one-hot, whatever the rounding); a finite fill such as -1e4 lies above them and takes the weight."""
+    H, d, seed = 2, 2, 14
+    P = _params(d, False, seed)
+    q = torch.tensor([[300.0, 250.0], [200.0, 150.0]], dtype=torch.float64)  # (Tq, H)
+    k = torch.tensor([[-100.0, -100.0], [-100.2, -100.3], [-100.4, -100.6], [-100.6, -100.9]],
+                     dtype=torch.float64)  # (Tk, H)
+    x_q = torch.linalg.solve(P["W_q"].double(), q.T).T  # x_q @ W_q.T = q
+    x_kv = torch.linalg.solve(P["W_k"].double(), k.T).T
+    mask = torch.tensor([[True, False, True, False], [False, True, False, True]])
+    return MHACase(1, H, d, False, seed, x_q.float()[None], x_kv.float()[None], mask)
+
+
 def _causal_ex(lead, T, dk, dv, t, dtype=torch.float32):
     lead = tuple(lead)
     xs = (_t(lead + (T, dk), 1, dtype), _t(lead + (T, dk), 2, dtype), _t(lead + (T, dv), 3, dtype))
@@ -911,6 +927,9 @@ def mha_shapes(student, c):
 @example(c=_mha_ex(2, 2, 3, 3, 4, mask_shape=(2, 1, 1, 4)))
 @example(c=_mha_ex(2, 2, 2, 3, 3, mask_shape=(2, 1, 3, 3)))
 @example(c=_mha_ex(2, 3, 1, 3, 2, mask_shape=(2, 3, 3, 2), empty_row=True))
+@example(c=_mha_ex(1, 8, 2, 3, 4, mask_shape=(1, 1, 1, 4)))  # many heads, a batch of one
+@example(c=_mha_ex(2, 16, 1, 2, 3, mask_shape=(2, 3)))
+@example(c=_far_mha_ex())  # allowed scores ~ -3e4: a -1e4 fill inside the module takes the weight
 def mha_matches_torch(student, c):
     P = _params(c.d, c.bias, c.seed)
     mha = _student_mha(student, c, P)

@@ -28,9 +28,9 @@ binomial bounds:
   vocabulary (V <= 8) in a large batch (32768 tokens): each id is then expected ~40 times and the
   bound sits at ~9, while a hole gives 0.
 * False rejection.  Correct code fails one check with probability <= DELTA = 1e-9.  A grading
-  runs each statistical property on 20 generated + 3 pinned examples with at most 3 checks each
+  runs each statistical property on 20 generated + 4 pinned examples at most with at most 3 checks each
   (the uniformity checks use DELTA / V per token id, a union bound over the V ids), so at most
-  4 x 23 x 3 = 276 checks: a correct submission loses points with probability < 2.8e-7.  The
+  4 x 24 x 3 = 288 checks: a correct submission loses points with probability < 2.9e-7.  The
   bounds allow for a random replacement that happens to draw mask_id or the original token
   (each with probability 1/V), and for code that draws random ids from the non-special ids only.
 * Power.  With >= 9800 selectable tokens (S ~ 1470 selected) the catalogued mistakes sit 8 to
@@ -146,8 +146,9 @@ def large_cases(draw):
     return Case(ids, special, special[3], V, draw(seeds))
 
 
-def _large(B, T, V, special, seed, data_seed=1):
-    return Case(_batch(B, T, V, special, data_seed, min_len=T * 7 // 8), special, special[3], V, seed)
+def _large(B, T, V, special, seed, data_seed=1, min_len=None):
+    min_len = T * 7 // 8 if min_len is None else min_len
+    return Case(_batch(B, T, V, special, data_seed, min_len=min_len), special, special[3], V, seed)
 
 
 def _small(rows, special=(0, 1, 2, 3), V=30, seed=0):
@@ -340,22 +341,28 @@ def _check_count(student, c, count, n, p, what_zh, what_en, hint_zh, hint_en, **
 
 
 @prop(EX, MLM, "selects_15_percent",
-      zh="可选词元中被选中的比例约为 15%（精确二项分布界，错误拒绝概率 <= 1e-9）",
-      en="about 15% of the selectable tokens are selected (exact binomial bound, false rejection <= 1e-9)")
+      zh="可选词元中被选中的比例约为 15%（按真实的、非特殊的词元计，也在填充很多的批次上；精确二项分布界，错误拒绝概率 <= 1e-9）",
+      en="about 15% of the selectable tokens are selected (counted over the real, non-special tokens, also in "
+         "heavily padded batches; exact binomial bound, false rejection <= 1e-9)")
 @given(c=large_cases())
 @example(c=_large(64, 192, 200, BERT, seed=0))
 @example(c=_large(128, 256, 30522, BERT, seed=1))
 @example(c=_large(96, 192, 60, [5, 6, 7, 8], seed=2))
+# rows padded to a quarter of T and more (~40% padding): the rate is per real, selectable token, so
+# round(0.15 T) tokens per row counted from the padded length T selects ~25% of them
+@example(c=_large(128, 256, 1000, BERT, seed=6, min_len=256 // 4))
 def mlm_rate(student, c):
     inputs, labels = _call_mlm(student, c)
     can = ~_special_ref(c.input_ids, c.special_ids)
     n, count = int(can.sum()), int((_selected(labels) & can).sum())
     _check_count(student, c, count, n, P_SELECT, "被选中的可选词元比例", "the share of selectable tokens selected",
                  "每个非特殊词元独立地以 0.15 的概率被选中：selected = (torch.rand(shape, generator=g) < 0.15) & ~special。"
-                 "被选中 = labels 不是 -100：保持不变的 10% 和随机替换的 10% 也必须有标签。",
+                 "被选中 = labels 不是 -100：保持不变的 10% 和随机替换的 10% 也必须有标签。"
+                 "如果每行选固定个数 round(0.15 n)，n 是这一行可选的真实词元数，不是填充后的长度 T。",
                  "Each non-special token is selected on its own with probability 0.15: selected = (torch.rand(shape, "
                  "generator=g) < 0.15) & ~special. Selected = labels not -100: the unchanged 10% and the random 10% "
-                 "need labels too.")
+                 "need labels too. A fixed count per sequence, round(0.15 n), takes n = that row's selectable real tokens, "
+                 "not the padded length T.")
 
 
 @prop(EX, MLM, "replaces_80_10_10",

@@ -161,6 +161,13 @@ def _long_case():
     return logits, targets, padding_mask_ref(torch.tensor([160, 140]), 160)
 
 
+def _big_vocab_case():
+    """A vocabulary of 5000 (a batch of one, T = 3, one padded position): every row of logits is long."""
+    g = torch.Generator().manual_seed(12)
+    logits = (torch.randint(-300, 301, (1, 3, 5000), generator=g).double() / 100).float()
+    return logits, torch.tensor([[4999, 0, 2500]]), torch.tensor([[True, True, False]])
+
+
 # Pinned inputs: uneven lengths, a hole in the middle, a fully padded sequence, T = 1.
 PINNED = [
     _case([[[1.0, 0.0, -1.0], [0.5, 0.5, 0.0], [2.0, -2.0, 0.0]],
@@ -245,6 +252,7 @@ def loss_scalar(student, case, dtype):
 @example(case=PINNED[2])
 @example(case=_case([[[2.0, 0.0]]], [[0]], [[True]]))
 @example(case=_long_case())
+@example(case=_big_vocab_case())
 def loss_matches(student, case):
     logits, targets, mask = case
     x = logits.detach().clone().requires_grad_(True)

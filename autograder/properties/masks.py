@@ -216,16 +216,40 @@ def _call_attention_mask(student, lengths, max_len, causal):
 
 
 @prop(EX, "attention_mask", "shape_broadcasts_over_heads",
-      zh="attention_mask 返回 (B, 1, T, T) 的 bool 张量，可广播到 (B, H, T, T)",
-      en="attention_mask returns a (B, 1, T, T) bool tensor that broadcasts to (B, H, T, T)")
+      zh="attention_mask 返回 (B, 1, T, T) 的 bool 张量，可广播到 (B, H, T, T)，在 lengths 的设备上（也检查 CPU 以外的设备）",
+      en="attention_mask returns a (B, 1, T, T) bool tensor that broadcasts to (B, H, T, T), on lengths' device (a "
+         "device other than the CPU too)")
 @given(case=length_batches(), causal=st.booleans())
 @example(case=(torch.tensor([1]), None), causal=True)
 @example(case=(torch.tensor([0, 2]), None), causal=False)  # a sequence of length 0 (lengths in [0, T])
+@example(case=(put_elsewhere(torch.tensor([3, 1])), None), causal=True)  # lengths on another device (elsewhere.py)
+@example(case=(put_elsewhere(torch.tensor([2, 0, 1])), 4), causal=False)
 def attention_shape(student, case, causal):
     lengths, max_len = case
     T = _T(lengths, max_len)
-    out = _call_attention_mask(student, lengths, max_len, causal)
-    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
+    on_device = uses_elsewhere(lengths)
+    try:
+        out = _call_attention_mask(student, lengths, max_len, causal)
+    except StudentCrash as e:
+        if on_device and same_device_crash(e):
+            fail("lengths 在另一个设备上时，attention_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 causal_mask(T) "
+                 "或 torch.arange(T) 没有传 device）。", "With lengths on another device, attention_mask mixed it with a "
+                 "tensor on the CPU and raised (causal_mask(T) or torch.arange(T) without device=, most likely).",
+                 student=student, hint_zh=ATTENTION_DEVICE_HINT_ZH, hint_en=ATTENTION_DEVICE_HINT_EN)
+        raise
+    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool,
+                 device=None if on_device else lengths.device, student=student)
+    if on_device:
+        check_elsewhere(out, "mask", student=student, asked_zh="lengths 在 CPU 以外的设备上",
+                        asked_en="lengths was on a device other than the CPU",
+                        hint_zh=ATTENTION_DEVICE_HINT_ZH, hint_en=ATTENTION_DEVICE_HINT_EN)
+
+
+ATTENTION_DEVICE_HINT_ZH = ("掩码的每一部分都建在 lengths 所在的设备上：padding_mask(lengths, T) 已经在那里，因果部分用 "
+                            "causal_mask(T, device=lengths.device)。合同：输出保持输入的设备。")
+ATTENTION_DEVICE_HINT_EN = ("Build every part of the mask on lengths' device: padding_mask(lengths, T) is already there, "
+                            "and the causal part is causal_mask(T, device=lengths.device). The contract: outputs keep "
+                            "the device of the inputs.")
 
 
 @prop(EX, "attention_mask", "blocks_padded_keys_only",

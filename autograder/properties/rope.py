@@ -206,12 +206,22 @@ def angles_odd(student, T, d):
 
 # ---------------------------------------------------------------- apply_rope
 
+# float16 and bfloat16 x (a model trained in half precision): rope_angles is float32, and float32 cos and
+# sin times a half x promote to float32 unless they are cast to x's dtype first.  Their values are compared
+# with the float64 reference at HALF_ATOL (16 eps of the dtype for |x| <= 2, few positions): code that
+# computes in float32 inside and casts back, or in the half dtype itself, is well within it.
+HALF_ATOL = {torch.float16: 16 * torch.finfo(torch.float16).eps, torch.bfloat16: 16 * torch.finfo(torch.bfloat16).eps}
+
+
 @prop(EX, APPLY, "shape_and_dtype",
-      zh="apply_rope(x) 的形状与 x 相同 (..., T, d)，dtype 也相同（任意前导轴，float32 或 float64）",
-      en="apply_rope(x) has x's shape (..., T, d) and dtype (any leading axes, float32 or float64)")
+      zh="apply_rope(x) 的形状与 x 相同 (..., T, d)，dtype 也相同（任意前导轴；float32、float64，也有 float16 和 bfloat16）",
+      en="apply_rope(x) has x's shape (..., T, d) and dtype (any leading axes; float32, float64, and float16 and "
+         "bfloat16 too)")
 @given(case=rope_inputs())
 @example(case=(_tensor((1, 2), 1), 0, None))
 @example(case=(_tensor((2, 3, 4, 6), 2, torch.float64), 3, 100.0))
+@example(case=(_tensor((2, 3, 4), 16, torch.float16), 0, None))  # half precision: cos and sin cast to x's dtype
+@example(case=(_tensor((1, 2, 4, 6), 17, torch.bfloat16), 2, 100.0))
 def rope_shape(student, case):
     x, offset, base = case
     out = _call_rope(student, x, offset, base)
@@ -222,6 +232,9 @@ def rope_shape(student, case):
              hint_zh="rope_angles 返回 float32；cos、sin 要 .to(x.dtype) 之后再和 x 相乘，结果才保持 x 的类型。",
              hint_en="rope_angles returns float32; convert cos and sin with .to(x.dtype) before multiplying, so the "
                      "result keeps x's dtype.")
+    if x.dtype in HALF_ATOL:  # matches_reference draws float32 and float64 only
+        check_close(out.float(), rope_ref(x, offset, base), "out", atol=HALF_ATOL[x.dtype], rtol=0, student=student,
+                    show=_show(x, offset, base), hint_zh=HINT_LAYOUT_ZH, hint_en=HINT_LAYOUT_EN)
 
 
 @prop(EX, APPLY, "matches_reference",

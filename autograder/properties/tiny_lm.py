@@ -265,6 +265,7 @@ def logits_shape(student, case, dtype):
 @example(case=_case(1, 3, 4, 2, [3], 3))
 @example(case=_case(2, 4, 6, 4, [4, 2], 4))
 @example(case=_case(3, 5, 5, 6, [1, 5, 3], 5))
+@example(case=_case(1, 4, 2000, 4, [4], 19))  # a vocabulary in the thousands, a batch of one
 def logits_reference(student, case):
     out = _logits(student, case)
     ref = logits_ref(case.tokens, case.lengths, case.params)
@@ -416,6 +417,7 @@ def loss_scalar(student, case):
 @example(case=_case(1, 3, 4, 2, [3], 14))
 @example(case=_case(2, 5, 6, 4, [5, 2], 15))
 @example(case=_case(3, 4, 5, 2, [2, 4, 3], 16))
+@example(case=_case(2, 4, 3000, 4, [4, 2], 20))  # a vocabulary in the thousands
 def loss_reference(student, case):
     loss = _loss(student, case)
     ref = loss_ref(case.tokens, case.lengths, case.params)
