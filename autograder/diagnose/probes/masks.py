@@ -67,10 +67,3 @@ def attention_mask_zero_length(s):
     """A sequence of length 0 among others: its rows have no allowed key."""
     return [s.call("attention_mask", torch.tensor([2, 0, 3])),
             s.call("attention_mask", torch.tensor([0, 2]), 3, causal=True)]
-
-
-@probe(EX, "attention_mask", on_device=True)
-def attention_mask_elsewhere(s):
-    """lengths on a device other than the CPU, causal: where the mask came back, and the mask."""
-    out = s.call("attention_mask", put_elsewhere(torch.tensor([3, 1, 2])), causal=True)
-    return [where(s, out), out]
