@@ -26,8 +26,8 @@ differs as well").  Nothing is said when nothing qualifies: a wrong claim is wor
 """
 import torch
 
-from ..report.messages import pair
-from .registry import CallFailed, Guarded
+from ...report.messages import pair
+from ..registry import CallFailed, Guarded
 
 ATOL = RTOL = 1e-4
 MIN_CALLS = 2  # a variant is tested on at least this many calls before it is claimed
