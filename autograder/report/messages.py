@@ -83,6 +83,14 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                            "your cell matches the reference when the {g1} and {g2} gate blocks are swapped in every weight and bias"),
     "part.cell_swap_one": ("你的单元在把 `{param}` 里 {g1} 和 {g2} 两个块互换时与参考一致",
                            "your cell matches the reference when the {g1} and {g2} blocks of `{param}` are swapped"),
+    "part.cell_block_copied": ("你的单元在把 `{param}` 的 {gate} 块换成 {other} 块的副本时与参考一致",
+                               "your cell matches the reference when the {gate} block of `{param}` is replaced by "
+                               "a copy of its {other} block"),
+    "part.cell_activation": ("你的单元在 {gate} 门用 {got} 而不是 {want} 时与参考一致",
+                             "your cell matches the reference when gate {gate} goes through {got} instead of {want}"),
+    "part.gru_b_hn_outside": ("你的单元在把 b_hn 放到重置门 r 外面时与参考一致：r * (W_hn h) + b_hn，而不是 r * (W_hn h + b_hn)",
+                              "your cell matches the reference when b_hn is added outside the reset gate: "
+                              "r * (W_hn h) + b_hn instead of r * (W_hn h + b_hn)"),
     "part.cell_state_zero": ("你的单元在把上一步的 `{state}` 设为 0 时与参考一致",
                              "your cell matches the reference when the previous `{state}` is set to 0"),
     "part.gru_carry_zero": ("你的单元在去掉 h_new 里的 z * h 一项时与参考一致",
@@ -139,6 +147,10 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                           "the contract says `{call}` raises ValueError; yours accepts it"),
     "part.form_rejects": ("`{call}` 是合同允许的调用，你的函数却抛出了 ValueError",
                           "`{call}` is a call the contract allows; yours raises ValueError"),
+    "part.loss_softmax_first": ("你的损失等于把 softmax(logits) 当作 logits 传给 cross_entropy 的结果：softmax 被做了两次"
+                                "（cross_entropy 自己会做 log_softmax）",
+                                "your loss equals cross_entropy given softmax(logits) as its scores: the softmax is "
+                                "applied twice (cross_entropy applies log_softmax itself)"),
     "part.loss": ("你的损失等于{tokens_zh}的交叉熵之和除以{denom_zh}",
                   "your loss equals the sum of the cross-entropy over {tokens_en}, divided by {denom_en}"),
     # a counterexample

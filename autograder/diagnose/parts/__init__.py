@@ -254,6 +254,20 @@ def _cell_variants(ref_ns, kind):
                 variant(f"{name}swap[{gates[k]},{gates[m]}]", "part.cell_swap_one",
                         lambda x, h, c, W, d, p=p, k=k, m=m: swap(W[p], k, m, d),
                         param=name, g1=gates[k], g2=gates[m])
+    for k in range(len(gates)):  # one gate's block a copy of another gate's
+        for m in range(len(gates)):
+            if k != m:
+                for p, name in enumerate(PARAMS):
+                    variant(f"{name}[{gates[k]}]<-[{gates[m]}]", "part.cell_block_copied",
+                            lambda x, h, c, W, d, p=p, k=k, m=m: block(W[p], k, d).copy_(block(W[p], m, d).clone()),
+                            param=name, gate=gates[k], other=gates[m])
+    for k, gate in enumerate(gates):  # one gate through the other activation (sigmoid <-> tanh)
+        acts = [GATE_ACTS[kind][j] if j != k else OTHER_ACT[GATE_ACTS[kind][j]] for j in range(len(gates))]
+        out.append(Variant(f"act[{gate}]={acts[k]}", "part.cell_activation", _manual_cell(kind, acts),
+                           gate=gate, got=acts[k], want=GATE_ACTS[kind][k]))
+    if kind == "gru":
+        out.append(Variant("b_hn outside r", "part.gru_b_hn_outside", _manual_cell(kind, list(GATE_ACTS[kind]),
+                                                                                  b_hn_outside=True)))
     if kind == "lstm":
         variant("c=0", "part.cell_state_zero", lambda x, h, c, W, d: c.zero_(), state="c")
     else:
@@ -261,6 +275,32 @@ def _cell_variants(ref_ns, kind):
         variant("h<-0 in the update", "part.gru_carry_zero", lambda x, h, c, W, d: None)
         out[-1].outs = _gru_without_carry(fn)
     return out
+
+
+GATE_ACTS = {"lstm": ("sigmoid", "sigmoid", "tanh", "sigmoid"), "gru": ("sigmoid", "sigmoid", "tanh")}
+OTHER_ACT = {"sigmoid": "tanh", "tanh": "sigmoid"}
+
+
+def _manual_cell(kind, acts, b_hn_outside=False):
+    """The cell written out with an activation per gate (and, for the GRU, b_hn inside or outside r)."""
+    def outs(i, call):
+        x, h, c, W, d_h = call.inputs
+        f = [getattr(torch, a) for a in acts]
+        with torch.no_grad():
+            gx, gh = x @ W[0].T + W[2], h @ W[1].T + W[3]
+            if kind == "lstm":
+                i_, f_, g_, o_ = [f[k]((gx + gh)[:, k * d_h:(k + 1) * d_h]) for k in range(4)]
+                c_new = f_ * c + i_ * g_
+                return [_value(o_ * torch.tanh(c_new)), _value(c_new)]
+            r = f[0](gx[:, :d_h] + gh[:, :d_h])
+            z = f[1](gx[:, d_h:2 * d_h] + gh[:, d_h:2 * d_h])
+            if b_hn_outside:
+                pre = gx[:, 2 * d_h:] + r * (h @ W[1][2 * d_h:].T) + W[3][2 * d_h:]
+            else:
+                pre = gx[:, 2 * d_h:] + r * gh[:, 2 * d_h:]
+            n = f[2](pre)
+            return [_value((1 - z) * n + z * h)]
+    return outs
 
 
 def _gru_without_carry(fn):
@@ -661,6 +701,9 @@ def _loss_calls(ref_ns):
         ce = torch.nn.functional.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1),
                                                reduction="none").reshape(B, T)
         call.inputs = (ce, m)
+        # the cross-entropy of softmax(logits) taken as the scores: log_softmax applied twice
+        call.ce_softmax = torch.nn.functional.cross_entropy(
+            torch.softmax(logits.double(), -1).reshape(-1, V), targets.reshape(-1), reduction="none").reshape(B, T)
         calls.append(call)
     return calls
 
@@ -742,6 +785,11 @@ def _loss_variants():
             dz, de = DENOM_WORDS[did]
             out.append(Variant(f"{tid}/{did}", "part.loss", outs, tokens_zh=tz, tokens_en=te, denom_zh=dz,
                                denom_en=de))
+
+    def softmaxed(i, call):
+        m = call.inputs[1]
+        return [((call.ce_softmax * m).sum() / m.sum()).to(torch.float64)]
+    out.append(Variant("softmax before cross_entropy", "part.loss_softmax_first", softmaxed))
     return out
 
 
