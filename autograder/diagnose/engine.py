@@ -1323,8 +1323,9 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
             both = _pair(session, f, pool, chosen, candidates)
             if both:
                 chosen = both
+        chosen, counted = _dependent_draws(session, f, chosen)
         found = []
-        left = _unexplained(session, f, chosen) if chosen else []
+        left = [x for x in _unexplained(session, f, chosen) if x[0] not in counted] if chosen else []
         extra = {}
         if left:
             zh, en = _where(session, f, left)
@@ -1340,6 +1341,32 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
             if claims:
                 by_part[f] = claims
     return out
+
+
+# Draws that are not independent.  A random function whose probe of independence shows rows drawn
+# alike (the same pattern in every row: one generator re-seeded per row, one (T,) mask broadcast)
+# makes far fewer distinct draws than a probe counting over many rows expects; what such a probe
+# sees (an id that never comes up among the random tokens) is then the repetition's doing, and no
+# evidence of another mistake.  {(exercise, function): (the independence probe, {probes counting
+# draws over rows})}
+ROWS_ALIKE = {("bert_masking", "mlm_mask"): ("identical_rows_masked_alike", {"every_ordinary_id_comes_up"})}
+
+
+def _dependent_draws(session, f, chosen):
+    """(chosen without the mistakes whose only evidence is on probes counting draws over rows, when
+    the student's rows are drawn alike; those probes' indices)."""
+    spec = ROWS_ALIKE.get((session.exercise, f))
+    if not spec or not chosen:
+        return chosen, set()
+    names = [p.__name__ for p in PROBES[session.exercise][f]]
+    if spec[0] not in names or session.obs[f][names.index(spec[0])] != encode(True):
+        return chosen, set()
+    counted = {i for i, n in enumerate(names) if n in spec[1]}
+
+    def elsewhere(c):  # evidence outside the probes counting draws over rows
+        return any(bool(v.any()) for k, v in c.evidence.items() if not (k[0] == f and k[1] in counted))
+    kept = [c for c in chosen if elsewhere(c)]
+    return (kept, counted) if kept else (chosen, set())
 
 
 def _by_part(session, f):
