@@ -151,6 +151,25 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                                 "（cross_entropy 自己会做 log_softmax）",
                                 "your loss equals cross_entropy given softmax(logits) as its scores: the softmax is "
                                 "applied twice (cross_entropy applies log_softmax itself)"),
+    "part.rope_offset_ignored": ("你的结果等于 offset 取 0 时的参考结果：参数 offset 被忽略了",
+                                 "your result equals the reference's with offset 0: the offset argument is ignored"),
+    "part.rope_positions_axis": ("你的结果等于位置沿第 {axis} 维计数时的参考结果，而不是沿 T 轴（倒数第二维）",
+                                 "your result equals the reference's with positions counted along axis {axis} "
+                                 "instead of the T axis (the second to last)"),
+    "part.rope_T_from_axis": ("你的结果等于用 x.shape[{axis}] 当作 T 算角度时的参考结果（T 应取 x.shape[-2]）",
+                              "your result equals the reference's with T taken from x.shape[{axis}] for the angles "
+                              "(T is x.shape[-2])"),
+    "part.ts_horizon_ignored": ("你的目标等于 horizon 取 1 时的：每个窗口的目标总是下一步，horizon 被忽略了",
+                                "your targets are those of horizon 1: each window's target is always the next step, "
+                                "the horizon is ignored"),
+    "part.ts_horizon_one": ("你的结果等于 sliding_windows(series, window, 1)：horizon 被忽略了（窗口数也是 horizon 为 1 时的）",
+                            "your result equals sliding_windows(series, window, 1): the horizon is ignored (the "
+                            "number of windows too)"),
+    "part.ts_across_boundary": ("你的测试窗口跨过了训练和测试的分界：先把整个序列切成窗口，目标在测试期的窗口都进了测试集，"
+                                "其中一些窗口的输入来自训练期",
+                                "your test windows cross the boundary between the periods: the whole series is "
+                                "windowed and every window whose target lies in the test period goes to the test set, "
+                                "some of them with inputs from the training period"),
     "part.loss": ("你的损失等于{tokens_zh}的交叉熵之和除以{denom_zh}",
                   "your loss equals the sum of the cross-entropy over {tokens_en}, divided by {denom_en}"),
     # a counterexample
