@@ -170,6 +170,9 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                                 "your test windows cross the boundary between the periods: the whole series is "
                                 "windowed and every window whose target lies in the test period goes to the test set, "
                                 "some of them with inputs from the training period"),
+    "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
+                                 "your loss equals the reference's with the tokens of id 0 taken as the padding: "
+                                 "it does not use the lengths"),
     "part.loss": ("你的损失等于{tokens_zh}的交叉熵之和除以{denom_zh}",
                   "your loss equals the sum of the cross-entropy over {tokens_en}, divided by {denom_en}"),
     # a counterexample

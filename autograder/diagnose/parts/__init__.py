@@ -813,6 +813,7 @@ FUNCTIONS = {  # exercise -> functions explained by part
     "masked_loss": ("masked_cross_entropy",),
     "rope": ("apply_rope",),
     "timeseries": ("sliding_windows", "make_datasets"),
+    "tiny_lm": ("tiny_lm_loss",),
 }
 
 

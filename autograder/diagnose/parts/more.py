@@ -148,9 +148,47 @@ def _dataset_variants(ref_ns):
     return [Variant("test windows across the boundary", "part.ts_across_boundary", across("test by target"))]
 
 
+# ---------------------------------------------------------------- tiny_lm
+
+LM_CASES = [(3, 6, 7, 4, [6, 3, 4]), (2, 5, 6, 4, [2, 5]), (2, 7, 5, 2, [4, 7]), (3, 4, 6, 2, [3, 2, 4])]  # B, T, V, d, lengths
+
+
+def _lm_calls(ref_ns):
+    calls = []
+    for j, (B, T, V, d, lengths) in enumerate(LM_CASES):
+        g = torch.Generator().manual_seed(9990 + j)
+        tokens = torch.randint(1, V, (B, T), generator=g)
+        tokens[0, 1] = 0  # a valid token 0: padding is not "token 0"
+        L = torch.tensor(lengths)
+        params = ref_ns["init_tiny_lm"](V, d, 70 + j)
+
+        def run(g, tokens=tokens, L=L, params=params):
+            return [_value(g.call("tiny_lm_loss", tokens.clone(), L.clone(), tuple(p.clone() for p in params)))]
+
+        call = Call(f"tiny_lm_loss(tokens {B}×{T}, lengths={lengths}, params)", run,
+                    (lambda tokens=tokens, L=L, params=params: [_value(ref_ns["tiny_lm_loss"](tokens, L, params))]))
+        call.inputs = (tokens, L, params)
+        calls.append(call)
+    return calls
+
+
+def _lm_variants(ref_ns):
+    def by_token_zero(lengths_too):
+        def outs(i, call):
+            tokens, L, params = call.inputs
+            nonzero = tokens != 0
+            with torch.no_grad():
+                logits = ref_ns["tiny_lm_logits"](tokens, nonzero.sum(1) if lengths_too else L, params)
+                return [_value(ref_ns["masked_cross_entropy"](logits[:, :-1], tokens[:, 1:], nonzero[:, 1:]))]
+        return outs
+    return [Variant("padding by token 0", "part.lm_padding_by_token", by_token_zero(False)),
+            Variant("padding by token 0, lengths too", "part.lm_padding_by_token", by_token_zero(True))]
+
+
 FUNCTIONS = {
     "rope": ("apply_rope",),
     "timeseries": ("sliding_windows", "make_datasets"),
+    "tiny_lm": ("tiny_lm_loss",),
 }
 
 
@@ -159,6 +197,8 @@ def setup(exercise, function, ref_ns):
         return _rope_calls(ref_ns), _rope_variants(ref_ns)
     if function == "sliding_windows":
         return _window_calls(ref_ns), _window_variants(ref_ns)
+    if function == "tiny_lm_loss":
+        return _lm_calls(ref_ns), _lm_variants(ref_ns)
     if function == "make_datasets":
         return _dataset_calls(ref_ns), _dataset_variants(ref_ns)
     return None
