@@ -313,7 +313,7 @@ def extra_logs(function, student, reference):
         for call in EXTRA[function]():
             args, kwargs = (call, {}) if not isinstance(call[-1], dict) else call
             with torch.random.fork_rng(), torch.enable_grad():
-                g.call(function, *[a.clone() for a in args], **kwargs)
+                g.call(function, *[a.clone() if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
         out.append(g.log)
     return out[0], out[1]
 
