@@ -287,6 +287,227 @@ def test_loss_parts_are_said():
           "over the valid tokens but the last one of each sequence, divided by the number of valid tokens")
 
 
+# ---------------------------------------------------------------- the form, in any exercise
+
+PADDING_INT64 = """
+def padding_mask(lengths, max_len=None):
+    T = int(lengths.max()) if max_len is None else max_len
+    if (lengths < 0).any() or (lengths > T).any():
+        raise ValueError("length out of range")
+    return (torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]).to(torch.int64)
+"""
+
+ADD_PE_FLOAT32_TABLE = """
+def add_positional_encoding(X):
+    B, T, d = X.shape
+    return X + sinusoidal_encoding(T, d).to(X.device)
+"""
+
+LOSS_FROM_ITEM = """
+_mce = masked_cross_entropy
+def masked_cross_entropy(logits, targets, mask):
+    return torch.tensor(_mce(logits, targets, mask).item())
+"""
+
+INIT_FLOAT64 = """
+def init_tiny_lm(vocab_size, d_model, seed):
+    g = torch.Generator().manual_seed(seed)
+    shapes = [(vocab_size, d_model)] + [(d_model, d_model)] * 4 + [(vocab_size, d_model)]
+    return tuple(torch.randn(s, generator=g, dtype=torch.float64) / d_model ** 0.5 for s in shapes)
+"""
+
+INIT_W_OUT_TRANSPOSED = """
+def init_tiny_lm(vocab_size, d_model, seed):
+    g = torch.Generator().manual_seed(seed)
+    shapes = [(vocab_size, d_model)] + [(d_model, d_model)] * 4 + [(d_model, vocab_size)]
+    return tuple(torch.randn(s, generator=g) / d_model ** 0.5 for s in shapes)
+"""
+
+MLM_WRITES_INPUT = """
+_mm = mlm_mask
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    inputs, labels = _mm(input_ids, special_ids, mask_id, vocab_size, seed)
+    input_ids.copy_(inputs)
+    return input_ids, labels
+"""
+
+WINDOWS_ACCEPT_HORIZON_0 = """
+def sliding_windows(series, window, horizon):
+    M = series.shape[0] - window - horizon + 1
+    if M < 1:
+        raise ValueError("too short")
+    X = torch.stack([series[i:i + window] for i in range(M)])
+    return X, series[torch.arange(M) + window - 1 + horizon]
+"""
+
+
+def test_the_form_is_said_in_any_exercise():
+    _said("masks", PADDING_INT64, "padding_mask", "dtype 是 int64，应为 bool",
+          "the dtype of the result of `padding_mask` is int64, expected bool")
+    _, by_part = _run("positional_encoding", ADD_PE_FLOAT32_TABLE, ["add_positional_encoding"])
+    said = {c["en"] for c in by_part["add_positional_encoding"]}
+    assert "the dtype of the result of `add_positional_encoding` is float32, expected float16" in said
+    assert any("float16" in c["probe"] for c in by_part["add_positional_encoding"])
+    _said("masked_loss", LOSS_FROM_ITEM, "masked_cross_entropy", "没有梯度", "carries no gradient")
+    claim = _said("tiny_lm", INIT_FLOAT64, "init_tiny_lm", "`E`、`W_q`", "is float64, expected float32")
+    assert "`W_out`" in claim["en"]
+    _said("tiny_lm", INIT_W_OUT_TRANSPOSED, "init_tiny_lm", "`W_out`的形状是 (4, 5)，应为 (5, 4)",
+          "the shape of `W_out` of `init_tiny_lm` is (4, 5), expected (5, 4)")
+    _said("bert_masking", MLM_WRITES_INPUT, "mlm_mask", "原地修改了它的参数 `input_ids`",
+          "`mlm_mask` writes into its argument `input_ids` in place")
+    named, by_part = _run("timeseries", WINDOWS_ACCEPT_HORIZON_0, ["sliding_windows"])
+    if not named:
+        [claim] = by_part["sliding_windows"]
+        assert "ValueError" in claim["en"] and "ValueError" in claim["zh"] and "sliding_windows(" in claim["en"]
+
+
+# ---------------------------------------------------------------- cells: activations, copied blocks, b_hn
+
+LSTM_OUTPUT_GATE_TANH = """
+def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
+    h, c = state
+    i, f, g, o = (x @ W_ih.T + b_ih + h @ W_hh.T + b_hh).chunk(4, dim=1)
+    c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.tanh(o) * torch.tanh(c2), c2
+"""
+
+LSTM_W_HH_F_FROM_I = """
+def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
+    h, c = state
+    Wi, Wf, Wg, Wo = W_hh.split(h.shape[1], 0)
+    i, f, g, o = (x @ W_ih.T + b_ih + h @ torch.cat([Wi, Wi, Wg, Wo], 0).T + b_hh).chunk(4, dim=1)
+    c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c2), c2
+"""
+
+GRU_B_HN_OUTSIDE = """
+def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
+    H = h.shape[1]
+    xr, xz, xn = (x @ W_ih.T + b_ih).split(H, 1)
+    hr, hz, hn = (h @ W_hh.T).split(H, 1)
+    br, bz, bn = b_hh.split(H)
+    r, z = torch.sigmoid(xr + hr + br), torch.sigmoid(xz + hz + bz)
+    return (1 - z) * torch.tanh(xn + r * hn + bn) + z * h
+"""
+
+GRU_UPDATE_GATE_TANH = """
+def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
+    xr, xz, xn = (x @ W_ih.T + b_ih).chunk(3, 1)
+    hr, hz, hn = (h @ W_hh.T + b_hh).chunk(3, 1)
+    r, z = torch.sigmoid(xr + hr), torch.tanh(xz + hz)
+    return (1 - z) * torch.tanh(xn + r * hn) + z * h
+"""
+
+
+def test_gate_activations_copied_blocks_and_b_hn_are_said():
+    _said("recurrent", LSTM_OUTPUT_GATE_TANH, "lstm_cell", "o 门用 tanh 而不是 sigmoid",
+          "gate o goes through tanh instead of sigmoid")
+    _said("recurrent", LSTM_W_HH_F_FROM_I, "lstm_cell", "`W_hh` 的 f 块换成 i 块的副本",
+          "the f block of `W_hh` is replaced by a copy of its i block")
+    _said("recurrent", GRU_B_HN_OUTSIDE, "gru_cell", "b_hn 放到重置门 r 外面", "r * (W_hn h) + b_hn instead of")
+    _said("recurrent", GRU_UPDATE_GATE_TANH, "gru_cell", "z 门用 tanh", "gate z goes through tanh instead of sigmoid")
+
+
+LOSS_SOFTMAX_FIRST = """
+def masked_cross_entropy(logits, targets, mask):
+    if not mask.any():
+        raise ValueError("no valid token")
+    return F.cross_entropy(torch.softmax(logits[mask], dim=-1), targets[mask])
+"""
+
+
+def test_softmax_before_the_loss_is_said():
+    _said("masked_loss", LOSS_SOFTMAX_FIRST, "masked_cross_entropy", "softmax 被做了两次", "the softmax is applied twice")
+
+
+# ---------------------------------------------------------------- rope, timeseries, tiny_lm
+
+ROPE_OFFSET_IGNORED = """
+def apply_rope(x, offset=0, base=10000.0):
+    T, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError("odd d")
+    th = rope_angles(T, d, 0, base).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * th.cos() - b * th.sin(), a * th.sin() + b * th.cos()], -1).flatten(-2)
+"""
+
+ROPE_T_FROM_AXIS_1 = """
+def apply_rope(x, offset=0, base=10000.0):
+    T, d = x.shape[1], x.shape[-1]
+    if d % 2:
+        raise ValueError("odd d")
+    th = rope_angles(T, d, offset, base).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * th.cos() - b * th.sin(), a * th.sin() + b * th.cos()], -1).flatten(-2)
+"""
+
+WINDOWS_NEXT_STEP = """
+def sliding_windows(series, window, horizon):
+    M = series.shape[0] - window - horizon + 1
+    if window < 1 or horizon < 1 or M < 1:
+        raise ValueError("bad window")
+    return (torch.stack([series[i:i + window] for i in range(M)]),
+            torch.stack([series[i + window] for i in range(M)]))
+"""
+
+DATASETS_ACROSS_BOUNDARY = """
+def make_datasets(series, n_train, window, horizon):
+    train, test = chronological_split(series, n_train)
+    mean, std = fit_standardizer(train)
+    sliding_windows(test, window, horizon)
+    X, y = sliding_windows((series - mean) / std, window, horizon)
+    t = torch.arange(X.shape[0]) + window - 1 + horizon
+    return X[t < n_train], y[t < n_train], X[t >= n_train], y[t >= n_train], mean, std
+"""
+
+LM_LOSS_PADDING_BY_ID = """
+def tiny_lm_loss(tokens, lengths, params):
+    logits = tiny_lm_logits(tokens, lengths, params)
+    return masked_cross_entropy(logits[:, :-1], tokens[:, 1:], tokens[:, 1:] != 0)
+"""
+
+
+def test_rope_timeseries_and_tiny_lm_parts_are_said():
+    _said("rope", ROPE_OFFSET_IGNORED, "apply_rope", "offset 被忽略了", "the offset argument is ignored")
+    _said("rope", ROPE_T_FROM_AXIS_1, "apply_rope", "x.shape[1] 当作 T", "T taken from x.shape[1]")
+    _said("timeseries", WINDOWS_NEXT_STEP, "sliding_windows", "horizon 被忽略了",
+          "each window's target is always the next step, the horizon is ignored")
+    _said("timeseries", DATASETS_ACROSS_BOUNDARY, "make_datasets", "跨过了训练和测试的分界",
+          "your test windows cross the boundary between the periods")
+    _said("tiny_lm", LM_LOSS_PADDING_BY_ID, "tiny_lm_loss", "id 为 0 的词元当作填充", "it does not use the lengths")
+
+
+# ---------------------------------------------------------------- one mistake, not two
+
+MLM_GENERATOR_PER_ROW = """
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    B, T = input_ids.shape
+    inputs, labels = input_ids.clone(), torch.full_like(input_ids, -100)
+    for b in range(B):
+        g = torch.Generator().manual_seed(seed)  # every row draws the same numbers
+        for t in range(T):
+            tok = int(input_ids[b, t])
+            if torch.rand(1, generator=g).item() >= 0.15 or tok in special_ids:
+                continue
+            labels[b, t] = tok
+            u = torch.rand(1, generator=g).item()
+            if u < 0.8:
+                inputs[b, t] = mask_id
+            elif u < 0.9:
+                inputs[b, t] = int(torch.randint(0, vocab_size, (1,), generator=g))
+    return inputs, labels
+"""
+
+
+def test_rows_drawn_alike_name_one_mistake_not_a_second():
+    """A generator re-seeded in every row draws one pattern for the batch (rightly named); the probe
+    counting random ids over its 128 alike rows sees too few draws for id V-1 to come up, which is
+    no evidence of randint(0, V - 1)."""
+    named, _ = _run("bert_masking", MLM_GENERATOR_PER_ROW, ["mlm_mask"])
+    assert named == {"mlm_mask": ["bm_one_mask_for_the_batch"]}, named
+
+
 # ---------------------------------------------------------------- careful
 
 def test_catalogued_mistakes_keep_their_names_and_get_no_part():
@@ -313,6 +534,8 @@ def test_no_variant_is_a_catalogued_mistake_claimed_instead():
             if calls is None:
                 continue
             for claim in by_part[e["function"]]:
+                if claim["part"].startswith("form:"):
+                    continue  # a fact of the calls (a dtype, a shape...), no variant
                 v = next(v for v in variants if v.id == claim["part"])
                 mistake = Student(Namespace(ns), (), ex)
                 got = P._student_outputs(mistake, calls, None)
@@ -326,10 +549,13 @@ def test_correct_variants_get_nothing(folder):
     from autograder.load import find_files, load_submission
 
     sub = load_submission(folder)
-    for ex in P.FUNCTIONS:
+    for ex in D.PROBES:  # every exercise: the form of the calls is compared in all of them
         st = Student(sub, [str(p) for p in find_files(folder)], ex)
         by_part = {}
-        D.diagnose(st, ex, list(P.FUNCTIONS[ex]), by_part=by_part)
+        try:
+            D.diagnose(st, ex, list(D.PROBES[ex]), by_part=by_part)
+        except Exception:  # noqa: BLE001 - a folder without this exercise's functions
+            continue
         assert not by_part, (folder.name, ex, by_part)
 
 
@@ -380,7 +606,11 @@ def _noise(function, exercise):
             "sinusoidal_encoding": "return out + _n(out)",
             "causal_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
             "padding_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
-            "attention_mask": "return out ^ (torch.rand(out.shape) < 0.2)"}[function]
+            "attention_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
+            "apply_rope": "return out + _n(out)",
+            "sliding_windows": "X, y = out\n    return X + _n(X), y + _n(y)",
+            "make_datasets": "return tuple(o + _n(o) for o in out)",
+            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()"}[function]
     return f'''
 _orig = {function}
 def _n(t):

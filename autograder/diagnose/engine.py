@@ -132,10 +132,10 @@ def same(a, b):
     return a == b
 
 
-def observe(student, fn, calls=None):
+def observe(student, fn, calls=None, log=None):
     """One probe on one student: its encoded result; ("missing",) when a function it needs is not
     there; ("F", "error" | "inplace") when the probe could not use what came back.  `calls`, a
-    list, receives the text of the calls the probe made."""
+    list, receives the text of the calls the probe made; `log`, a list, Guarded.log."""
     guarded = Guarded(student)
     try:
         with torch.enable_grad():
@@ -150,6 +150,8 @@ def observe(student, fn, calls=None):
     finally:
         if calls is not None:
             calls.extend(guarded.calls)
+        if log is not None:
+            log.extend(guarded.log)
 
 
 def observations(student, exercise, function):
@@ -519,7 +521,7 @@ class _Trusted:
         code = code if code is not None else (entry or {}).get("code")
         # native code is appended to the exercise's reference; a part's runs in its own exercise's
         self.code, self.parts = (None, [(origin, code)]) if origin else (code, list(parts))
-        self._student, self._obs, self._dev = None, {}, {}
+        self._student, self._obs, self._dev, self.logs = None, {}, {}, {}
         self.seconds = {}  # function -> seconds its probes took here
 
     def student(self):
@@ -544,8 +546,9 @@ class _Trusted:
             if student is False:
                 return ("broken",)
             start = _clock()
+            log = self.logs[key] = []
             with torch.random.fork_rng():
-                self._obs[key] = observe(student, PROBES[self.exercise][function][i])
+                self._obs[key] = observe(student, PROBES[self.exercise][function][i], log=log)
             self.seconds[function] = self.seconds.get(function, 0.0) + _clock() - start
         return self._obs[key]
 
@@ -755,6 +758,7 @@ class _Session:
         self.student, self.exercise, self.deadline = student, exercise, deadline
         self.ref, self.mistakes = _trusted(exercise)
         self.obs, self.calls, self._asp, self._ref_asp, self._dev, self._verdicts = {}, {}, {}, {}, {}, {}
+        self.logs = {}  # function -> [Guarded.log of each probe] (the student's)
         self._same_as_ref, self._died = {}, {}
         self.composed = _COMPOSED.setdefault(exercise, {})
 
@@ -766,13 +770,15 @@ class _Session:
         if function not in self.obs:
             if self.late():
                 return None
-            got, calls = [], []
+            got, calls, logs = [], [], []
             for fn in PROBES[self.exercise].get(function, []):
-                c = []
-                got.append(observe(self.student, fn, c))
+                c, log = [], []
+                got.append(observe(self.student, fn, c, log))
                 calls.append(c)
+                logs.append(log)
             self.obs[function] = None if any(o == ("missing",) for o in got) else got
             self.calls[function] = calls
+            self.logs[function] = logs
         return self.obs[function]
 
     def ref_aspects(self, function, i):
@@ -1285,6 +1291,10 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
         mine = session.observed(f)
         if mine is None or not session.deviations(f):
             out[f] = []
+            if mine is not None and by_part is not None and not session.late():
+                claims = _by_part(session, f)  # it failed a test: its form on other dtypes, by experiment
+                if claims:
+                    by_part[f] = claims
             continue  # missing, out of time, or behaves like the reference on every probe
         reach = {f} | used.get(f, set())
         candidates, pool = [], []
@@ -1313,8 +1323,9 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
             both = _pair(session, f, pool, chosen, candidates)
             if both:
                 chosen = both
+        chosen, counted = _dependent_draws(session, f, chosen)
         found = []
-        left = _unexplained(session, f, chosen) if chosen else []
+        left = [x for x in _unexplained(session, f, chosen) if x[0] not in counted] if chosen else []
         extra = {}
         if left:
             zh, en = _where(session, f, left)
@@ -1332,20 +1343,68 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
     return out
 
 
+# Draws that are not independent.  A random function whose probe of independence shows rows drawn
+# alike (the same pattern in every row: one generator re-seeded per row, one (T,) mask broadcast)
+# makes far fewer distinct draws than a probe counting over many rows expects; what such a probe
+# sees (an id that never comes up among the random tokens) is then the repetition's doing, and no
+# evidence of another mistake.  {(exercise, function): (the independence probe, {probes counting
+# draws over rows})}
+ROWS_ALIKE = {("bert_masking", "mlm_mask"): ("identical_rows_masked_alike", {"every_ordinary_id_comes_up"})}
+
+
+def _dependent_draws(session, f, chosen):
+    """(chosen without the mistakes whose only evidence is on probes counting draws over rows, when
+    the student's rows are drawn alike; those probes' indices)."""
+    spec = ROWS_ALIKE.get((session.exercise, f))
+    if not spec or not chosen:
+        return chosen, set()
+    names = [p.__name__ for p in PROBES[session.exercise][f]]
+    if spec[0] not in names or session.obs[f][names.index(spec[0])] != encode(True):
+        return chosen, set()
+    counted = {i for i, n in enumerate(names) if n in spec[1]}
+
+    def elsewhere(c):  # evidence outside the probes counting draws over rows
+        return any(bool(v.any()) for k, v in c.evidence.items() if not (k[0] == f and k[1] in counted))
+    kept = [c for c in chosen if elsewhere(c)]
+    return (kept, counted) if kept else (chosen, set())
+
+
 def _by_part(session, f):
     """Which part of f differs, by experiment (parts.py), for a function nothing catalogued explains."""
     from . import parts
 
     if f not in parts.FUNCTIONS.get(session.exercise, ()):
-        return []
+        return _by_form(session, f)
     catalogued = []
     for m in session.mistakes:
         if m.function == f and m.origin is None:
             catalogued += [s for s in (form.student() for form in m.forms) if s is not False]
     try:
         with torch.random.fork_rng():
-            return parts.explain(session.student, session.exercise, f, _reference_namespace(session.exercise),
-                                 catalogued, session.late)
+            claims = parts.explain(session.student, session.exercise, f, _reference_namespace(session.exercise),
+                                   catalogued, session.late)
+    except TestTimeout:
+        raise
+    except Exception:  # noqa: BLE001 - an explanation must never cost a diagnosis
+        claims = []
+    return claims or _by_form(session, f)
+
+
+def _by_form(session, f):
+    """The form of f's results and arguments where it differs (dtype, shape, gradient, in-place
+    writes, ValueError), from the calls the probes made (parts/form.py)."""
+    from .parts import form
+
+    try:
+        n = len(PROBES[session.exercise].get(f, []))
+        r_logs = []
+        for i in range(n):
+            session.ref.obs(f, i)
+            r_logs.append(session.ref.logs.get((f, i), []))
+        deviating = {k[1] for k in session.deviations(f)}
+        s_extra, r_extra = form.extra_logs(f, session.student, session.ref.student())
+        return form.explain(f, session.logs.get(f, [[]] * n) + [s_extra], r_logs + [r_extra], deviating,
+                            _reference_namespace(session.exercise))
     except TestTimeout:
         raise
     except Exception:  # noqa: BLE001 - an explanation must never cost a diagnosis

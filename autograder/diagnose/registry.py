@@ -31,10 +31,10 @@ class CallFailed:
     """What a guarded call gives when the student's code raised ("error") or changed an input in
     place ("inplace")."""
 
-    __slots__ = ("kind",)
+    __slots__ = ("kind", "failure")
 
-    def __init__(self, kind):
-        self.kind = kind
+    def __init__(self, kind, failure=None):
+        self.kind, self.failure = kind, failure  # failure: the PropertyFailure (its details), if any
 
     def __repr__(self):
         return f"CallFailed({self.kind})"
@@ -49,11 +49,14 @@ def failure_kind(f):
 
 class Guarded:
     """A Student whose failing calls give CallFailed instead of raising (see the module docstring).
-    `calls` lists the text of every call made, in order (for the report's "something else differs")."""
+    `calls` lists the text of every call made, in order (for the report's "something else differs");
+    `log` every call as (method, name, args, kwargs, result), for the explanation by part's
+    comparison of forms (dtype, shape, in-place writes, ValueError: diagnose/parts/form.py)."""
 
     def __init__(self, student):
         self.student = student
         self.calls = []
+        self.log = []
 
     def _run(self, method, label, *args, **kwargs):
         try:
@@ -64,8 +67,9 @@ class Guarded:
             kind = failure_kind(f)
             if kind == "missing":
                 raise
-            out = CallFailed(kind)
+            out = CallFailed(kind, f)
         self.calls.append(str(getattr(self.student, "last_call", "") or label))
+        self.log.append(("call", str(label), args, kwargs, out))
         return out
 
     def call(self, name, *args, **kwargs):
@@ -88,8 +92,9 @@ class Guarded:
         except PropertyFailure as f:
             if failure_kind(f) == "missing":
                 raise
-            out = CallFailed("error")
+            out = CallFailed("error", f)
         self.calls.append("raises " + str(getattr(self.student, "last_call", "") or name))
+        self.log.append(("raises", str(name), args, kwargs, out))
         return out
 
     def __getattr__(self, name):  # abort, exercise, last_call ...

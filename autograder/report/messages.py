@@ -83,6 +83,14 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                            "your cell matches the reference when the {g1} and {g2} gate blocks are swapped in every weight and bias"),
     "part.cell_swap_one": ("你的单元在把 `{param}` 里 {g1} 和 {g2} 两个块互换时与参考一致",
                            "your cell matches the reference when the {g1} and {g2} blocks of `{param}` are swapped"),
+    "part.cell_block_copied": ("你的单元在把 `{param}` 的 {gate} 块换成 {other} 块的副本时与参考一致",
+                               "your cell matches the reference when the {gate} block of `{param}` is replaced by "
+                               "a copy of its {other} block"),
+    "part.cell_activation": ("你的单元在 {gate} 门用 {got} 而不是 {want} 时与参考一致",
+                             "your cell matches the reference when gate {gate} goes through {got} instead of {want}"),
+    "part.gru_b_hn_outside": ("你的单元在把 b_hn 放到重置门 r 外面时与参考一致：r * (W_hn h) + b_hn，而不是 r * (W_hn h + b_hn)",
+                              "your cell matches the reference when b_hn is added outside the reset gate: "
+                              "r * (W_hn h) + b_hn instead of r * (W_hn h + b_hn)"),
     "part.cell_state_zero": ("你的单元在把上一步的 `{state}` 设为 0 时与参考一致",
                              "your cell matches the reference when the previous `{state}` is set to 0"),
     "part.gru_carry_zero": ("你的单元在去掉 h_new 里的 z * h 一项时与参考一致",
@@ -121,6 +129,50 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.pe_pos_after_zero": ("，而且只在位置 t ≥ 1（位置 0 是对的）", ", and only at positions t ≥ 1 (position 0 is right)"),
     "part.pe_dtype_only": ("数值与参考一致，只有 dtype 不对：你的是 {got}，应为 {want}",
                            "the values match the reference; only the dtype differs: yours is {got}, it should be {want}"),
+    "part.form_dtype": ("`{fn}` 返回的{out_zh}的 dtype 是 {got}，应为 {want}",
+                        "the dtype of {out_en} of `{fn}` is {got}, expected {want}"),
+    "part.form_shape": ("`{fn}` 返回的{out_zh}的形状是 {got}，应为 {want}{rel_zh}",
+                        "the shape of {out_en} of `{fn}` is {got}, expected {want}{rel_en}"),
+    "part.form_rel_transposed": ("（数值是参考结果的转置）", " (its values are the reference's, transposed)"),
+    "part.form_rel_cut": ("（数值是参考结果沿第 {axis} 维截取的前 {n} 个）",
+                          " (its values are the reference's, cut to the first {n} along axis {axis})"),
+    "part.form_type": ("`{fn}` 返回的{out_zh}是 Python 的 {got}，应为 torch.Tensor",
+                       "{out_en} of `{fn}` is a Python {got}, expected a torch.Tensor"),
+    "part.form_nograd": ("`{fn}` 返回的{out_zh}没有梯度：它与输入的计算图断开了（例如由 `.item()` 重新构造，或用了 detach）",
+                         "{out_en} of `{fn}` carries no gradient: it is cut from the inputs' graph "
+                         "(rebuilt from `.item()`, or detached)"),
+    "part.form_inplace": ("`{fn}` 原地修改了它的参数 `{arg}`", "`{fn}` writes into its argument `{arg}` in place"),
+    "part.form_inplace_some": ("`{fn}` 原地修改了它的某个输入", "`{fn}` writes into one of its inputs in place"),
+    "part.form_accepts": ("合同要求 `{call}` 抛出 ValueError，你的函数却接受了它",
+                          "the contract says `{call}` raises ValueError; yours accepts it"),
+    "part.form_rejects": ("`{call}` 是合同允许的调用，你的函数却抛出了 ValueError",
+                          "`{call}` is a call the contract allows; yours raises ValueError"),
+    "part.loss_softmax_first": ("你的损失等于把 softmax(logits) 当作 logits 传给 cross_entropy 的结果：softmax 被做了两次"
+                                "（cross_entropy 自己会做 log_softmax）",
+                                "your loss equals cross_entropy given softmax(logits) as its scores: the softmax is "
+                                "applied twice (cross_entropy applies log_softmax itself)"),
+    "part.rope_offset_ignored": ("你的结果等于 offset 取 0 时的参考结果：参数 offset 被忽略了",
+                                 "your result equals the reference's with offset 0: the offset argument is ignored"),
+    "part.rope_positions_axis": ("你的结果等于位置沿第 {axis} 维计数时的参考结果，而不是沿 T 轴（倒数第二维）",
+                                 "your result equals the reference's with positions counted along axis {axis} "
+                                 "instead of the T axis (the second to last)"),
+    "part.rope_T_from_axis": ("你的结果等于用 x.shape[{axis}] 当作 T 算角度时的参考结果（T 应取 x.shape[-2]）",
+                              "your result equals the reference's with T taken from x.shape[{axis}] for the angles "
+                              "(T is x.shape[-2])"),
+    "part.ts_horizon_ignored": ("你的目标等于 horizon 取 1 时的：每个窗口的目标总是下一步，horizon 被忽略了",
+                                "your targets are those of horizon 1: each window's target is always the next step, "
+                                "the horizon is ignored"),
+    "part.ts_horizon_one": ("你的结果等于 sliding_windows(series, window, 1)：horizon 被忽略了（窗口数也是 horizon 为 1 时的）",
+                            "your result equals sliding_windows(series, window, 1): the horizon is ignored (the "
+                            "number of windows too)"),
+    "part.ts_across_boundary": ("你的测试窗口跨过了训练和测试的分界：先把整个序列切成窗口，目标在测试期的窗口都进了测试集，"
+                                "其中一些窗口的输入来自训练期",
+                                "your test windows cross the boundary between the periods: the whole series is "
+                                "windowed and every window whose target lies in the test period goes to the test set, "
+                                "some of them with inputs from the training period"),
+    "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
+                                 "your loss equals the reference's with the tokens of id 0 taken as the padding: "
+                                 "it does not use the lengths"),
     "part.loss": ("你的损失等于{tokens_zh}的交叉熵之和除以{denom_zh}",
                   "your loss equals the sum of the cross-entropy over {tokens_en}, divided by {denom_en}"),
     # a counterexample

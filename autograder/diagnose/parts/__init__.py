@@ -26,12 +26,13 @@ differs as well").  Nothing is said when nothing qualifies: a wrong claim is wor
 """
 import torch
 
-from ..report.messages import pair
-from .registry import CallFailed, Guarded
+from ...report.messages import pair
+from ..registry import CallFailed, Guarded
 
 ATOL = RTOL = 1e-4
 MIN_CALLS = 2  # a variant is tested on at least this many calls before it is claimed
 INPLACE = ("inplace",)  # the expected "output" of a variant that writes into its inputs
+CRASHED = ("crashed",)  # the expected "output" of a variant that cannot compute it (the student's crash)
 
 
 def _gen(seed):
@@ -61,6 +62,8 @@ def _value(x):
 
 def _close(a, b):
     """Two outputs (see _value) equal within the grader's tolerance (a 0-dim and a 1-number tensor alike)."""
+    if a is CRASHED or b is CRASHED:
+        return a in (None, CRASHED) and b in (None, CRASHED)
     if a is None or b is None:
         return False
     if a is INPLACE or b is INPLACE:
@@ -254,6 +257,20 @@ def _cell_variants(ref_ns, kind):
                 variant(f"{name}swap[{gates[k]},{gates[m]}]", "part.cell_swap_one",
                         lambda x, h, c, W, d, p=p, k=k, m=m: swap(W[p], k, m, d),
                         param=name, g1=gates[k], g2=gates[m])
+    for k in range(len(gates)):  # one gate's block a copy of another gate's
+        for m in range(len(gates)):
+            if k != m:
+                for p, name in enumerate(PARAMS):
+                    variant(f"{name}[{gates[k]}]<-[{gates[m]}]", "part.cell_block_copied",
+                            lambda x, h, c, W, d, p=p, k=k, m=m: block(W[p], k, d).copy_(block(W[p], m, d).clone()),
+                            param=name, gate=gates[k], other=gates[m])
+    for k, gate in enumerate(gates):  # one gate through the other activation (sigmoid <-> tanh)
+        acts = [GATE_ACTS[kind][j] if j != k else OTHER_ACT[GATE_ACTS[kind][j]] for j in range(len(gates))]
+        out.append(Variant(f"act[{gate}]={acts[k]}", "part.cell_activation", _manual_cell(kind, acts),
+                           gate=gate, got=acts[k], want=GATE_ACTS[kind][k]))
+    if kind == "gru":
+        out.append(Variant("b_hn outside r", "part.gru_b_hn_outside", _manual_cell(kind, list(GATE_ACTS[kind]),
+                                                                                  b_hn_outside=True)))
     if kind == "lstm":
         variant("c=0", "part.cell_state_zero", lambda x, h, c, W, d: c.zero_(), state="c")
     else:
@@ -261,6 +278,32 @@ def _cell_variants(ref_ns, kind):
         variant("h<-0 in the update", "part.gru_carry_zero", lambda x, h, c, W, d: None)
         out[-1].outs = _gru_without_carry(fn)
     return out
+
+
+GATE_ACTS = {"lstm": ("sigmoid", "sigmoid", "tanh", "sigmoid"), "gru": ("sigmoid", "sigmoid", "tanh")}
+OTHER_ACT = {"sigmoid": "tanh", "tanh": "sigmoid"}
+
+
+def _manual_cell(kind, acts, b_hn_outside=False):
+    """The cell written out with an activation per gate (and, for the GRU, b_hn inside or outside r)."""
+    def outs(i, call):
+        x, h, c, W, d_h = call.inputs
+        f = [getattr(torch, a) for a in acts]
+        with torch.no_grad():
+            gx, gh = x @ W[0].T + W[2], h @ W[1].T + W[3]
+            if kind == "lstm":
+                i_, f_, g_, o_ = [f[k]((gx + gh)[:, k * d_h:(k + 1) * d_h]) for k in range(4)]
+                c_new = f_ * c + i_ * g_
+                return [_value(o_ * torch.tanh(c_new)), _value(c_new)]
+            r = f[0](gx[:, :d_h] + gh[:, :d_h])
+            z = f[1](gx[:, d_h:2 * d_h] + gh[:, d_h:2 * d_h])
+            if b_hn_outside:
+                pre = gx[:, 2 * d_h:] + r * (h @ W[1][2 * d_h:].T) + W[3][2 * d_h:]
+            else:
+                pre = gx[:, 2 * d_h:] + r * gh[:, 2 * d_h:]
+            n = f[2](pre)
+            return [_value((1 - z) * n + z * h)]
+    return outs
 
 
 def _gru_without_carry(fn):
@@ -661,6 +704,9 @@ def _loss_calls(ref_ns):
         ce = torch.nn.functional.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1),
                                                reduction="none").reshape(B, T)
         call.inputs = (ce, m)
+        # the cross-entropy of softmax(logits) taken as the scores: log_softmax applied twice
+        call.ce_softmax = torch.nn.functional.cross_entropy(
+            torch.softmax(logits.double(), -1).reshape(-1, V), targets.reshape(-1), reduction="none").reshape(B, T)
         calls.append(call)
     return calls
 
@@ -742,6 +788,11 @@ def _loss_variants():
             dz, de = DENOM_WORDS[did]
             out.append(Variant(f"{tid}/{did}", "part.loss", outs, tokens_zh=tz, tokens_en=te, denom_zh=dz,
                                denom_en=de))
+
+    def softmaxed(i, call):
+        m = call.inputs[1]
+        return [((call.ce_softmax * m).sum() / m.sum()).to(torch.float64)]
+    out.append(Variant("softmax before cross_entropy", "part.loss_softmax_first", softmaxed))
     return out
 
 
@@ -760,6 +811,9 @@ FUNCTIONS = {  # exercise -> functions explained by part
     "masks": ("padding_mask", "causal_mask", "attention_mask"),
     "positional_encoding": ("sinusoidal_encoding", "add_positional_encoding"),
     "masked_loss": ("masked_cross_entropy",),
+    "rope": ("apply_rope",),
+    "timeseries": ("sliding_windows", "make_datasets"),
+    "tiny_lm": ("tiny_lm_loss",),
 }
 
 
@@ -774,7 +828,9 @@ def _setup(exercise, function, ref_ns):
         return _mask_calls(ref_ns, function), _mask_variants(function)
     if function == "masked_cross_entropy":
         return _loss_calls(ref_ns), _loss_variants()
-    return None
+    from . import more
+
+    return more.setup(exercise, function, ref_ns)
 
 
 def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
