@@ -85,6 +85,15 @@ def test_notebook_has_stubs_the_given_code_and_a_hand_graded_answer():
     assert _nbgrader(given)["locked"] and not _nbgrader(given)["solution"]
     for name in ("def order_task(", "def init_classifier(", "def classifier_logits(", "BASE = {"):
         assert name in given.source
+    # the given code is the reference's, word for word: a change to one is a change to both
+    import ast
+
+    src = (ROOT / "solutions" / f"{EX}.py").read_text(encoding="utf-8")
+    lines = src.splitlines()
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("order_task", "init_classifier",
+                                                                "sinusoidal_encoding", "classifier_logits"):
+            assert "\n".join(lines[node.lineno - 1:node.end_lineno]) in given.source, node.name
     (answer,) = [c for c in nb.cells if _nbgrader(c).get("solution") and c.cell_type == "markdown"]
     assert _nbgrader(answer) == {"grade": True, "solution": True, "locked": False, "grade_id": ANSWER, "points": 10,
                                  "schema_version": 3}
