@@ -740,3 +740,91 @@ def test_end_to_end_through_the_sandbox(tmp_path):
     said = [t.explained_by_part for t in failed if t.explained_by_part]
     assert said and "number of valid tokens + 1" in said[0][0]["en"]
     assert "有效词元数 + 1" in render_text(report) and "Which part differs" in render_text(report)
+
+
+# ---------------------------------------------------------------- an input written in place: which one
+
+LOSS_WRITES_TARGETS = '''
+def masked_cross_entropy(logits, targets, mask):
+    if mask.sum() == 0:
+        raise ValueError("no valid token")
+    V = logits.shape[-1]
+    targets[~mask] = 0
+    per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction="none")
+    return (per_token.reshape(mask.shape) * mask).sum() / mask.sum()
+'''
+
+LOSS_FILLS_TARGETS = '''
+def masked_cross_entropy(logits, targets, mask):
+    if mask.sum() == 0:
+        raise ValueError("no valid token")
+    t = targets.masked_fill_(~mask, -100)
+    return F.cross_entropy(logits.flatten(0, 1), t.flatten(), ignore_index=-100)
+'''
+
+SDPA_SCALES_K_IN_PLACE = '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    K.div_(math.sqrt(K.shape[-1]))
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ V, weights
+'''
+
+LSTM_UPDATES_H_IN_PLACE = '''
+def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
+    h, c = state
+    i, f, g, o = (x @ W_ih.T + b_ih + h @ W_hh.T + b_hh).chunk(4, dim=-1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return h.copy_(torch.sigmoid(o) * torch.tanh(c_new)), c_new
+'''
+
+SEQ_WRITES_X = '''
+_seq_right = lstm_sequence
+def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
+    X.add_(0.0).mul_(2.0)
+    return _seq_right(X / 2, lengths, W_ih, W_hh, b_ih, b_hh, state)
+'''
+
+
+@pytest.mark.parametrize("exercise, code, function, arg", [
+    ("masked_loss", LOSS_WRITES_TARGETS, "masked_cross_entropy", "targets"),
+    ("masked_loss", LOSS_FILLS_TARGETS, "masked_cross_entropy", "targets"),
+    ("attention", SDPA_SCALES_K_IN_PLACE, "scaled_dot_product_attention", "K"),
+    ("recurrent", LSTM_UPDATES_H_IN_PLACE, "lstm_cell", "state[0]"),
+    ("recurrent", SEQ_WRITES_X, "lstm_sequence", "X"),
+])
+def test_an_input_written_in_place_is_not_named_after_another_argument(exercise, code, function, arg):
+    """A catalogued in-place mistake writes into one argument (logits, Q, the mask, c, base); a
+    function writing into another one is not that mistake: the argument it wrote into is said."""
+    named, by_part = _run(exercise, code, [function])
+    assert not named, named
+    said = [c for c in by_part[function] if c["part"] == f"form:inplace:{arg}"]
+    assert said and f"原地修改了它的参数 `{arg}`" in said[0]["zh"], by_part
+    assert f"writes into its argument `{arg}` in place" in said[0]["en"], by_part
+
+
+def test_catalogued_in_place_mistakes_keep_their_names():
+    for exercise in ("masked_loss", "attention", "recurrent", "positional_encoding", "ablation"):
+        for _, entry in load_catalogue(exercise):
+            if "in_place" in entry["id"] and entry.get("diagnosis", True):
+                named, _ = _run(exercise, entry["code"], [entry["function"]])
+                assert named == {entry["function"]: [entry["id"]]}, (entry["id"], named)
+
+
+def test_the_argument_written_is_known_through_the_sandbox(tmp_path):
+    from .conftest import remote_student
+
+    src = (ROOT / "solutions" / "masked_loss.py").read_text(encoding="utf-8") + LOSS_WRITES_TARGETS
+    zygote, st = remote_student(tmp_path / "sub.py", src, "masked_loss")
+    try:
+        by_part = {}
+        found = D.diagnose(st, "masked_loss", ["masked_cross_entropy"], by_part=by_part)
+    finally:
+        zygote.close()
+    assert not found["masked_cross_entropy"], found
+    [claim] = by_part["masked_cross_entropy"]
+    assert "writes into its argument `targets` in place" in claim["en"], claim

@@ -382,6 +382,8 @@ def _sequence_calls(ref_ns):
             out = g.call("lstm_sequence", X.clone(), L.clone(), *[t.clone() for t in W], **kw)
             if isinstance(out, CallFailed):
                 v = _value(out)
+                if v is INPLACE and (out.written or "").split(".")[0] != "state":
+                    return None  # it writes into another argument (X, a weight): not the state
                 return [v, v, v]
             try:
                 o, (h, c) = out
