@@ -610,7 +610,10 @@ def _noise(function, exercise):
             "apply_rope": "return out + _n(out)",
             "sliding_windows": "X, y = out\n    return X + _n(X), y + _n(y)",
             "make_datasets": "return tuple(o + _n(o) for o in out)",
-            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()"}[function]
+            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()",
+            "mlm_mask": "i, l = out\n    r = torch.rand(i.shape) < 0.01\n"
+                        "    return torch.where(r, torch.randint(0, 200, i.shape), i), "
+                        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)"}[function]
     return f'''
 _orig = {function}
 def _n(t):
@@ -828,3 +831,82 @@ def test_the_argument_written_is_known_through_the_sandbox(tmp_path):
     assert not found["masked_cross_entropy"], found
     [claim] = by_part["masked_cross_entropy"]
     assert "writes into its argument `targets` in place" in claim["en"], claim
+
+
+# ---------------------------------------------------------------- mlm_mask: facts of a random function
+
+MLM_LAST_SPECIAL_ONLY = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    selected = (torch.rand(input_ids.shape, generator=g) < 0.15) & (input_ids != special_ids[-1])
+    u = torch.rand(input_ids.shape, generator=g)
+    other = torch.randint(0, vocab_size, input_ids.shape, generator=g)
+    inputs = input_ids.clone()
+    inputs[selected & (u < 0.8)] = mask_id
+    swap = selected & (u >= 0.8) & (u < 0.9)
+    inputs[swap] = other[swap]
+    return inputs, torch.where(selected, input_ids, torch.full_like(input_ids, -100))
+'''
+
+MLM_SPECIALS_BUT_PAD = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.full_like(input_ids, -100)
+    inputs = input_ids.clone()
+    pick = (torch.rand(input_ids.shape, generator=g) < 0.15) & (input_ids != 0)
+    for b, t in pick.nonzero().tolist():
+        labels[b, t] = input_ids[b, t]
+        u = torch.rand((), generator=g).item()
+        if u < 0.8:
+            inputs[b, t] = mask_id
+        elif u < 0.9:
+            inputs[b, t] = int(torch.randint(vocab_size, (), generator=g))
+    return inputs, labels
+'''
+
+MLM_UNSELECTED_MINUS_ONE = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    special = torch.isin(input_ids, torch.tensor(special_ids))
+    draw = torch.rand(input_ids.shape, generator=g)
+    kind = torch.rand(input_ids.shape, generator=g)
+    rand_tok = torch.randint(vocab_size, input_ids.shape, generator=g)
+    chosen = (draw < 0.15) & ~special
+    inputs = torch.where(chosen & (kind < 0.8), mask_id, input_ids)
+    inputs = torch.where(chosen & (kind >= 0.8) & (kind < 0.9), rand_tok, inputs)
+    return inputs, torch.where(chosen, input_ids, -1)
+'''
+
+MLM_RATES_70_20_10 = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    sel = (torch.rand(input_ids.shape, generator=g) < 0.15) & ~special_tokens_mask(input_ids, special_ids)
+    u = torch.rand(input_ids.shape, generator=g)
+    rnd = torch.randint(0, vocab_size, input_ids.shape, generator=g)
+    out = torch.where(sel & (u < 0.7), torch.full_like(input_ids, mask_id), input_ids)
+    out = torch.where(sel & (u >= 0.7) & (u < 0.9), rnd, out)
+    return out, torch.where(sel, input_ids, torch.full_like(input_ids, -100))
+'''
+
+
+@pytest.mark.parametrize("code, zh, en", [
+    (MLM_LAST_SPECIAL_ONLY, "特殊词元 [PAD] 0, [CLS] 101, [SEP] 102 会被选中或被替换",
+     "the special tokens [PAD] 0, [CLS] 101, [SEP] 102 get selected or replaced"),
+    (MLM_SPECIALS_BUT_PAD, "特殊词元 [CLS] 101, [SEP] 102, [MASK] 103 会被选中或被替换",
+     "still protected: [PAD] 0"),
+    (MLM_UNSELECTED_MINUS_ONE, "没有被选中的位置标签是 -1，应为 -100", "the positions not selected get the label -1, expected -100"),
+    (MLM_RATES_70_20_10, "约 70% 换成 [MASK]、19% 换成随机词元、10% 不变",
+     "about 70% become [MASK], 19% a random token and 10% stay unchanged, expected 80% / 10% / 10%"),
+])
+def test_mlm_mask_facts(code, zh, en):
+    _said("bert_masking", code, "mlm_mask", zh, en)
+
+
+def test_mlm_mask_catalogued_mistakes_keep_their_names_and_get_no_fact():
+    for _, entry in load_catalogue("bert_masking"):
+        if entry["function"] != "mlm_mask" or not entry.get("diagnosis", True):
+            continue
+        named, by_part = _run("bert_masking", entry["code"], ["mlm_mask"])
+        if named:
+            assert named == {"mlm_mask": [entry["id"]]}, (entry["id"], named)
+        assert not by_part, (entry["id"], by_part)

@@ -170,6 +170,15 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                                 "your test windows cross the boundary between the periods: the whole series is "
                                 "windowed and every window whose target lies in the test period goes to the test set, "
                                 "some of them with inputs from the training period"),
+    "part.mlm_special": ("特殊词元 {ids} 会被选中或被替换（合同要求特殊词元从不被选中；仍受保护的：{kept}）",
+                         "the special tokens {ids} get selected or replaced (the contract never selects a special "
+                         "token; still protected: {kept})"),
+    "part.mlm_label_value": ("没有被选中的位置标签是 {value}，应为 -100（cross_entropy 忽略的索引）",
+                             "the positions not selected get the label {value}, expected -100 (the index "
+                             "cross_entropy ignores)"),
+    "part.mlm_rates": ("被选中的词元中约 {mask}% 换成 [MASK]、{random}% 换成随机词元、{keep}% 不变，应为 80% / 10% / 10%",
+                       "among the selected tokens about {mask}% become [MASK], {random}% a random token and {keep}% "
+                       "stay unchanged, expected 80% / 10% / 10%"),
     "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
                                  "your loss equals the reference's with the tokens of id 0 taken as the padding: "
                                  "it does not use the lengths"),
