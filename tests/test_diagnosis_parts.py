@@ -613,7 +613,10 @@ def _noise(function, exercise):
             "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()",
             "mlm_mask": "i, l = out\n    r = torch.rand(i.shape) < 0.01\n"
                         "    return torch.where(r, torch.randint(0, 200, i.shape), i), "
-                        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)"}[function]
+                        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)",
+            "make_ablation": "for c in out:\n        c['train']['lr'] += 0.01 * torch.rand(()).item()\n    return out",
+            "run_ablation": "for row in out:\n        for r in row:\n"
+                            "            r['test_accuracy'] += 0.01 * torch.rand(()).item()\n    return out"}[function]
     return f'''
 _orig = {function}
 def _n(t):
@@ -909,4 +912,92 @@ def test_mlm_mask_catalogued_mistakes_keep_their_names_and_get_no_fact():
         named, by_part = _run("bert_masking", entry["code"], ["mlm_mask"])
         if named:
             assert named == {"mlm_mask": [entry["id"]]}, (entry["id"], named)
+        assert not by_part, (entry["id"], by_part)
+
+
+# ---------------------------------------------------------------- ablation: shared configs, seeds
+
+ABL_ONE_COPY_FOR_ALL = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    _make_right(base, factor, values)  # its checks
+    config = copy.deepcopy(base)
+    *path, key = factor.split(".")
+    node = config
+    for k in path:
+        node = node[k]
+    out = []
+    for v in values:
+        node[key] = v
+        out.append(config)
+    return out
+'''
+
+ABL_NESTED_COPIED_ONCE = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    _make_right(base, factor, values)
+    *path, key = factor.split(".")
+    inner = copy.deepcopy(base)
+    out = []
+    for v in values:
+        config = dict(inner)
+        node = config
+        for k in path:
+            node = node[k]
+        node[key] = v
+        out.append(config)
+    return out
+'''
+
+ABL_SEED_NOT_SET = '''
+def run_ablation(base, factor, values, seeds):
+    if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError("bad arguments")
+    return [[run_experiment(cfg) for _ in seeds] for cfg in make_ablation(base, factor, values)]
+'''
+
+ABL_SEED_PER_ARM_100 = '''
+def run_ablation(base, factor, values, seeds):
+    if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError("bad arguments")
+    grid = []
+    for arm, cfg in enumerate(make_ablation(base, factor, values)):
+        grid.append([run_experiment(dict(cfg, seed=s + 100 * arm)) for s in seeds])
+    return grid
+'''
+
+
+@pytest.mark.parametrize("code, function, zh, en", [
+    (ABL_ONE_COPY_FOR_ALL, "make_ablation", "返回的配置是同一个字典", "the configs returned are one dict"),
+    (ABL_NESTED_COPIED_ONCE, "make_ablation", "配置之间共享放着 factor 的嵌套字典",
+     "the configs share the nested dict holding the factor"),
+    (ABL_SEED_NOT_SET, "run_ablation", "每次重复都用了 base 的 seed 7", "every repeat runs with base's seed 7"),
+    (ABL_SEED_PER_ARM_100, "run_ablation", "0.1: [102, 105]", "the arms run with different seeds"),
+])
+def test_ablation_facts(code, function, zh, en):
+    _said("ablation", code, function, zh, en)
+
+
+def test_ablation_identity_of_a_shared_nested_dict():
+    """Configs whose values are each right but that hold one nested dict: the change made to one
+    is seen in the other (the returned objects' identity, in this process)."""
+    code = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    configs = _make_right(base, factor, values)
+    for c in configs[1:]:
+        c["data"] = configs[0]["data"]
+    return configs
+'''
+    _said("ablation", code, "make_ablation", "两个返回的配置共用嵌套字典 `data`",
+          "two configs returned share the nested dict `data`: a change to one shows in the other")
+
+
+def test_ablation_catalogued_mistakes_keep_their_names_and_get_no_fact():
+    for _, entry in load_catalogue("ablation"):
+        if entry["function"] not in ("make_ablation", "run_ablation") or not entry.get("diagnosis", True):
+            continue
+        named, by_part = _run("ablation", entry["code"], [entry["function"]])
+        assert named == {entry["function"]: [entry["id"]]}, (entry["id"], named)
         assert not by_part, (entry["id"], by_part)

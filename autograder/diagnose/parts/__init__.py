@@ -817,6 +817,7 @@ FUNCTIONS = {  # exercise -> functions explained by part
     "timeseries": ("sliding_windows", "make_datasets"),
     "tiny_lm": ("tiny_lm_loss",),
     "bert_masking": ("mlm_mask",),
+    "ablation": ("make_ablation", "run_ablation"),
 }
 
 
@@ -850,6 +851,10 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
         from . import mlm
 
         return mlm.explain(student, catalogued, deadline)
+    if exercise == "ablation":  # plain data: facts of what the student's functions return
+        from . import ablation
+
+        return ablation.explain(student, function, catalogued, deadline)
     setup = _setup(exercise, function, ref_ns)
     if setup is None:
         return []
