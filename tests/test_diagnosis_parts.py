@@ -610,7 +610,13 @@ def _noise(function, exercise):
             "apply_rope": "return out + _n(out)",
             "sliding_windows": "X, y = out\n    return X + _n(X), y + _n(y)",
             "make_datasets": "return tuple(o + _n(o) for o in out)",
-            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()"}[function]
+            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()",
+            "mlm_mask": "i, l = out\n    r = torch.rand(i.shape) < 0.01\n"
+                        "    return torch.where(r, torch.randint(0, 200, i.shape), i), "
+                        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)",
+            "make_ablation": "for c in out:\n        c['train']['lr'] += 0.01 * torch.rand(()).item()\n    return out",
+            "run_ablation": "for row in out:\n        for r in row:\n"
+                            "            r['test_accuracy'] += 0.01 * torch.rand(()).item()\n    return out"}[function]
     return f'''
 _orig = {function}
 def _n(t):
@@ -740,3 +746,258 @@ def test_end_to_end_through_the_sandbox(tmp_path):
     said = [t.explained_by_part for t in failed if t.explained_by_part]
     assert said and "number of valid tokens + 1" in said[0][0]["en"]
     assert "有效词元数 + 1" in render_text(report) and "Which part differs" in render_text(report)
+
+
+# ---------------------------------------------------------------- an input written in place: which one
+
+LOSS_WRITES_TARGETS = '''
+def masked_cross_entropy(logits, targets, mask):
+    if mask.sum() == 0:
+        raise ValueError("no valid token")
+    V = logits.shape[-1]
+    targets[~mask] = 0
+    per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction="none")
+    return (per_token.reshape(mask.shape) * mask).sum() / mask.sum()
+'''
+
+LOSS_FILLS_TARGETS = '''
+def masked_cross_entropy(logits, targets, mask):
+    if mask.sum() == 0:
+        raise ValueError("no valid token")
+    t = targets.masked_fill_(~mask, -100)
+    return F.cross_entropy(logits.flatten(0, 1), t.flatten(), ignore_index=-100)
+'''
+
+SDPA_SCALES_K_IN_PLACE = '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    K.div_(math.sqrt(K.shape[-1]))
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ V, weights
+'''
+
+LSTM_UPDATES_H_IN_PLACE = '''
+def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
+    h, c = state
+    i, f, g, o = (x @ W_ih.T + b_ih + h @ W_hh.T + b_hh).chunk(4, dim=-1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return h.copy_(torch.sigmoid(o) * torch.tanh(c_new)), c_new
+'''
+
+SEQ_WRITES_X = '''
+_seq_right = lstm_sequence
+def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
+    X.add_(0.0).mul_(2.0)
+    return _seq_right(X / 2, lengths, W_ih, W_hh, b_ih, b_hh, state)
+'''
+
+
+@pytest.mark.parametrize("exercise, code, function, arg", [
+    ("masked_loss", LOSS_WRITES_TARGETS, "masked_cross_entropy", "targets"),
+    ("masked_loss", LOSS_FILLS_TARGETS, "masked_cross_entropy", "targets"),
+    ("attention", SDPA_SCALES_K_IN_PLACE, "scaled_dot_product_attention", "K"),
+    ("recurrent", LSTM_UPDATES_H_IN_PLACE, "lstm_cell", "state[0]"),
+    ("recurrent", SEQ_WRITES_X, "lstm_sequence", "X"),
+])
+def test_an_input_written_in_place_is_not_named_after_another_argument(exercise, code, function, arg):
+    """A catalogued in-place mistake writes into one argument (logits, Q, the mask, c, base); a
+    function writing into another one is not that mistake: the argument it wrote into is said."""
+    named, by_part = _run(exercise, code, [function])
+    assert not named, named
+    said = [c for c in by_part[function] if c["part"] == f"form:inplace:{arg}"]
+    assert said and f"原地修改了它的参数 `{arg}`" in said[0]["zh"], by_part
+    assert f"writes into its argument `{arg}` in place" in said[0]["en"], by_part
+
+
+def test_catalogued_in_place_mistakes_keep_their_names():
+    for exercise in ("masked_loss", "attention", "recurrent", "positional_encoding", "ablation"):
+        for _, entry in load_catalogue(exercise):
+            if "in_place" in entry["id"] and entry.get("diagnosis", True):
+                named, _ = _run(exercise, entry["code"], [entry["function"]])
+                assert named == {entry["function"]: [entry["id"]]}, (entry["id"], named)
+
+
+def test_the_argument_written_is_known_through_the_sandbox(tmp_path):
+    from .conftest import remote_student
+
+    src = (ROOT / "solutions" / "masked_loss.py").read_text(encoding="utf-8") + LOSS_WRITES_TARGETS
+    zygote, st = remote_student(tmp_path / "sub.py", src, "masked_loss")
+    try:
+        by_part = {}
+        found = D.diagnose(st, "masked_loss", ["masked_cross_entropy"], by_part=by_part)
+    finally:
+        zygote.close()
+    assert not found["masked_cross_entropy"], found
+    [claim] = by_part["masked_cross_entropy"]
+    assert "writes into its argument `targets` in place" in claim["en"], claim
+
+
+# ---------------------------------------------------------------- mlm_mask: facts of a random function
+
+MLM_LAST_SPECIAL_ONLY = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    selected = (torch.rand(input_ids.shape, generator=g) < 0.15) & (input_ids != special_ids[-1])
+    u = torch.rand(input_ids.shape, generator=g)
+    other = torch.randint(0, vocab_size, input_ids.shape, generator=g)
+    inputs = input_ids.clone()
+    inputs[selected & (u < 0.8)] = mask_id
+    swap = selected & (u >= 0.8) & (u < 0.9)
+    inputs[swap] = other[swap]
+    return inputs, torch.where(selected, input_ids, torch.full_like(input_ids, -100))
+'''
+
+MLM_SPECIALS_BUT_PAD = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.full_like(input_ids, -100)
+    inputs = input_ids.clone()
+    pick = (torch.rand(input_ids.shape, generator=g) < 0.15) & (input_ids != 0)
+    for b, t in pick.nonzero().tolist():
+        labels[b, t] = input_ids[b, t]
+        u = torch.rand((), generator=g).item()
+        if u < 0.8:
+            inputs[b, t] = mask_id
+        elif u < 0.9:
+            inputs[b, t] = int(torch.randint(vocab_size, (), generator=g))
+    return inputs, labels
+'''
+
+MLM_UNSELECTED_MINUS_ONE = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    special = torch.isin(input_ids, torch.tensor(special_ids))
+    draw = torch.rand(input_ids.shape, generator=g)
+    kind = torch.rand(input_ids.shape, generator=g)
+    rand_tok = torch.randint(vocab_size, input_ids.shape, generator=g)
+    chosen = (draw < 0.15) & ~special
+    inputs = torch.where(chosen & (kind < 0.8), mask_id, input_ids)
+    inputs = torch.where(chosen & (kind >= 0.8) & (kind < 0.9), rand_tok, inputs)
+    return inputs, torch.where(chosen, input_ids, -1)
+'''
+
+MLM_RATES_70_20_10 = '''
+def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
+    g = torch.Generator().manual_seed(seed)
+    sel = (torch.rand(input_ids.shape, generator=g) < 0.15) & ~special_tokens_mask(input_ids, special_ids)
+    u = torch.rand(input_ids.shape, generator=g)
+    rnd = torch.randint(0, vocab_size, input_ids.shape, generator=g)
+    out = torch.where(sel & (u < 0.7), torch.full_like(input_ids, mask_id), input_ids)
+    out = torch.where(sel & (u >= 0.7) & (u < 0.9), rnd, out)
+    return out, torch.where(sel, input_ids, torch.full_like(input_ids, -100))
+'''
+
+
+@pytest.mark.parametrize("code, zh, en", [
+    (MLM_LAST_SPECIAL_ONLY, "特殊词元 [PAD] 0, [CLS] 101, [SEP] 102 会被选中或被替换",
+     "the special tokens [PAD] 0, [CLS] 101, [SEP] 102 get selected or replaced"),
+    (MLM_SPECIALS_BUT_PAD, "特殊词元 [CLS] 101, [SEP] 102, [MASK] 103 会被选中或被替换",
+     "still protected: [PAD] 0"),
+    (MLM_UNSELECTED_MINUS_ONE, "没有被选中的位置标签是 -1，应为 -100", "the positions not selected get the label -1, expected -100"),
+    (MLM_RATES_70_20_10, "约 70% 换成 [MASK]、19% 换成随机词元、10% 不变",
+     "about 70% become [MASK], 19% a random token and 10% stay unchanged, expected 80% / 10% / 10%"),
+])
+def test_mlm_mask_facts(code, zh, en):
+    _said("bert_masking", code, "mlm_mask", zh, en)
+
+
+def test_mlm_mask_catalogued_mistakes_keep_their_names_and_get_no_fact():
+    for _, entry in load_catalogue("bert_masking"):
+        if entry["function"] != "mlm_mask" or not entry.get("diagnosis", True):
+            continue
+        named, by_part = _run("bert_masking", entry["code"], ["mlm_mask"])
+        if named:
+            assert named == {"mlm_mask": [entry["id"]]}, (entry["id"], named)
+        assert not by_part, (entry["id"], by_part)
+
+
+# ---------------------------------------------------------------- ablation: shared configs, seeds
+
+ABL_ONE_COPY_FOR_ALL = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    _make_right(base, factor, values)  # its checks
+    config = copy.deepcopy(base)
+    *path, key = factor.split(".")
+    node = config
+    for k in path:
+        node = node[k]
+    out = []
+    for v in values:
+        node[key] = v
+        out.append(config)
+    return out
+'''
+
+ABL_NESTED_COPIED_ONCE = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    _make_right(base, factor, values)
+    *path, key = factor.split(".")
+    inner = copy.deepcopy(base)
+    out = []
+    for v in values:
+        config = dict(inner)
+        node = config
+        for k in path:
+            node = node[k]
+        node[key] = v
+        out.append(config)
+    return out
+'''
+
+ABL_SEED_NOT_SET = '''
+def run_ablation(base, factor, values, seeds):
+    if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError("bad arguments")
+    return [[run_experiment(cfg) for _ in seeds] for cfg in make_ablation(base, factor, values)]
+'''
+
+ABL_SEED_PER_ARM_100 = '''
+def run_ablation(base, factor, values, seeds):
+    if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError("bad arguments")
+    grid = []
+    for arm, cfg in enumerate(make_ablation(base, factor, values)):
+        grid.append([run_experiment(dict(cfg, seed=s + 100 * arm)) for s in seeds])
+    return grid
+'''
+
+
+@pytest.mark.parametrize("code, function, zh, en", [
+    (ABL_ONE_COPY_FOR_ALL, "make_ablation", "返回的配置是同一个字典", "the configs returned are one dict"),
+    (ABL_NESTED_COPIED_ONCE, "make_ablation", "配置之间共享放着 factor 的嵌套字典",
+     "the configs share the nested dict holding the factor"),
+    (ABL_SEED_NOT_SET, "run_ablation", "每次重复都用了 base 的 seed 7", "every repeat runs with base's seed 7"),
+    (ABL_SEED_PER_ARM_100, "run_ablation", "0.1: [102, 105]", "the arms run with different seeds"),
+])
+def test_ablation_facts(code, function, zh, en):
+    _said("ablation", code, function, zh, en)
+
+
+def test_ablation_identity_of_a_shared_nested_dict():
+    """Configs whose values are each right but that hold one nested dict: the change made to one
+    is seen in the other (the returned objects' identity, in this process)."""
+    code = '''
+_make_right = make_ablation
+def make_ablation(base, factor, values):
+    configs = _make_right(base, factor, values)
+    for c in configs[1:]:
+        c["data"] = configs[0]["data"]
+    return configs
+'''
+    _said("ablation", code, "make_ablation", "两个返回的配置共用嵌套字典 `data`",
+          "two configs returned share the nested dict `data`: a change to one shows in the other")
+
+
+def test_ablation_catalogued_mistakes_keep_their_names_and_get_no_fact():
+    for _, entry in load_catalogue("ablation"):
+        if entry["function"] not in ("make_ablation", "run_ablation") or not entry.get("diagnosis", True):
+            continue
+        named, by_part = _run("ablation", entry["code"], [entry["function"]])
+        assert named == {entry["function"]: [entry["id"]]}, (entry["id"], named)
+        assert not by_part, (entry["id"], by_part)

@@ -93,7 +93,9 @@ FAILED = ("failed", "error", "timeout")
 def encode(x):
     """A comparable, plain description of what a probe returned."""
     if isinstance(x, CallFailed):
-        return ("F", x.kind)
+        # an input written in place: which one is part of what it does (a loss writing into its
+        # targets is not the catalogued one writing into its logits)
+        return ("F", x.kind, x.written) if x.written is not None else ("F", x.kind)
     if isinstance(x, torch.Tensor) and x.is_meta:  # no values (device="meta")
         return ("P", "str", f"meta {x.dtype} {tuple(x.shape)}")
     if isinstance(x, torch.Tensor):
@@ -134,7 +136,7 @@ def same(a, b):
 
 def observe(student, fn, calls=None, log=None):
     """One probe on one student: its encoded result; ("missing",) when a function it needs is not
-    there; ("F", "error" | "inplace") when the probe could not use what came back.  `calls`, a
+    there; ("F", "error" | "inplace"[, the argument written]) when the probe could not use what came back.  `calls`, a
     list, receives the text of the calls the probe made; `log`, a list, Guarded.log."""
     guarded = Guarded(student)
     try:

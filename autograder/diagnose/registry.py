@@ -29,12 +29,14 @@ def probe(exercise, function, isolates=False, on_device=False):
 
 class CallFailed:
     """What a guarded call gives when the student's code raised ("error") or changed an input in
-    place ("inplace")."""
+    place ("inplace"); `written`: then the argument it wrote into (its position, as
+    _harness.argument_position says it), when known."""
 
-    __slots__ = ("kind", "failure")
+    __slots__ = ("kind", "failure", "written")
 
     def __init__(self, kind, failure=None):
         self.kind, self.failure = kind, failure  # failure: the PropertyFailure (its details), if any
+        self.written = getattr(failure, "written", None) if kind == "inplace" else None
 
     def __repr__(self):
         return f"CallFailed({self.kind})"

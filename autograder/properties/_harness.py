@@ -450,8 +450,23 @@ def fail(zh, en, *, show=None, hint_zh="", hint_en="", student=None, kind="faile
     raise PropertyFailure(zh, en, details, hint_zh, hint_en, kind, counterexample=cx)
 
 
-def raise_container_mutated(label, call):
-    raise PropertyFailure(
+def argument_position(args, kwargs, obj):
+    """Where `obj` (a tensor, a list or a dict) sits among a call's arguments, by identity: "0" (the
+    first positional argument), "1.0" (the first item of the second), "mask" (a keyword); None when
+    it is not there.  The diagnosis tells apart mistakes that write into different arguments."""
+    for name, v in list(enumerate(args)) + list(kwargs.items()):
+        if v is obj:
+            return str(name)
+        if isinstance(v, (tuple, list)):
+            for j, x in enumerate(v):
+                if x is obj:
+                    return f"{name}.{j}"
+    return None
+
+
+def raise_container_mutated(label, call, written=None):
+    """`written`: the position of the list or dict changed (argument_position), when known."""
+    failure = PropertyFailure(
         f"`{label}` 原地修改了传给它的列表或字典（例如对参数写 `base[key] = value`）。输入必须保持不变：先复制"
         f"（`copy.deepcopy`），再修改副本。",
         f"`{label}` changed a list or dict it was given, in place (e.g. `base[key] = value` on the argument). "
@@ -459,6 +474,8 @@ def raise_container_mutated(label, call):
         [("调用 call", str(call))],
         "调用者之后还要用同一个对象（例如用同一个 base 构造下一组配置）。",
         "The caller uses the same object afterwards (e.g. the same base for the next configuration).")
+    failure.written = written
+    raise failure
 
 
 class Student:
@@ -520,16 +537,23 @@ class Student:
             raise
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             raise self._crash(label, e) from None
-        if containers is not None and container_snapshot(list(args) + list(kwargs.values())) != containers:
-            raise_container_mutated(label, self.last_call)
+        if containers is not None:
+            now = container_snapshot(list(args) + list(kwargs.values()))
+            if now != containers:
+                values = list(args) + list(kwargs.values())
+                changed = [v for v, a, b in zip(values, containers, now) if a != b]
+                raise_container_mutated(label, self.last_call, argument_position(args, kwargs, changed[0])
+                                        if len(changed) == 1 else None)
         for t, b in zip(tensors, before):
             if not same_values(t.detach(), b):
-                raise PropertyFailure(
+                failure = PropertyFailure(
                     f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
                     f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "
                     f"assignment). Inputs must stay unchanged; work on a new tensor.",
                     [("调用 call", self.last_call), ("调用前 before", fmt(b)), ("调用后 after", fmt(t))],
                 )
+                failure.written = argument_position(args, kwargs, t)  # which argument (the diagnosis reads it)
+                raise failure
         return out
 
     def global_random_state(self):

@@ -170,6 +170,29 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                                 "your test windows cross the boundary between the periods: the whole series is "
                                 "windowed and every window whose target lies in the test period goes to the test set, "
                                 "some of them with inputs from the training period"),
+    "part.mlm_special": ("特殊词元 {ids} 会被选中或被替换（合同要求特殊词元从不被选中；仍受保护的：{kept}）",
+                         "the special tokens {ids} get selected or replaced (the contract never selects a special "
+                         "token; still protected: {kept})"),
+    "part.mlm_label_value": ("没有被选中的位置标签是 {value}，应为 -100（cross_entropy 忽略的索引）",
+                             "the positions not selected get the label {value}, expected -100 (the index "
+                             "cross_entropy ignores)"),
+    "part.mlm_rates": ("被选中的词元中约 {mask}% 换成 [MASK]、{random}% 换成随机词元、{keep}% 不变，应为 80% / 10% / 10%",
+                       "among the selected tokens about {mask}% become [MASK], {random}% a random token and {keep}% "
+                       "stay unchanged, expected 80% / 10% / 10%"),
+    "part.abl_one_dict": ("返回的配置是同一个字典：每个配置在 factor 处都是最后一个值（每个值都写进了同一个对象）",
+                          "the configs returned are one dict: every config holds the last value at the factor "
+                          "(each value was written into the same object)"),
+    "part.abl_nested_shared": ("配置之间共享放着 factor 的嵌套字典：每个配置在该处都是最后一个值（顶层的值各自正确）",
+                               "the configs share the nested dict holding the factor: every config holds the last "
+                               "value there (top-level values are each right)"),
+    "part.abl_identity": ("两个返回的配置共用{what}：改动其中一个，另一个也跟着变",
+                          "two configs returned share {what_en}: a change to one shows in the other"),
+    "part.abl_base_seed": ("每次重复都用了 base 的 seed {seed}，而不是 seeds {seeds} 中对应的那个：seed 没有按重复设置",
+                           "every repeat runs with base's seed {seed}, not the one of seeds {seeds}: the seed is "
+                           "not set per repeat"),
+    "part.abl_seed_per_arm": ("各组用的 seed 不同（给定的 seeds 是 {seeds}；每组实际用的：{arms}）：所有组必须共用同一组 seeds",
+                              "the arms run with different seeds (seeds given: {seeds}; each arm's: {arms}): every "
+                              "arm must share the same seeds"),
     "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
                                  "your loss equals the reference's with the tokens of id 0 taken as the padding: "
                                  "it does not use the lengths"),

@@ -26,7 +26,7 @@ import time
 import torch
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
-from ..properties._harness import fmt, fmt_call, raise_container_mutated
+from ..properties._harness import argument_position, fmt, fmt_call, raise_container_mutated
 from . import protocol as P
 from .elsewhere import MARK, uses_elsewhere
 
@@ -490,14 +490,20 @@ class RemoteStudent:
         try:
             inputs = P.flat_tensors(list(args) + list(kwargs.values()))
             if answer.get("mutated"):
-                raise_container_mutated(label, self.last_call)
+                changed = answer["mutated"] if isinstance(answer["mutated"], list) else []
+                values = list(args) + list(kwargs.values())
+                written = argument_position(args, kwargs, values[changed[0]]) \
+                    if len(changed) == 1 and isinstance(changed[0], int) and 0 <= changed[0] < len(values) else None
+                raise_container_mutated(label, self.last_call, written)
             for i, after in zip(answer.get("modified", []), answer.get("after", [])):
                 after = P.decode(after, out_arrays)
-                raise PropertyFailure(
+                failure = PropertyFailure(
                     f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
                     f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "
                     f"assignment). Inputs must stay unchanged; work on a new tensor.",
                     [("调用 call", self.last_call), ("调用前 before", fmt(inputs[int(i)])), ("调用后 after", fmt(after))])
+                failure.written = argument_position(args, kwargs, inputs[int(i)])  # which argument
+                raise failure
             ok = answer.get("ok")
             if header["op"] == "new":
                 return self._remote_object(ok, out_arrays)

@@ -137,8 +137,9 @@ class Worker:
         modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not P.same_values(t.detach(), b)]
         answer = {"modified": modified, "after": [P.encode(inputs[i], out_arrays) for i in modified]}
         try:
-            if containers is not None and P.container_snapshot(list(args) + list(kwargs.values())) != containers:
-                answer["mutated"] = True  # a list or dict argument changed in place
+            now = P.container_snapshot(list(args) + list(kwargs.values())) if containers is not None else None
+            if now != containers:  # a list or dict argument changed in place: which ones (positions)
+                answer["mutated"] = [i for i, (a, b) in enumerate(zip(containers, now)) if a != b] or True
         except BaseException:  # noqa: BLE001 - a hostile object put into an argument
             answer["mutated"] = True
         if op == "new":

@@ -382,6 +382,8 @@ def _sequence_calls(ref_ns):
             out = g.call("lstm_sequence", X.clone(), L.clone(), *[t.clone() for t in W], **kw)
             if isinstance(out, CallFailed):
                 v = _value(out)
+                if v is INPLACE and (out.written or "").split(".")[0] != "state":
+                    return None  # it writes into another argument (X, a weight): not the state
                 return [v, v, v]
             try:
                 o, (h, c) = out
@@ -814,6 +816,8 @@ FUNCTIONS = {  # exercise -> functions explained by part
     "rope": ("apply_rope",),
     "timeseries": ("sliding_windows", "make_datasets"),
     "tiny_lm": ("tiny_lm_loss",),
+    "bert_masking": ("mlm_mask",),
+    "ablation": ("make_ablation", "run_ablation"),
 }
 
 
@@ -843,6 +847,14 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
         return []
     if function in ("sinusoidal_encoding", "add_positional_encoding"):
         return _pe_explain(student, ref_ns, function, deadline)
+    if function == "mlm_mask":  # random: facts of what it returns, not variants of the reference
+        from . import mlm
+
+        return mlm.explain(student, catalogued, deadline)
+    if exercise == "ablation":  # plain data: facts of what the student's functions return
+        from . import ablation
+
+        return ablation.explain(student, function, catalogued, deadline)
     setup = _setup(exercise, function, ref_ns)
     if setup is None:
         return []

@@ -100,6 +100,15 @@ def _key(entry):
 def _written(entry, ref_ns):
     """The name of the argument a call wrote into (per the harness's "before"), or None."""
     _, name, args, kwargs, out = entry
+    written = getattr(out, "written", None)  # its position among the arguments (the harness says it)
+    if written is not None:
+        top, _, item = written.partition(".")
+        try:
+            params = list(inspect.signature(ref_ns[name]).parameters)
+            arg = params[int(top)] if top.isdigit() else top
+        except Exception:  # noqa: BLE001 - a class, or a position the reference has no name for
+            return None
+        return f"{arg}[{item}]" if item else arg
     failure = getattr(out, "failure", None)
     details = dict((k, v) for k, v in (getattr(failure, "details", None) or []) if isinstance(k, str))
     flat = []  # (argument name, value), in the harness's order: the arguments, then tensors in tuples
