@@ -186,7 +186,7 @@ def test_self_check_says_what_it_found(tmp_path, cache):
     data = json.loads(ok.stdout)
     assert data["passed"] is True and data["score"] == data["max_score"] == 20
     assert data["environment"]["torch"]["torch"] and "gpus" in data["environment"]["torch"]
-    assert sum(len(v) for k, v in data["devices"].items() if k != "problems") == 2  # the two device sentences ran
+    assert sum(len(v) for k, v in data["devices"].items() if k != "problems") == 3  # the three device sentences ran
     bad = seqgrader("self-check", "--exercise", "masked_loss", "--simulate", "broken", env=cache)
     assert bad.returncode == 2 and "self-check FAILED" in bad.stderr and "masked_loss/" in bad.stderr
 

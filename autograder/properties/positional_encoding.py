@@ -322,13 +322,24 @@ def _add_elsewhere(student, X):
 
 def _fails_in_float32(student, X):
     """True if the function also crashes, or returns the wrong shape, for the same X in float32 on the
-    CPU: then the fault is not the dtype's or the device's, and adds_encoding_to_every_sequence reports it."""
+    CPU, and yet adds an encoding of the right shape to a batch with as many sequences as positions
+    (code that confuses the batch and time axes works there): then the fault is not the dtype's or
+    the device's, and adds_encoding_to_every_sequence reports it.  A function that works nowhere (a
+    stub, code that always raises) is not left to it: it keeps no dtype at all."""
     X32 = X.detach().to(torch.float32).clone()
     try:
         out = student.call("add_positional_encoding", X32)
     except StudentCrash:
-        return True
-    return not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(X32.shape)
+        pass
+    else:
+        if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(X32.shape):
+            return False
+    square = torch.full((2, 2, X.shape[-1]), 0.5)  # B = T = 2
+    try:
+        out = student.call("add_positional_encoding", square)
+    except StudentCrash:
+        return False
+    return isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(square.shape)
 
 
 def _add_atol(dtype, T):

@@ -20,6 +20,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from ..errors import StudentCrash
 from ._harness import check_close, check_tensor, fail, prop
 from .strategies import sizes
 
@@ -224,7 +225,16 @@ HALF_ATOL = {torch.float16: 16 * torch.finfo(torch.float16).eps, torch.bfloat16:
 @example(case=(_tensor((1, 2, 4, 6), 17, torch.bfloat16), 2, 100.0))
 def rope_shape(student, case):
     x, offset, base = case
-    out = _call_rope(student, x, offset, base)
+    if x.dtype in HALF_ATOL:
+        try:
+            out = _call_rope(student, x, offset, base)
+        except StudentCrash:
+            # some of torch's operations have no half-precision kernel on the CPU (view_as_complex has
+            # none for bfloat16): code that works in float32 cannot be asked for that dtype here
+            _call_rope(student, x.float(), offset, base)
+            return
+    else:
+        out = _call_rope(student, x, offset, base)
     if out.dtype != x.dtype:
         fail(f"out 的 dtype 应为 {x.dtype}（与 x 相同），实际为 {out.dtype}。",
              f"out should have dtype {x.dtype} (x's dtype), got {out.dtype}.", student=student,
