@@ -1,6 +1,6 @@
 """The repository speaks of the product alone: no comment, docstring, catalogue comment, document or
-test name the repository ships names an issue number, an item of one, or a work period ("at the
-third stop", "this stop's code").  Such words say nothing to a reader of the code; what the code
+test name the repository ships names an issue number, an item of one, or a work period (an ordinal
+or "this" before the word for one).  Such words say nothing to a reader of the code; what the code
 does and why is said instead.
 
 This file holds the pattern's sample phrases, so the walk leaves it out."""
@@ -10,16 +10,16 @@ import re
 
 from .conftest import ROOT
 
-# ordinal or relative words that make "stop" a work period ("at the third stop"), never a verb
+# ordinal or relative words that make the noun a work period, never the verb
 _WHICH = r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|this|that|last|previous|next|earlier|later|each|every"
 HISTORY = re.compile(
-    r"\bissues?[ #-]*\d+"                       # "issue 15", "(issue 6)", "Issue 13:", "the issue-16 goal"
-    r"|\bitem #?\d+\b"                          # "issue 6, item 5"
-    rf"|\b(?:{_WHICH}) stop(?:'s|s)?\b"         # "at the third stop", "the fifth stop's code", "this stop"
-    r"|\bstops? #?\d+\b"                        # "stop 3"
-    r"|\bas of (?:the )?stop\b"                 # "as of stop 4"
+    r"\bissues?[ #-]*\d+"                       # a number after the word, with or without "#" or "-"
+    r"|\bitem #?\d+\b"                          # an item of one
+    rf"|\b(?:{_WHICH}) stop(?:'s|s)?\b"         # an ordinal or relative word before it
+    r"|\bstops? #?\d+\b"                        # the noun with a number
+    r"|\bas of (?:the )?stop\b"                 # "as of" before it
     r"|\bwork periods?\b"
-    r"|\bsessions? #?\d+\b",                    # "session 3"
+    r"|\bsessions? #?\d+\b",                    # a numbered sitting
     re.IGNORECASE)
 
 SHIPPED = ("*.py", "*.md", "*.yml", "*.yaml", "*.toml", "*.cfg", "*.txt", "*.ipynb", "*.sh")
