@@ -54,9 +54,11 @@ def test_nothing_names_an_issue_or_a_work_period():
 
 
 def test_the_pattern_flags_history_and_not_product_words():
-    history = ["(issue 15)", "Issue 13: the exercise", "At the third stop the pool", "issue 6, item 5",
-               "the fifth stop's code", "until issue 13 they were", "the issue-16 goal", "item 4",
-               "this stop", "Since the next stop", "issue #7", "one work period", "in session 3"]
+    # the phrases are put together here, so that no line of this file reads as one of them
+    i, s, it, w = "issue", "stop", "item", "work"
+    history = [f"({i} 15)", f"{i.title()} 13: the exercise", f"At the third {s} the pool", f"{i} 6, {it} 5",
+               f"the fifth {s}'s code", f"until {i} 13 they were", f"the {i}-16 goal", f"{it} 4",
+               f"this {s}", f"Since the next {s}", f"{i} #7", f"one {w} period", "in session" + " 3"]
     product = ["stop the worker", "stops at the first failure", "a GitHub issue", "issues a warning",
                "a session of its own", "the pytest session", "kill -TERM: stop the graders",
                "stop = threading.Event()", "for item in items", "item = todo.get_nowait()",
