@@ -44,23 +44,31 @@ def _T(lengths, max_len):
 @example(case=(put_elsewhere(torch.tensor([2, 0])), 4))
 def padding_shape(student, case):
     lengths, max_len = case
+    call = (lambda: student.call("padding_mask", lengths, max_len)) if max_len is not None else \
+        (lambda: student.call("padding_mask", lengths))
+    _mask_on_lengths_device(
+        student, call, lengths, (len(lengths), _T(lengths, max_len)),
+        "lengths 在另一个设备上时，padding_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 torch.arange(T) "
+        "没有传 device）。", "With lengths on another device, padding_mask mixed it with a tensor on the CPU and "
+        "raised (torch.arange(T) without device=, most likely).", PADDING_DEVICE_HINT_ZH, PADDING_DEVICE_HINT_EN)
+
+
+def _mask_on_lengths_device(student, call, lengths, shape, crashed_zh, crashed_en, hint_zh, hint_en):
+    """The mask `call()` returns: `shape`, bool, on lengths' device; with lengths on another device, a
+    crash from mixing devices fails with `crashed_*` and a mask left on the CPU with the hint."""
     on_device = uses_elsewhere(lengths)
     try:
-        out = student.call("padding_mask", lengths, max_len) if max_len is not None else \
-            student.call("padding_mask", lengths)
+        out = call()
     except StudentCrash as e:
         if on_device and same_device_crash(e):
-            fail("lengths 在另一个设备上时，padding_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 torch.arange(T) "
-                 "没有传 device）。", "With lengths on another device, padding_mask mixed it with a tensor on the CPU and "
-                 "raised (torch.arange(T) without device=, most likely).", student=student,
-                 hint_zh=PADDING_DEVICE_HINT_ZH, hint_en=PADDING_DEVICE_HINT_EN)
+            fail(crashed_zh, crashed_en, student=student, hint_zh=hint_zh, hint_en=hint_en)
         raise
-    check_tensor(out, "mask", shape=(len(lengths), _T(lengths, max_len)), dtype=torch.bool,
-                 device=None if on_device else lengths.device, student=student)
+    check_tensor(out, "mask", shape=shape, dtype=torch.bool, device=None if on_device else lengths.device,
+                 student=student)
     if on_device:
         check_elsewhere(out, "mask", student=student, asked_zh="lengths 在 CPU 以外的设备上",
-                        asked_en="lengths was on a device other than the CPU",
-                        hint_zh=PADDING_DEVICE_HINT_ZH, hint_en=PADDING_DEVICE_HINT_EN)
+                        asked_en="lengths was on a device other than the CPU", hint_zh=hint_zh, hint_en=hint_en)
+    return out
 
 
 PADDING_DEVICE_HINT_ZH = ("掩码建在 lengths 所在的设备上：torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]。"
@@ -227,22 +235,12 @@ def _call_attention_mask(student, lengths, max_len, causal):
 def attention_shape(student, case, causal):
     lengths, max_len = case
     T = _T(lengths, max_len)
-    on_device = uses_elsewhere(lengths)
-    try:
-        out = _call_attention_mask(student, lengths, max_len, causal)
-    except StudentCrash as e:
-        if on_device and same_device_crash(e):
-            fail("lengths 在另一个设备上时，attention_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 causal_mask(T) "
-                 "或 torch.arange(T) 没有传 device）。", "With lengths on another device, attention_mask mixed it with a "
-                 "tensor on the CPU and raised (causal_mask(T) or torch.arange(T) without device=, most likely).",
-                 student=student, hint_zh=ATTENTION_DEVICE_HINT_ZH, hint_en=ATTENTION_DEVICE_HINT_EN)
-        raise
-    check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool,
-                 device=None if on_device else lengths.device, student=student)
-    if on_device:
-        check_elsewhere(out, "mask", student=student, asked_zh="lengths 在 CPU 以外的设备上",
-                        asked_en="lengths was on a device other than the CPU",
-                        hint_zh=ATTENTION_DEVICE_HINT_ZH, hint_en=ATTENTION_DEVICE_HINT_EN)
+    _mask_on_lengths_device(
+        student, lambda: _call_attention_mask(student, lengths, max_len, causal), lengths, (len(lengths), 1, T, T),
+        "lengths 在另一个设备上时，attention_mask 把它和 CPU 上的张量混在一起算，报错了（多半是 causal_mask(T) "
+        "或 torch.arange(T) 没有传 device）。", "With lengths on another device, attention_mask mixed it with a "
+        "tensor on the CPU and raised (causal_mask(T) or torch.arange(T) without device=, most likely).",
+        ATTENTION_DEVICE_HINT_ZH, ATTENTION_DEVICE_HINT_EN)
 
 
 ATTENTION_DEVICE_HINT_ZH = ("掩码的每一部分都建在 lengths 所在的设备上：padding_mask(lengths, T) 已经在那里，因果部分用 "
