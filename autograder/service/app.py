@@ -311,6 +311,7 @@ def create_app(svc: Service) -> FastAPI:
 
     app.include_router(public, prefix=P)
     app.include_router(protected, prefix=P)
+    app.state.routers = {"public": public, "protected": protected}  # what tests/test_service.py walks
     if svc.authenticator is not None and getattr(svc.authenticator, "router", None) is not None:
         app.include_router(svc.authenticator.router, prefix=P)
     return app
