@@ -320,6 +320,48 @@ def test_a_submission_that_kills_its_grading_process_costs_nothing_else(svc, gra
     assert wait_done(svc.as_["dave"], again.json()["id"])["score"] == 20
 
 
+def test_feedback_score_shows_the_scores_and_nothing_of_why(svc, graded):
+    from autograder.config import ServiceRules
+    from autograder.report.html import render_html
+    from autograder.service.views import shown_report
+
+    with sqlite3.connect(svc.data / "service.db") as db:
+        full = json.loads(db.execute("SELECT report FROM results WHERE submission_id = ?",
+                                     (graded["planted.py"]["id"],)).fetchone()[0])
+    brief = shown_report(full, ServiceRules(feedback="score"), "planted.py", "both")
+    tests = [t for e in brief["exercises"] for t in e["tests"]]
+    assert [(t["name"], t["score"], t["passed"]) for t in tests] == \
+        [(t["name"], t["score"], t["passed"]) for e in full["exercises"] for t in e["tests"]]
+    assert brief["score"] == full["score"] < full["max_score"]
+    for t in tests:
+        assert not {"details", "counterexample", "diagnosis", "hint_en", "message_en"} & set(t), t
+    page = render_html(brief, "both")
+    first = next(t for e in full["exercises"] for t in e["tests"] if not t["passed"])
+    assert first["diagnosis"][0]["title_en"] not in page and first["counterexample"]["call"] not in page
+    assert f"{full['score']:g} / {full['max_score']:g}" in page
+
+
+def test_a_grader_that_fails_its_self_check_grades_nobody_and_charges_nothing(place):
+    course = _course_folder(place / "course-broken")
+    (course / "solutions").mkdir()
+    (course / "solutions" / "masks.py").write_text(PLANTED, encoding="utf-8")  # the reference loses points here
+    data = place / "data-broken"
+    toks = tokens(course, data)
+    service = Service(course, data).start()
+    try:
+        alice = service.client(toks["alice"])
+        r = submit(alice, "masks.py", SOLUTION)
+        assert r.status_code == 202 and r.json()["attempts_left"] == 2
+        res = wait_done(alice, r.json()["id"])
+    finally:
+        service.stop()
+    assert res["status"] == "not_graded" and res["score"] is None
+    assert "cannot grade" in res["reason"] and "padding_mask" in res["reason"]
+    assert res["attempt_charged"] is False and res["attempts_left"] == 3
+    subs, results = _db_rows(data)
+    assert results == [] and [s["charged"] for s in subs] == [0]
+
+
 # ---------------------------------------------------------------- what is refused, and why
 
 def _error(r, status, code):
