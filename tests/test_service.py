@@ -653,3 +653,85 @@ def test_two_services_on_one_database_never_grade_a_submission_twice(place):
     subs, results = _db_rows(data)
     assert len(results) == len({r["submission_id"] for r in results}) == 6
     assert {r["graded_by"].rsplit(":", 2)[1] for r in results} == {str(a.proc.pid), str(b.proc.pid)}
+
+
+# ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses
+
+class HeaderSignIn:
+    """An authenticator of the shape auth.py describes (user, router, login_url), standing in for
+    JupyterHub's: it believes the header X-Signed-In-As, and its login page is /hub/login."""
+
+    def __init__(self):
+        from fastapi import APIRouter
+
+        self.router = APIRouter()
+        self.router.add_api_route("/oauth_callback", lambda: {"callback": True}, methods=["GET"])
+
+    async def user(self, request):
+        from autograder.service.auth import User
+
+        name = request.headers.get("x-signed-in-as")
+        if not name:
+            return None
+        return User(name, "instructor" if name == "teacher" else "student", via="hub-cookie")
+
+    def login_url(self, request, next):
+        from urllib.parse import quote
+
+        return "/hub/login?next=" + quote(next)
+
+
+def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
+    import threading
+
+    import uvicorn
+
+    from autograder.config import load_course
+    from autograder.service.app import Service as App, create_app
+    from autograder.service.auth import Roster, read_roster, sync_roster
+    from autograder.service.store import make_engine, migrate, sqlite_url
+
+    course = _course_folder(place / "course-hub")
+    data = place / "data-hub"
+    data.mkdir()
+    engine = make_engine(sqlite_url(data))
+    migrate(engine)
+    roster_tokens = {name: token for name, _, token in sync_roster(engine, read_roster(course / "roster.csv"))}
+    app = create_app(App(engine=engine, course=load_course(course), data=data, roster=Roster(engine),
+                         base_url=PREFIX, authenticator=HeaderSignIn()))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}{PREFIX}"
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        anon = httpx.Client(base_url=base, timeout=30)
+        r = anon.get("submissions")
+        assert r.status_code == 303 and r.headers["location"] == "/hub/login?next=" + PREFIX + "submissions"
+        assert anon.get("oauth_callback").json() == {"callback": True}  # its router, under the prefix
+        _error(anon.get("api/me"), 401, "not_signed_in")
+        alice = httpx.Client(base_url=base, timeout=30, headers={"X-Signed-In-As": "alice"})
+        assert alice.get("api/me").json() == {"name": "alice", "role": "student"}
+        teacher = httpx.Client(base_url=base, timeout=30, headers={"X-Signed-In-As": "teacher"})
+        assert teacher.get("api/me").json() == {"name": "teacher", "role": "instructor"}
+        files = {"file": ("masks.py", SOLUTION.encode())}
+        # signed in by a cookie-like means and no Authorization header: a form needs its token
+        _error(alice.post("api/submissions", data={"assignment": "hw"}, files=files), 403, "csrf")
+        r = alice.post("api/submissions", data={"assignment": "hw"}, files=files,
+                       headers={"Authorization": "token hub-api-token"})
+        assert r.status_code == 202 and r.json()["attempts_left"] == 2
+        sid = r.json()["id"]
+        assert teacher.get(f"api/submissions/{sid}").json()["student"] == "alice"
+        _error(httpx.get(base + f"api/submissions/{sid}", headers={"X-Signed-In-As": "bob"}), 404, "not_found")
+        _error(alice.get("instructor"), 404, "not_found")
+        # roster tokens still work beside it, and a Bearer token that is none of them is refused
+        bob = httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {roster_tokens['bob']}"})
+        assert bob.get("api/me").json() == {"name": "bob", "role": "student"}
+        _error(httpx.get(base + "api/me", headers={"Authorization": "Bearer nonsense"}), 401, "bad_token")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
