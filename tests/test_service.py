@@ -386,6 +386,20 @@ def test_an_oversized_upload_is_413(svc):
     big = SOLUTION + "\n# padding\n" + "x = 1\n" * 50_000  # ~300 kB, over the 200 kB limit
     body = _error(submit(svc.as_["erin"], "big.py", big), 413, "too_large")
     assert "200" in body["message"] or "0.195" in body["message"]
+    # sent in chunks, with no length announced: counted as it arrives, refused before it is parsed
+
+    def chunks():
+        yield b'--b\r\nContent-Disposition: form-data; name="assignment"\r\n\r\nhw\r\n'
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.py"\r\n\r\n'
+        for _ in range(100):
+            yield b"x = 1\n" * 1000
+        yield b"\r\n--b--\r\n"
+
+    r = svc.as_["erin"].post("api/submissions", content=chunks(),
+                             headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert "content-length" not in {k.lower() for k in r.request.headers}
+    _error(r, 413, "too_large")
+    assert svc.as_["erin"].get("api/submissions").json()["submissions"] == []
 
 
 @pytest.mark.parametrize("name, content", [

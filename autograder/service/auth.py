@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy import select, update
 
 from . import store
@@ -187,11 +188,11 @@ async def current_user(request: Request) -> User:
     user = None
     token = _bearer(request)
     if token is not None:
-        row = app.roster.by_token(token)
+        row = await run_in_threadpool(app.roster.by_token, token)
         if row is not None:
             user = User(row.name, row.role, via="bearer")
     if user is None and token is None and request.cookies.get(COOKIE):
-        user = app.roster.from_cookie(request.cookies[COOKIE])
+        user = await run_in_threadpool(app.roster.from_cookie, request.cookies[COOKIE])
     if user is None and app.authenticator is not None:
         user = await app.authenticator.user(request)  # a Hub token may come as Bearer too
     if user is None and token is not None:
