@@ -6,7 +6,6 @@ the restart and two-process tests start their own on their own database."""
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import signal
@@ -15,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest

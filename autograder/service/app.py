@@ -10,18 +10,17 @@ ServiceError); a browser that is not signed in is sent to the sign-in page inste
 The API is described in docs/service.md.
 """
 import csv
-import hmac
 import io
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -47,7 +46,6 @@ class Service:
     authenticator: Any = None  # JupyterHub mode: see auth.py
     worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
     language: str = "both"
-    extra: dict = field(default_factory=dict)
 
     @property
     def uploads(self):
@@ -532,7 +530,3 @@ class BodyLimit:
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
-
-
-def constant_time_equal(a, b):
-    return hmac.compare_digest(str(a), str(b))
