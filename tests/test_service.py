@@ -440,6 +440,23 @@ def test_used_up_attempts_are_429_with_when_the_next_comes(svc):
     assert sorted(p.name for p in (svc.data / "submissions").iterdir() if p.name.startswith(".")) == []
 
 
+def test_no_next_attempt_is_promised_without_a_window_or_after_the_deadline():
+    from datetime import datetime, timedelta, timezone
+
+    from autograder.config import ServiceRules
+    from autograder.service.app import _attempts_used
+    from autograder.service.store import AttemptsUsed
+
+    at = datetime(2026, 12, 20, 12, 0, tzinfo=timezone.utc)
+    total = _attempts_used(AttemptsUsed(3, 3, None), ServiceRules(attempts=3), at)
+    assert total.status == 429 and "Retry-After" not in total.headers and "all 3 attempts" in total.en
+    rules = ServiceRules(attempts=2, window="24h", deadline=at + timedelta(hours=1))
+    late = _attempts_used(AttemptsUsed(2, 2, at + timedelta(hours=5)), rules, at)
+    assert "Retry-After" not in late.headers and "after the deadline (2026-12-20 13:00 UTC)" in late.en
+    soon = _attempts_used(AttemptsUsed(2, 2, at + timedelta(minutes=30)), rules, at)
+    assert soon.headers["Retry-After"] == "1800" and "2026-12-20 12:30 UTC (in 30 min)" in soon.en
+
+
 # ---------------------------------------------------------------- who sees what
 
 def test_a_student_opening_anothers_submission_gets_404(svc, graded):

@@ -466,10 +466,18 @@ def _too_large(svc):
 
 
 def _attempts_used(e, rules, at):
+    """The 429 of AttemptsUsed `e`: when the next attempt comes (Retry-After, and the time in the
+    message), or that none comes (no window, or the next one would come after the deadline)."""
     if e.next_at is None:
         return ServiceError(429, "no_attempts_left",
                             f"这个作业的 {e.allowed} 次提交机会已经用完。",
                             f"You have used all {e.allowed} attempts of this assignment.")
+    if rules.deadline is not None and e.next_at > rules.deadline:
+        return ServiceError(429, "no_attempts_left",
+                            f"{rules.window} 内的 {e.allowed} 次提交机会已用完，截止时间（{_deadline_text(rules.deadline)}）"
+                            f"之前不会再有新的机会。",
+                            f"You have used your {e.allowed} attempts per {rules.window}, and the next one would come "
+                            f"after the deadline ({_deadline_text(rules.deadline)}).")
     wait = (e.next_at - at).total_seconds()
     zh_in, en_in = _in(wait)
     return ServiceError(429, "no_attempts_left",
