@@ -483,6 +483,9 @@ def test_the_instructor_sees_everyone_and_exports_csv(svc, graded):
     assert 'id="mistakes"' in page.text  # the off-by-one is the class's most common mistake so far
     dash = prof.get("instructor/dashboard", params={"assignment": "hw"})
     assert dash.status_code == 200 and "alice" in dash.text
+    formula = prof.post("api/submissions", data={"assignment": "hw"},  # an instructor: no attempt limit
+                        files={"file": ("=HYPERLINK(1)+1.py", SOLUTION.encode())})
+    assert formula.status_code == 202 and formula.json()["attempts_left"] is None
     r = prof.get("instructor/export.csv")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.text)))
@@ -492,6 +495,7 @@ def test_the_instructor_sees_everyone_and_exports_csv(svc, graded):
     planted = by_id[graded["planted.py"]["id"]]
     assert planted["student"] == "alice" and planted["status"] == "graded"
     assert float(planted["score"]) == graded["planted.py"]["score"]
+    assert by_id[formula.json()["id"]]["file"] == "'=HYPERLINK(1)+1.py"  # a spreadsheet shows it, runs nothing
 
 
 def test_every_link_and_form_works_under_the_prefix(svc, graded):
