@@ -237,7 +237,8 @@ def create_app(svc: Service) -> FastAPI:
 
         rules = svc.course.rules(row["assignment"])
         html = render_html(shown_report(json.loads(report), rules, row["filename"], svc.language), svc.language)
-        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user)
+        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user,
+                                                        forms_token=svc.roster.forms_token(user))
         return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
 
     @protected.get("/instructor", response_class=HTMLResponse)
