@@ -355,11 +355,7 @@ def _own(svc, user, sid):
 
 
 def _position(svc, row):
-    if row["status"] != "queued":
-        return 0
-    ahead = [r for r in store.listing(svc.engine, limit=100_000) if r["status"] == "queued"
-             and store.aware(r["created_at"]) < store.aware(row["created_at"])]
-    return len(ahead)
+    return store.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
 
 
 def _public(svc, row, memo=None):
