@@ -232,7 +232,7 @@ def create_app(svc: Service) -> FastAPI:
             return page(request, "status.html", row=row, position=_position(svc, row))
         report = store.report_of(svc.engine, sid)
         if report is None:  # not graded, and no report: the grader could not grade it
-            return page(request, "status.html", row=row)
+            return page(request, "status.html", row=row, reason=reason_words(row["reason"], user))
         from ..report.html import render_html
 
         rules = svc.course.rules(row["assignment"])
@@ -296,11 +296,12 @@ def create_app(svc: Service) -> FastAPI:
     def list_api(assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)):
         who = (student or None) if user.instructor else user.name
         memo = {}
-        return {"submissions": [_public(svc, r, memo) for r in store.listing(svc.engine, who, assignment or None)]}
+        return {"submissions": [_public(svc, r, user, memo)
+                                for r in store.listing(svc.engine, who, assignment or None)]}
 
     @protected.get("/api/submissions/{sid}")
     def one(sid: str, user: User = Depends(current_user)):
-        return _public(svc, _own(svc, user, sid))
+        return _public(svc, _own(svc, user, sid), user)
 
     @protected.get("/api/submissions/{sid}/report")
     def report_json(sid: str, user: User = Depends(current_user)):
@@ -358,17 +359,35 @@ def _position(svc, row):
     return store.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
 
 
-def _public(svc, row, memo=None):
-    """A submission as the API shows it (`memo`: attempts left per student and assignment, for a list)."""
+GRADER_FAULT_WORDS = ("评分程序在这台机器上暂时无法评分（不是你的代码的问题），已告知教师；请稍后再提交。",
+                      "the grader cannot grade on this machine just now (nothing to do with your code); your "
+                      "instructor can see why. Submit again later.")
+
+
+def reason_words(reason, user):
+    """(zh, en) of why a submission was not graded, as `user` may read it: a fault of the grader
+    itself is told to a student in general words (its reason names the instructor's files)."""
+    from .worker import GRADER_FAULT
+
+    reason = reason or ""
+    if reason.startswith(GRADER_FAULT) and not user.instructor:
+        return GRADER_FAULT_WORDS
+    return reason, reason
+
+
+def _public(svc, row, user, memo=None):
+    """A submission as the API shows it to `user` (`memo`: attempts left per student and
+    assignment, for a list)."""
     out = {"id": row["id"], "assignment": row["assignment"], "student": row["student"], "file": row["filename"],
            "status": row["status"], "submitted_at": _iso(row["created_at"]),
            "score": row["score"] if row["status"] == "graded" else None,
            "max_score": row["max_score"], "report_url": f"{svc.base_url}submissions/{row['id']}",
            "attempt_charged": bool(row["charged"])}
     if row["status"] == "not_graded":
-        out["reason"] = row["reason"]
-        out["message"] = (f"这份提交无法评分，不计入提交次数：{row['reason']} / "
-                          f"This submission could not be graded and costs no attempt: {row['reason']}")
+        zh, en = reason_words(row["reason"], user)
+        out["reason"] = en
+        out["message"] = (f"这份提交无法评分，不计入提交次数：{zh} / "
+                          f"This submission could not be graded and costs no attempt: {en}")
     key = (row["student"], row["assignment"])
     memo = {} if memo is None else memo
     if key not in memo:

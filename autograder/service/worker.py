@@ -26,6 +26,12 @@ from ..store import one_line
 from . import store
 
 
+# how the reason of a submission the grader itself could not grade begins (the self-check failed
+# here, no grading process could start): the whole reason is for the instructor (their pages, the
+# CSV, the log); a student reads app.GRADER_FAULT_WORDS instead
+GRADER_FAULT = "the grader cannot grade here"
+
+
 def log(message):
     print(f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {message}", file=sys.stderr, flush=True)
 
@@ -165,7 +171,7 @@ class Worker:
         try:
             res = self.grader.grade(row["assignment"], path, row["student"])
         except Exception as e:  # noqa: BLE001 - no process could start (GraderError), or the pool is closed
-            res = {"error": f"grader failure: {type(e).__name__}: {one_line(e, 300)}", "retry": True}
+            res = {"fatal": f"{type(e).__name__}: {one_line(e, 300)}", "retry": True}
         if self.stop.is_set() and "report" not in res:
             return  # the service is stopping: the row goes back to the queue when its lease ends
         report = res.get("report")
@@ -180,7 +186,7 @@ class Worker:
         else:
             reason = res.get("fatal") or res.get("error") or "unknown failure"
             if res.get("fatal"):
-                reason = f"the grader cannot grade here: {reason}"
+                reason = f"{GRADER_FAULT}: {reason}"
             ok = store.finish(self.engine, self.owner, sid, None, graded=False, reason=one_line(reason, 1000))
             what = f"not graded: {one_line(reason, 200)}"
         if ok:
