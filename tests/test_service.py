@@ -264,6 +264,9 @@ def test_a_corrupt_notebook_is_not_graded_and_costs_no_attempt(svc):
     assert res["attempt_charged"] is False and res["attempts_left"] == 3
     page = carol.get(f"submissions/{res['id']}")
     assert page.status_code == 200 and "not graded" in page.text
+    # the file is named as it was sent, never by its name on disk
+    assert "masks.ipynb" in page.text and res["id"] not in page.text.replace(f"submissions/{res['id']}", "")
+    assert res["id"] not in res["reason"] + carol.get(f"api/submissions/{res['id']}/report").text
 
 
 HOSTILE = SOLUTION + '''

@@ -232,11 +232,12 @@ def create_app(svc: Service) -> FastAPI:
             return page(request, "status.html", row=row, position=_position(svc, row))
         report = store.report_of(svc.engine, sid)
         if report is None:  # not graded, and no report: the grader could not grade it
-            return page(request, "status.html", row=row, reason=reason_words(row["reason"], user))
+            return page(request, "status.html", row=row, reason=reason_words(row, user))
         from ..report.html import render_html
 
         rules = svc.course.rules(row["assignment"])
-        html = render_html(shown_report(json.loads(report), rules, row["filename"], svc.language), svc.language)
+        shown = shown_report(json.loads(report), rules, row["filename"], svc.language, row["stored"])
+        html = render_html(shown, svc.language)
         nav = templates.get_template("nav.html").render(base=svc.base_url, user=user,
                                                         forms_token=svc.roster.forms_token(user))
         return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
@@ -269,7 +270,7 @@ def create_app(svc: Service) -> FastAPI:
             w.writerow([r["id"], csv_cell(r["student"]), csv_cell(r["assignment"]), csv_cell(r["filename"]),
                         _iso(r["created_at"]), r["status"], "" if r["score"] is None else f"{r['score']:g}",
                         "" if r["max_score"] is None else f"{r['max_score']:g}", int(bool(r["charged"])),
-                        _iso(r["finished_at"]), csv_cell(r["reason"] or "")])
+                        _iso(r["finished_at"]), csv_cell((r["reason"] or "").replace(r["stored"], r["filename"]))])
         return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": 'attachment; filename="submissions.csv"'})
 
@@ -311,7 +312,8 @@ def create_app(svc: Service) -> FastAPI:
             raise ServiceError(404, "no_report", "这份提交还没有报告（还在排队或评分中，或无法评分）。",
                                "This submission has no report (it is queued or being graded, or it could not be "
                                "graded: see its status).")
-        return shown_report(json.loads(report), svc.course.rules(row["assignment"]), row["filename"], svc.language)
+        return shown_report(json.loads(report), svc.course.rules(row["assignment"]), row["filename"], svc.language,
+                            row["stored"])
 
     if P:
         @public.get("", include_in_schema=False)
@@ -364,12 +366,13 @@ GRADER_FAULT_WORDS = ("评分程序在这台机器上暂时无法评分（不是
                       "instructor can see why. Submit again later.")
 
 
-def reason_words(reason, user):
-    """(zh, en) of why a submission was not graded, as `user` may read it: a fault of the grader
-    itself is told to a student in general words (its reason names the instructor's files)."""
+def reason_words(row, user):
+    """(zh, en) of why a submission was not graded, as `user` may read it: the file under the name
+    it was sent with; a fault of the grader itself told to a student in general words (its reason
+    names the instructor's files)."""
     from .worker import GRADER_FAULT
 
-    reason = reason or ""
+    reason = (row["reason"] or "").replace(row["stored"], row["filename"])
     if reason.startswith(GRADER_FAULT) and not user.instructor:
         return GRADER_FAULT_WORDS
     return reason, reason
@@ -384,7 +387,7 @@ def _public(svc, row, user, memo=None):
            "max_score": row["max_score"], "report_url": f"{svc.base_url}submissions/{row['id']}",
            "attempt_charged": bool(row["charged"])}
     if row["status"] == "not_graded":
-        zh, en = reason_words(row["reason"], user)
+        zh, en = reason_words(row, user)
         out["reason"] = en
         out["message"] = (f"这份提交无法评分，不计入提交次数：{zh} / "
                           f"This submission could not be graded and costs no attempt: {en}")

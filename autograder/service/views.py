@@ -24,8 +24,12 @@ def _matches(test_name, hidden):
     return any(test_name == h or test_name.split("/", 1)[-1] == h for h in hidden)
 
 
-def shown_report(report, rules, filename, language):
-    r = copy.deepcopy(report)
+def shown_report(report, rules, filename, language, stored=None):
+    """`stored`: the name the file has on disk, written as `filename` wherever the report says it."""
+    if stored:
+        r = json.loads(json.dumps(report, ensure_ascii=False).replace(stored, json.dumps(filename)[1:-1]))
+    else:
+        r = copy.deepcopy(report)
     for key in ("sandbox", "timing"):
         r.pop(key, None)
     r["submission"] = filename
