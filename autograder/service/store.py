@@ -323,6 +323,14 @@ def finish(engine, me, sid, report_json, *, graded, score=None, max_score=None, 
     return True
 
 
+def release(engine, me, sid):
+    """Give a submission `me` holds back to the queue (its grading failed in the service itself)."""
+    with engine.begin() as conn:
+        conn.execute(update(submissions).where(submissions.c.id == sid, submissions.c.status == "grading",
+                                               submissions.c.lease_owner == me)
+                     .values(status="queued", lease_owner=None, lease_until=None))
+
+
 def requeue_abandoned(engine, me):
     """Rows left in `grading` by a process that died (its lease ran out, or it was a process of
     this host that is gone) go back to the queue; one interrupted MAX_CLAIMS times is not graded

@@ -159,9 +159,18 @@ class Worker:
                 self.wake.clear()
                 continue
             try:
+                if row["claims"] > store.MAX_CLAIMS:  # released again and again: something here fails on it
+                    store.finish(self.engine, self.owner, row["id"], None, graded=False,
+                                 reason=f"grading was interrupted {row['claims'] - 1} times")
+                    continue
                 self.grade_one(row)
-            except Exception as e:  # noqa: BLE001 - the row stays in grading; its lease runs out
-                log(f"grading {row['id']} failed: {type(e).__name__}: {one_line(e, 300)}")
+            except Exception as e:  # noqa: BLE001 - the database failed us: the row goes back to the queue
+                log(f"grading {row['id']} failed: {type(e).__name__}: {one_line(e, 300)}; queued again")
+                try:
+                    store.release(self.engine, self.owner, row["id"])
+                except Exception:  # noqa: BLE001 - then a later start (or its MAX_CLAIMS) settles it
+                    pass
+                self.stop.wait(self.poll)
 
     def grade_one(self, row):
         sid = row["id"]
