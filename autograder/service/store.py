@@ -14,6 +14,7 @@ The queue is the submissions table.  A row's `status` goes
     queued --claim()--> grading --finish()--> graded | not_graded
                            |
                            +-- requeue_abandoned(): the lease ran out, or its owner process is gone
+                           +-- release(): its own process could not finish it (the database failed)
 
 `claim()` takes the oldest queued row for this process: on PostgreSQL through
 ``SELECT ... FOR UPDATE SKIP LOCKED``, on SQLite through one guarded ``UPDATE ... WHERE
