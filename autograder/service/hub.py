@@ -1,0 +1,205 @@
+"""Sign-in through JupyterHub: the service as a JupyterHub service, behind the hub's proxy at
+JUPYTERHUB_SERVICE_PREFIX (e.g. /services/seqgrader/).
+
+`Hub` is the service's authenticator when it runs under a hub (`seqgrader serve` picks it when
+JUPYTERHUB_API_TOKEN is set): `await hub.user(request)` says who is asking, or None.
+
+- A notebook or a script sends `Authorization: token <a JupyterHub API token>` (in a notebook,
+  JUPYTERHUB_API_TOKEN; `Bearer` is accepted too, as JupyterHub accepts it).
+- A browser signs in with OAuth: `login_url(request, next)` leads to PREFIX/oauth_login, which keeps
+  a random state and a PKCE verifier in a short-lived signed cookie and sends the browser to the
+  hub's /hub/api/oauth2/authorize; the hub sends it back to PREFIX/oauth_callback with a code, which
+  must come with the same state; the code becomes the user's token, kept in a signed HttpOnly
+  cookie on the prefix (SameSite=Lax; a cookie on a cross-site request that changes something is
+  not accepted).
+
+Either way the token is identified with the hub by jupyterhub.services.auth.HubOAuth's
+`user_for_token` (cached for `cache_max_age` seconds), the way JupyterHub's own services do it; the
+state and the signed cookies are this module's, so that several processes of the service (which
+share the service's API token, and so the cookies' key) accept each other's.
+
+Who may use the service: a token must carry the service's access scope
+(`access:services!service=NAME`, the hub's JUPYTERHUB_OAUTH_ACCESS_SCOPES).  JupyterHub 5 and 6
+give users no service by default, so the hub grants it, e.g. to everyone:
+
+    c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", "access:services!service=seqgrader"]}]
+    c.JupyterHub.services = [{"name": "seqgrader", "url": "http://127.0.0.1:8765",
+                              "command": ["seqgrader", "serve", "--port", "8765"], "oauth_no_confirm": True}]
+    c.Spawner.server_token_scopes = ["access:servers!server", "users:activity!user",
+                                     "access:services!service=seqgrader"]   # JUPYTERHUB_API_TOKEN in notebooks
+
+(JupyterHub 6 can say the first line as `c.JupyterHub.extra_user_scopes = {"access:services!service=seqgrader"}`.)
+The service's own token needs no role: the hub's answer about a token (GET /hub/api/user) always
+holds the user's name, `admin` and groups.  Instructors are the members of the group
+`instructors_group` (default "instructors") and the hub's admins; every other user the hub
+knows is a student.
+"""
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, RedirectResponse
+
+STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
+COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
+
+
+class Hub:
+    def __init__(self, instructors_group="instructors", *, api_token=None, cache_max_age=60):
+        from jupyterhub.services.auth import HubOAuth
+
+        self.instructors_group = instructors_group
+        kwargs = {"cache_max_age": cache_max_age}
+        if api_token:
+            kwargs["api_token"] = api_token
+        self.auth = HubOAuth(**kwargs)
+        self.prefix = self.auth.base_url  # JUPYTERHUB_SERVICE_PREFIX, with a slash at both ends
+        self._key = hmac.new(self.auth.api_token.encode(), b"seqgrader sign-in cookies", hashlib.sha256).digest()
+        self.cookie_name = self.auth.cookie_name
+        self.state_cookie_name = self.auth.state_cookie_name
+        self.router = APIRouter()
+        self.router.add_api_route("/oauth_login", self.oauth_login, methods=["GET"], include_in_schema=False)
+        self.router.add_api_route("/oauth_callback", self.oauth_callback, methods=["GET"], include_in_schema=False)
+
+    # ------------------------------------------------------------ who is asking
+    async def user(self, request: Request):
+        """The User of this request, or None: a token in the Authorization header, else the
+        sign-in cookie.  A token the hub does not know, or one without access to this service,
+        is nobody."""
+        token = _header_token(request)
+        if token is None:
+            token = self._unsign(request.cookies.get(self.cookie_name), "token")
+            if token is None or not _same_site_or_safe(request):
+                return None
+        model = await self._identify(token, request)
+        return self._as_user(model)
+
+    async def _identify(self, token, request, use_cache=True):
+        from tornado.web import HTTPError
+
+        try:
+            return await self.auth.user_for_token(token, use_cache=use_cache, sync=False,
+                                                  session_id=request.cookies.get("jupyterhub-session-id", ""))
+        except HTTPError as e:  # the hub cannot be reached or refuses the service's own token
+            raise HubUnavailable(e.log_message or str(e)) from None
+
+    def _as_user(self, model):
+        from jupyterhub.services.auth import check_scopes
+
+        from .auth import User
+
+        if not model or model.get("kind", "user") != "user":
+            return None
+        if self.auth.access_scopes and not check_scopes(self.auth.access_scopes, set(model.get("scopes", []))):
+            return None
+        instructor = bool(model.get("admin")) or self.instructors_group in (model.get("groups") or [])
+        return User(name=model["name"], role="instructor" if instructor else "student")
+
+    # ------------------------------------------------------------ signing in with a browser
+    def login_url(self, request, next="/"):
+        return f"{self.prefix}oauth_login?{urlencode({'next': next})}"
+
+    async def oauth_login(self, request: Request, next: str = ""):
+        verifier, challenge, method = self.auth.generate_pkce_code_challenge()
+        state = secrets.token_urlsafe(16)
+        target = self.auth.login_url + "&" + urlencode({"state": state, "code_challenge": challenge,
+                                                        "code_challenge_method": method})
+        response = RedirectResponse(target, status_code=302)
+        self._set_cookie(response, request, self.state_cookie_name,
+                         {"state": state, "next": self._safe_next(next), "verifier": verifier}, STATE_MAX_AGE)
+        return response
+
+    async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
+                             error_description: str = ""):
+        if error:
+            return _error(400, "oauth_refused", f"JupyterHub did not sign you in: {error_description or error}")
+        kept = self._unsign(request.cookies.get(self.state_cookie_name))
+        if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
+            return _error(403, "oauth_state", "The sign-in did not come back as it left (its state does not match, "
+                                              "or it took more than ten minutes). Sign in again.")
+        from tornado.web import HTTPError
+
+        try:
+            token = await self.auth.token_for_code(code, code_verifier=kept.get("verifier"), sync=False)
+        except HTTPError as e:
+            return _error(403, "oauth_code", f"JupyterHub did not accept the sign-in: {e.log_message or e}")
+        user = self._as_user(await self._identify(token, request, use_cache=False))
+        if user is None:
+            return _error(403, "not_allowed", "Your JupyterHub account may not use this service; ask the course staff.")
+        response = RedirectResponse(kept.get("next") or self.prefix, status_code=303)
+        response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
+        self._set_cookie(response, request, self.cookie_name, {"token": token}, COOKIE_MAX_AGE)
+        return response
+
+    def logout(self, response):
+        """Forget the sign-in cookie (the hub's own sign-in stays)."""
+        response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
+
+    def _safe_next(self, next):
+        """Only a path under the service's prefix: never another site, never `//host`."""
+        parts = urlsplit(next or "")
+        if parts.scheme or parts.netloc or not parts.path.startswith(self.prefix) or next.startswith("//"):
+            return self.prefix
+        return next
+
+    # ------------------------------------------------------------ signed cookies
+    def _sign(self, data, max_age):
+        body = base64.urlsafe_b64encode(json.dumps({**data, "exp": int(time.time()) + max_age}).encode()).decode()
+        mac = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        return f"{body}.{mac}"
+
+    def _unsign(self, value, key=None):
+        if not value or "." not in value:
+            return None
+        body, mac = value.rsplit(".", 1)
+        if not hmac.compare_digest(hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest(), mac):
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body.encode()))
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("exp", 0) < time.time():
+            return None
+        return data.get(key) if key else data
+
+    def _set_cookie(self, response, request, name, data, max_age):
+        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        response.set_cookie(name, self._sign(data, max_age), max_age=max_age, path=self.auth.cookie_path,
+                            httponly=True, samesite="lax", secure=secure)
+
+
+class HubUnavailable(RuntimeError):
+    """The hub could not say who a token belongs to (it is down, or refuses the service's token)."""
+
+
+def _header_token(request):
+    value = request.headers.get("authorization", "")
+    kind, _, token = value.partition(" ")
+    if kind.lower() in ("token", "bearer") and token.strip():
+        return token.strip()
+    return None
+
+
+def _same_site_or_safe(request):
+    """A sign-in cookie counts on reads from anywhere and on changes from this site only (the
+    browser says where a request comes from in Sec-Fetch-Site, or Origin)."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return True
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
+    return urlsplit(origin).netloc == host
+
+
+def _error(status, error, message):
+    return JSONResponse({"error": error, "message": message}, status_code=status)
+
