@@ -323,3 +323,96 @@ def jupyterhub(service_cmd, *, environment=None, cwd=None, service=SERVICE, time
             proc.kill()
             proc.wait()
         shutil.rmtree(top, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- the service itself
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_roster(path, people=(("alice", "student"), ("bob", "student"), ("teacher", "instructor"))):
+    Path(path).write_text("student,role\n" + "".join(f"{n},{r}\n" for n, r in people), encoding="utf-8")
+    return Path(path)
+
+
+def tokens(roster, data, db=None):
+    """{name: token} from `seqgrader tokens` (the real command line)."""
+    cmd = [sys.executable, "-m", "autograder", "tokens", "--roster", str(roster), "--data", str(data)]
+    r = subprocess.run(cmd + (["--db", db] if db else []), capture_output=True, text=True, timeout=120, cwd=ROOT)
+    if r.returncode:
+        raise RuntimeError(f"seqgrader tokens failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return dict(line.split(",", 1) for line in r.stdout.split())
+
+
+@contextlib.contextmanager
+def serve(*args, data, port=None, env=None, timeout=120):
+    """`seqgrader serve --data DATA --port PORT ARGS...` on 127.0.0.1, ready (its /healthz answers);
+    yields (its URL, the process, its log file); stopped with SIGTERM afterwards, with its grading
+    processes."""
+    port = port or free_port()
+    Path(data).mkdir(parents=True, exist_ok=True)
+    log = Path(data) / f"serve-{port}.log"
+    base = next((args[i + 1] for i, a in enumerate(args) if a == "--base-url"), "/").strip("/")
+    url = f"http://127.0.0.1:{port}/" + (base + "/" if base else "")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
+    full_env.update(env or {})
+    with open(log, "w") as logf:
+        proc = subprocess.Popen([sys.executable, "-m", "autograder", "serve", "--data", str(data), "--port", str(port),
+                                 *map(str, args)], stdout=logf, stderr=subprocess.STDOUT, cwd=ROOT, env=full_env)
+    try:
+        wait_http(url + "healthz", timeout=timeout, proc=proc, log=log)
+        kids = _children(proc.pid)
+        yield url, proc, log
+        kids.update(_children(proc.pid))
+        stop(proc, kids, what="service")
+    finally:
+        if proc.poll() is None:
+            for p in _children(proc.pid):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
+            proc.kill()
+            proc.wait()
+
+
+def call(method, url, auth=None, file=None, fields=None, timeout=60):
+    """(status, JSON answer or {}, headers) of one request to the service; `auth` is the whole
+    Authorization header ("Bearer ..." or "token ..."); `file`: a path sent as the multipart field
+    `file` with `fields` beside it."""
+    from autograder.nbgrader_course.kit_submit import _json, _request, multipart
+
+    body = ctype = None
+    if file is not None:
+        body, ctype = multipart(fields or {}, "file", Path(file))
+    status, raw, headers = _request(method, url, auth, body, ctype, timeout=timeout)
+    return status, _json(status, raw), headers
+
+
+def wait_graded(base, auth, ids, timeout=600):
+    """{id: the API's answer} once every submission of `ids` is graded or not graded."""
+    deadline = time.monotonic() + timeout
+    done = {}
+    while True:
+        for sid in ids:
+            if sid not in done:
+                status, view, _ = call("GET", f"{base}api/submissions/{sid}", auth)
+                assert status == 200, (status, view)
+                if view["status"] in ("graded", "not_graded"):
+                    done[sid] = view
+        if len(done) == len(ids):
+            return done
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not graded within {timeout} s: {sorted(set(ids) - set(done))}")
+        time.sleep(0.5)
+
+
+MASKS = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
+
+
+def masks_submission(folder, name="masks.py", without_diagonal=False):
+    """A .py submission with the reference masks (the other exercises of the assignment missing):
+    quick to grade; `without_diagonal`: causal_mask forgets the diagonal (a catalogued mistake)."""
+    code = MASKS.replace(".tril()", ".tril(-1)") if without_diagonal else MASKS
+    assert code != MASKS or not without_diagonal
+    path = Path(folder) / name
+    path.write_text(code, encoding="utf-8")
+    return path

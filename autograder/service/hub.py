@@ -31,32 +31,45 @@ give users no service by default, so the hub grants it, e.g. to everyone:
 (JupyterHub 6 can say the first line as `c.JupyterHub.extra_user_scopes = {"access:services!service=seqgrader"}`.)
 The service's own token needs no role: the hub's answer about a token (GET /hub/api/user) always
 holds the user's name, `admin` and groups.  Instructors are the members of the group
-`instructors_group` (default "instructors") and the hub's admins; every other user the hub
-knows is a student.
+`instructors_group` (default: $SEQGRADER_INSTRUCTORS_GROUP, else "instructors") and the hub's
+admins; every other user the hub knows is a student.
+
+The User it returns says how it came (`via`: "hub-token" or "hub-cookie"); a cookie's User carries
+the cookie's own random nonce, from which the service makes the token its forms must send back.
 """
 import base64
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import time
 from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import RedirectResponse
+
+from ..errors import ServiceError
 
 STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
 COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
 
 
 class Hub:
-    def __init__(self, instructors_group="instructors", *, api_token=None, cache_max_age=60):
+    """The authenticator of `seqgrader serve` under JupyterHub (see autograder/service/auth.py for
+    the seam).  `base_url`: the service's prefix (default: JUPYTERHUB_SERVICE_PREFIX); `engine`,
+    the service's database, is not needed: the hub is the one who knows people."""
+
+    def __init__(self, base_url=None, engine=None, *, instructors_group=None, api_token=None, cache_max_age=60):
         from jupyterhub.services.auth import HubOAuth
 
-        self.instructors_group = instructors_group
+        self.instructors_group = (instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP")
+                                  or "instructors")
         kwargs = {"cache_max_age": cache_max_age}
         if api_token:
             kwargs["api_token"] = api_token
+        if base_url:
+            kwargs["base_url"] = base_url
         self.auth = HubOAuth(**kwargs)
         self.prefix = self.auth.base_url  # JUPYTERHUB_SERVICE_PREFIX, with a slash at both ends
         self._key = hmac.new(self.auth.api_token.encode(), b"seqgrader sign-in cookies", hashlib.sha256).digest()
@@ -71,13 +84,14 @@ class Hub:
         """The User of this request, or None: a token in the Authorization header, else the
         sign-in cookie.  A token the hub does not know, or one without access to this service,
         is nobody."""
-        token = _header_token(request)
+        token, via, nonce = _header_token(request), "hub-token", ""
         if token is None:
-            token = self._unsign(request.cookies.get(self.cookie_name), "token")
-            if token is None or not _same_site_or_safe(request):
+            kept = self._unsign(request.cookies.get(self.cookie_name))
+            if not kept or not kept.get("token") or not _same_site_or_safe(request):
                 return None
+            token, via, nonce = kept["token"], "hub-cookie", kept.get("nonce", "")
         model = await self._identify(token, request)
-        return self._as_user(model)
+        return self._as_user(model, via, nonce)
 
     async def _identify(self, token, request, use_cache=True):
         from tornado.web import HTTPError
@@ -86,9 +100,11 @@ class Hub:
             return await self.auth.user_for_token(token, use_cache=use_cache, sync=False,
                                                   session_id=request.cookies.get("jupyterhub-session-id", ""))
         except HTTPError as e:  # the hub cannot be reached or refuses the service's own token
-            raise HubUnavailable(e.log_message or str(e)) from None
+            raise ServiceError(502, "hub_unavailable", f"JupyterHub 暂时无法确认你的身份，请稍后再试（{e.log_message or e}）。",
+                               f"JupyterHub cannot say who you are just now; try again in a moment "
+                               f"({e.log_message or e}).") from None
 
-    def _as_user(self, model):
+    def _as_user(self, model, via="hub-token", nonce=""):
         from jupyterhub.services.auth import check_scopes
 
         from .auth import User
@@ -98,7 +114,7 @@ class Hub:
         if self.auth.access_scopes and not check_scopes(self.auth.access_scopes, set(model.get("scopes", []))):
             return None
         instructor = bool(model.get("admin")) or self.instructors_group in (model.get("groups") or [])
-        return User(name=model["name"], role="instructor" if instructor else "student")
+        return User(model["name"], "instructor" if instructor else "student", via=via, nonce=nonce)
 
     # ------------------------------------------------------------ signing in with a browser
     def login_url(self, request, next="/"):
@@ -117,23 +133,28 @@ class Hub:
     async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
                              error_description: str = ""):
         if error:
-            return _error(400, "oauth_refused", f"JupyterHub did not sign you in: {error_description or error}")
+            why = error_description or error
+            raise ServiceError(400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}")
         kept = self._unsign(request.cookies.get(self.state_cookie_name))
         if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
-            return _error(403, "oauth_state", "The sign-in did not come back as it left (its state does not match, "
-                                              "or it took more than ten minutes). Sign in again.")
+            raise ServiceError(403, "oauth_state", "登录过程没有按原样返回（状态不匹配，或超过了十分钟）：请重新登录。",
+                               "The sign-in did not come back as it left (its state does not match, or it took "
+                               "more than ten minutes): sign in again.")
         from tornado.web import HTTPError
 
         try:
             token = await self.auth.token_for_code(code, code_verifier=kept.get("verifier"), sync=False)
         except HTTPError as e:
-            return _error(403, "oauth_code", f"JupyterHub did not accept the sign-in: {e.log_message or e}")
+            raise ServiceError(403, "oauth_code", f"JupyterHub 没有接受这次登录：{e.log_message or e}",
+                               f"JupyterHub did not accept the sign-in: {e.log_message or e}") from None
         user = self._as_user(await self._identify(token, request, use_cache=False))
         if user is None:
-            return _error(403, "not_allowed", "Your JupyterHub account may not use this service; ask the course staff.")
+            raise ServiceError(403, "not_allowed", "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
+                               "Your JupyterHub account may not use this service: ask the course staff.")
         response = RedirectResponse(kept.get("next") or self.prefix, status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
-        self._set_cookie(response, request, self.cookie_name, {"token": token}, COOKIE_MAX_AGE)
+        self._set_cookie(response, request, self.cookie_name, {"token": token, "nonce": secrets.token_hex(12)},
+                         COOKIE_MAX_AGE)
         return response
 
     def logout(self, response):
@@ -173,10 +194,6 @@ class Hub:
                             httponly=True, samesite="lax", secure=secure)
 
 
-class HubUnavailable(RuntimeError):
-    """The hub could not say who a token belongs to (it is down, or refuses the service's token)."""
-
-
 def _header_token(request):
     value = request.headers.get("authorization", "")
     kind, _, token = value.partition(" ")
@@ -198,8 +215,4 @@ def _same_site_or_safe(request):
         return True
     host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
     return urlsplit(origin).netloc == host
-
-
-def _error(status, error, message):
-    return JSONResponse({"error": error, "message": message}, status_code=status)
 
