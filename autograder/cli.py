@@ -2,8 +2,9 @@
 ``grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``, ``self-check`` (the reference solutions
 graded here: see selfcheck.py), ``grade-batch SUBMISSIONS --out DIR``
 (see batch.py), ``dashboard DIR --out dashboard.html`` (see report/dashboard.py), ``init-course DIR``
-(a course folder to edit), ``student-kit DIR`` (what students need, without the grader), and the
-nbgrader commands (nbgrader_course/cli.py)."""
+(a course folder to edit), ``student-kit DIR`` (what students need, without the grader), the
+nbgrader commands (nbgrader_course/cli.py), and ``serve`` / ``tokens``, the grading web service
+(service/cli.py)."""
 import argparse
 import json
 import os
@@ -283,6 +284,8 @@ def build_parser():
     add_parser(sub)
     from .nbgrader_course.cli import add_parser as add_nbgrader_parser
     add_nbgrader_parser(sub)
+    from .service.cli import add_parser as add_service_parser
+    add_service_parser(sub)
     return p
 
 

@@ -25,7 +25,24 @@ exercises      mapping exercise id -> {timeout, tests}
     points     points for passing the test (an assignment's tests and manual points
                together: 100)
     timeout    seconds for this test (default 10)
+service        mapping assignment name -> the rules of `seqgrader serve` for it (default: none, so
+               unlimited attempts, no deadline, full feedback); see docs/service.md
+  attempts     graded submissions allowed per window (default: no limit); a submission that ends
+               "not graded" (a corrupt notebook, a grader failure) gives its attempt back
+  window       the period the attempts are counted over, a duration such as "24h", "90m", "7d" or
+               "1h30m" (default: the whole course, so `attempts` is a total)
+  deadline     ISO-8601 date and time with its timezone ("2026-12-20T23:59:00+08:00"): no
+               submission is accepted after it (default: none)
+  feedback     what a student sees of a graded submission: ``full`` (everything `grade` shows:
+               score, failing properties, counterexamples, diagnosis; the default) or ``score``
+               (the score of each test, and nothing of why)
+  hide_counterexamples   test names ("padding_mask/marks_real_tokens", or with the exercise in
+               front, "masks/padding_mask/marks_real_tokens") whose counterexamples (inputs,
+               expected and actual values, the probing call) are removed from every page and
+               JSON answer of the service; the verdict, the score and the named mistake stay
 """
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -68,6 +85,47 @@ class ExerciseConfig(BaseModel):
         return sum(self.manual.values())
 
 
+DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def parse_duration(text):
+    """A timedelta from "24h", "90m", "7d", "1h30m", "45s" (or a number of seconds)."""
+    if isinstance(text, (int, float)):
+        return timedelta(seconds=float(text))
+    m = DURATION.fullmatch(str(text).strip())
+    if not str(text).strip() or m is None:
+        raise ValueError(f"{text!r} is not a duration: write it as 24h, 90m, 7d or 1h30m")
+    d, h, mi, s = (int(x or 0) for x in m.groups())
+    out = timedelta(days=d, hours=h, minutes=mi, seconds=s)
+    if out <= timedelta(0):
+        raise ValueError(f"{text!r}: a window must be longer than nothing")
+    return out
+
+
+class ServiceRules(BaseModel):
+    """The rules of `seqgrader serve` for one assignment (course.yml ``service:``)."""
+    model_config = ConfigDict(extra="forbid")
+    attempts: int | None = Field(default=None, ge=1)
+    window: str | None = None
+    deadline: datetime | None = None
+    feedback: Literal["full", "score"] = "full"
+    hide_counterexamples: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _checked(self):
+        if self.window is not None:
+            parse_duration(self.window)
+        if self.deadline is not None and self.deadline.tzinfo is None:
+            raise ValueError(f"deadline {self.deadline.isoformat()} has no timezone: write it as "
+                             f"2026-12-20T23:59:00+08:00 (or ...Z for UTC)")
+        return self
+
+    @property
+    def window_length(self):
+        """The window as a timedelta, or None (the attempts are a total)."""
+        return parse_duration(self.window) if self.window is not None else None
+
+
 class Course(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: Literal["zh", "en", "both"] = "both"
@@ -75,6 +133,7 @@ class Course(BaseModel):
     load_timeout: float = Field(default=20.0, gt=0)
     assignments: dict[str, list[str]] = Field(default_factory=dict)
     exercises: dict[str, ExerciseConfig]
+    service: dict[str, ServiceRules] = Field(default_factory=dict)
     _source: str | None = PrivateAttr(default=None)  # the course.yml it was read from
 
     @property
@@ -114,7 +173,22 @@ class Course(BaseModel):
                 raise ValueError(f"assignment {name!r} lists unknown exercises {unknown}")
             if not ids:
                 raise ValueError(f"assignment {name!r} lists no exercise")
+        names = list(self.assignments) or ["all"]
+        for name, rules in self.service.items():
+            if name not in names:
+                raise ValueError(f"service: unknown assignment {name!r}; course.yml has {names}")
+            ids = self.assignments.get(name) or list(self.exercises)
+            tests = {f"{ex}/{t}" for ex in ids for t in self.exercises[ex].tests}
+            unknown = [t for t in rules.hide_counterexamples
+                       if t not in tests and not any(f"{ex}/{t}" in tests for ex in ids)]
+            if unknown:
+                raise ValueError(f"service: {name}: hide_counterexamples names tests the assignment does not "
+                                 f"have: {unknown}")
         return self
+
+    def rules(self, assignment):
+        """The service's rules for `assignment` (course.yml ``service:``; defaults where it has none)."""
+        return self.service.get(assignment) or ServiceRules()
 
     @property
     def max_score(self):

@@ -12,6 +12,11 @@
 
     TestTimeout (BaseException)      the per-test alarm fired; a BaseException so that neither
                                      hypothesis nor a student's `except Exception` swallows it
+
+    ServiceError (Exception)         an answer of `seqgrader serve` other than a success: the HTTP
+    │                                status, a code, and what to do in Chinese and English (the
+    │                                service turns it into {"error", "message"})
+    └── NotSignedIn                  nobody signed in: 401 for the API, the sign-in page for a browser
 """
 
 
@@ -57,3 +62,23 @@ class MissingFunction(PropertyFailure):
 
 class TestTimeout(BaseException):
     __test__ = False  # not a pytest test class
+
+
+class ServiceError(Exception):
+    """`status` (HTTP), `code` (the JSON's "error"), `zh` / `en` (its "message"), extra `headers`."""
+
+    def __init__(self, status, code, zh, en, headers=None):
+        super().__init__(en)
+        self.status, self.code, self.zh, self.en = status, code, zh, en
+        self.headers = dict(headers or {})
+
+    @property
+    def message(self):
+        return f"{self.zh} / {self.en}"
+
+
+class NotSignedIn(ServiceError):
+    def __init__(self):
+        super().__init__(401, "not_signed_in", "请先登录：在请求头中附上 Authorization: Bearer 令牌，或在登录页输入令牌。",
+                         "Sign in first: send the header Authorization: Bearer YOUR_TOKEN, or enter your token on "
+                         "the sign-in page.", {"WWW-Authenticate": "Bearer"})

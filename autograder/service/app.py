@@ -1,0 +1,510 @@
+"""The HTTP layer: routes that parse, authorise (auth.current_user, declared once for the whole
+protected router) and answer; the store keeps the data, the worker grades.
+
+    create_app(service) -> FastAPI      `service`: a Service (below), built by cli.py
+
+Every route lives under the base URL (``--base-url``, e.g. /services/seqgrader/ behind
+JupyterHub's proxy, which forwards the prefix), and every link of every page is written from it.
+Every error is JSON {"error": code, "message": "<Chinese> / <English>"} (store and auth raise
+ServiceError); a browser that is not signed in is sent to the sign-in page instead of a 401.
+The API is described in docs/service.md.
+"""
+import csv
+import hmac
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import NotSignedIn, ServiceError
+from . import store
+from .auth import COOKIE, COOKIE_DAYS, User, check_csrf, current_user
+from .views import UploadRefused, check_upload, csv_cell, shown_report
+
+MB = 1 << 20
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "
+       "frame-ancestors 'none'")
+
+
+@dataclass
+class Service:
+    """What the routes need: the database, the course, the data folder, who may sign in."""
+    engine: Any
+    course: Any
+    data: Path
+    roster: Any  # auth.Roster
+    base_url: str = "/"
+    max_upload: int = 5 * MB
+    authenticator: Any = None  # JupyterHub mode: see auth.py
+    worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
+    language: str = "both"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def uploads(self):
+        return Path(self.data) / "submissions"
+
+    @property
+    def prefix(self):
+        """The base URL without its trailing slash ("" at the root)."""
+        return self.base_url.rstrip("/")
+
+
+def normalise_base(url):
+    url = "/" + (url or "/").strip("/")
+    return url if url == "/" else url + "/"
+
+
+# ---------------------------------------------------------------- errors
+
+def error_response(e):
+    return JSONResponse({"error": e.code, "message": e.message}, status_code=e.status, headers=e.headers)
+
+
+def _wants_page(request):
+    return "/api/" not in request.url.path and request.method in ("GET", "HEAD")
+
+
+def _local_next(svc, value):
+    """`value` if it is a path of this service, else the home page (no open redirect)."""
+    value = str(value or "")
+    if value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value:
+        return value
+    return svc.base_url
+
+
+def _deadline_text(t):
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _in(seconds):
+    seconds = max(0, int(seconds))
+    h, m = divmod((seconds + 59) // 60, 60)
+    return (f"{h} 小时 {m} 分钟" if h else f"{m} 分钟"), (f"{h} h {m} min" if h else f"{m} min")
+
+
+# ---------------------------------------------------------------- the app
+
+def create_app(svc: Service) -> FastAPI:
+    svc.base_url = normalise_base(svc.base_url)
+    P = svc.prefix
+    app = FastAPI(title="seqgrader", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = svc
+    templates = Environment(loader=PackageLoader("autograder.service", "templates"),
+                            autoescape=select_autoescape(default=True, default_for_string=True))
+
+    def page(request, name, status=200, **context):
+        user = getattr(request.state, "user", None)
+        context.update(base=svc.base_url, user=user, course_language=svc.language,
+                       forms_token=svc.roster.forms_token(user) if user else "")
+        return HTMLResponse(templates.get_template(name).render(**context), status_code=status)
+
+    # ---- answers of every kind
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request, e):
+        if isinstance(e, NotSignedIn) and _wants_page(request):
+            where = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+            if svc.authenticator is not None:
+                return RedirectResponse(svc.authenticator.login_url(request, where), status_code=303)
+            return RedirectResponse(f"{svc.base_url}signin?next={_quote(where)}", status_code=303)
+        return error_response(e)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request, e):
+        if e.status_code == 404:
+            return error_response(_not_found())
+        if e.status_code == 405:
+            return error_response(ServiceError(405, "method_not_allowed", "这个地址不接受这种请求方法。",
+                                               "This address does not take this method."))
+        return error_response(ServiceError(e.status_code, "http_error", str(e.detail), str(e.detail)))
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request, e):
+        missing = [".".join(str(x) for x in err.get("loc", [])[1:]) for err in e.errors()]
+        return error_response(ServiceError(
+            422, "bad_request", f"请求缺少或写错了这些字段：{', '.join(missing)}。",
+            f"The request lacks or misspells these fields: {', '.join(missing)} (a submission is multipart form "
+            f"data with the fields `assignment` and `file`)."))
+
+    @app.middleware("http")
+    async def _headers(request, call_next):
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        if response.headers.get("content-type", "").startswith(("text/html", "application/json")):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    app.add_middleware(BodyLimit, limit=svc.max_upload + 64 * 1024)
+
+    public = APIRouter()
+    protected = APIRouter(dependencies=[Depends(current_user)])
+
+    # ---- public: health, signing in
+
+    @public.get("/healthz")
+    def healthz():
+        return {"status": "ok", "queue": store.counts(svc.engine),
+                "grading": svc.worker is not None, "base_url": svc.base_url}
+
+    @public.get("/signin", response_class=HTMLResponse)
+    def signin_page(request: Request, next: str = ""):
+        if svc.authenticator is not None:
+            return RedirectResponse(svc.authenticator.login_url(request, _local_next(svc, next)), status_code=303)
+        return page(request, "signin.html", next=_local_next(svc, next))
+
+    @public.post("/signin")
+    def signin(request: Request, token: str = Form(""), next: str = Form("")):
+        origin = request.headers.get("origin")
+        from .auth import allowed_origins
+        if origin and origin not in allowed_origins(request):
+            return error_response(ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
+                                               "A form sent from another site is refused (cross-site request)."))
+        row = svc.roster.by_token(token.strip())
+        if row is None:
+            return page(request, "signin.html", status=401, next=_local_next(svc, next),
+                        error=("令牌不对：请检查后再输入，或向教师索取。",
+                               "This token is not right: check it, or ask your instructor for yours."))
+        response = RedirectResponse(_local_next(svc, next), status_code=303)
+        response.set_cookie(COOKIE, svc.roster.cookie_for(row), max_age=COOKIE_DAYS * 86400, path=svc.base_url,
+                            httponly=True, samesite="lax", secure=request.url.scheme == "https")
+        return response
+
+    # ---- pages
+
+    @protected.get("/", response_class=HTMLResponse)
+    def home(user: User = Depends(current_user)):
+        return RedirectResponse(f"{svc.base_url}{'instructor' if user.instructor else 'submissions'}", status_code=303)
+
+    @protected.post("/signout")
+    def signout(request: Request, csrf: str = Form(""), user: User = Depends(current_user)):
+        check_csrf(request, user, csrf)
+        response = RedirectResponse(f"{svc.base_url}signin", status_code=303)
+        response.delete_cookie(COOKIE, path=svc.base_url)
+        return response
+
+    @protected.get("/upload", response_class=HTMLResponse)
+    def upload_page(request: Request, assignment: str = "", user: User = Depends(current_user)):
+        return page(request, "upload.html", assignments=_assignments(svc, user), chosen=assignment)
+
+    @protected.post("/upload")
+    async def upload_form(request: Request, assignment: str = Form(""), csrf: str = Form(""),
+                          file: UploadFile | None = File(None), user: User = Depends(current_user)):
+        check_csrf(request, user, csrf)
+        try:
+            out = await _submit(svc, user, assignment, file)
+        except ServiceError as e:
+            return page(request, "upload.html", status=e.status, assignments=_assignments(svc, user),
+                        chosen=assignment, error=(e.zh, e.en))
+        if svc.worker is not None:
+            svc.worker.wake.set()
+        return RedirectResponse(f"{svc.base_url}submissions/{out['id']}", status_code=303)
+
+    @protected.get("/submissions", response_class=HTMLResponse)
+    def list_page(request: Request, assignment: str | None = None, student: str | None = None,
+                  user: User = Depends(current_user)):
+        rows = store.listing(svc.engine, (student or None) if user.instructor else user.name, assignment or None)
+        return page(request, "list.html", rows=rows, assignments=_assignments(svc, user))
+
+    @protected.get("/submissions/{sid}", response_class=HTMLResponse)
+    def submission_page(request: Request, sid: str, user: User = Depends(current_user)):
+        row = _own(svc, user, sid)
+        if row["status"] in ("queued", "grading"):
+            return page(request, "status.html", row=row, position=_position(svc, row))
+        report = store.report_of(svc.engine, sid)
+        if report is None:  # not graded, and no report: the grader could not grade it
+            return page(request, "status.html", row=row)
+        from ..report.html import render_html
+
+        rules = svc.course.rules(row["assignment"])
+        html = render_html(shown_report(json.loads(report), rules, row["filename"], svc.language), svc.language)
+        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user)
+        return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
+
+    @protected.get("/instructor", response_class=HTMLResponse)
+    def instructor_page(request: Request, assignment: str | None = None, user: User = Depends(current_user)):
+        _instructors_only(user)
+        from .classview import class_view
+
+        names = svc.course.assignment_names()
+        chosen = assignment if assignment in names else names[0]
+        return page(request, "instructor.html", view=class_view(svc, chosen), assignments=names, chosen=chosen)
+
+    @protected.get("/instructor/dashboard", response_class=HTMLResponse)
+    def dashboard(assignment: str | None = None, user: User = Depends(current_user)):
+        _instructors_only(user)
+        from .classview import dashboard_html
+
+        names = svc.course.assignment_names()
+        return HTMLResponse(dashboard_html(svc, assignment if assignment in names else names[0]))
+
+    @protected.get("/instructor/export.csv")
+    def export(assignment: str | None = None, user: User = Depends(current_user)):
+        _instructors_only(user)
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["id", "student", "assignment", "file", "submitted_at", "status", "score", "max_score",
+                    "attempt_charged", "graded_at", "reason"])
+        for r in reversed(store.listing(svc.engine, None, assignment or None, limit=1_000_000)):
+            w.writerow([r["id"], csv_cell(r["student"]), csv_cell(r["assignment"]), csv_cell(r["filename"]),
+                        _iso(r["created_at"]), r["status"], "" if r["score"] is None else f"{r['score']:g}",
+                        "" if r["max_score"] is None else f"{r['max_score']:g}", int(bool(r["charged"])),
+                        _iso(r["finished_at"]), csv_cell(r["reason"] or "")])
+        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="submissions.csv"'})
+
+    # ---- the API
+
+    @protected.get("/api/me")
+    def me(user: User = Depends(current_user)):
+        return {"name": user.name, "role": user.role}
+
+    @protected.get("/api/assignments")
+    def assignments(user: User = Depends(current_user)):
+        return {"assignments": _assignments(svc, user)}
+
+    @protected.post("/api/submissions", status_code=202)
+    async def submit(request: Request, assignment: str = Form(""), file: UploadFile | None = File(None),
+                     user: User = Depends(current_user)):
+        if request.cookies.get(COOKIE) and not request.headers.get("authorization"):
+            check_csrf(request, user, request.headers.get("x-csrf-token"))
+        out = await _submit(svc, user, assignment, file)
+        if svc.worker is not None:
+            svc.worker.wake.set()
+        return JSONResponse(out, status_code=202)
+
+    @protected.get("/api/submissions")
+    def list_api(assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)):
+        who = (student or None) if user.instructor else user.name
+        return {"submissions": [_public(svc, r) for r in store.listing(svc.engine, who, assignment or None)]}
+
+    @protected.get("/api/submissions/{sid}")
+    def one(sid: str, user: User = Depends(current_user)):
+        return _public(svc, _own(svc, user, sid))
+
+    @protected.get("/api/submissions/{sid}/report")
+    def report_json(sid: str, user: User = Depends(current_user)):
+        row = _own(svc, user, sid)
+        report = store.report_of(svc.engine, sid)
+        if report is None:
+            raise ServiceError(404, "no_report", "这份提交还没有报告（还在排队或评分中，或无法评分）。",
+                               "This submission has no report (it is queued or being graded, or it could not be "
+                               "graded: see its status).")
+        return shown_report(json.loads(report), svc.course.rules(row["assignment"]), row["filename"], svc.language)
+
+    if P:
+        @public.get("", include_in_schema=False)
+        def bare_prefix():
+            return RedirectResponse(svc.base_url, status_code=308)
+
+    app.include_router(public, prefix=P)
+    app.include_router(protected, prefix=P)
+    if svc.authenticator is not None and getattr(svc.authenticator, "router", None) is not None:
+        app.include_router(svc.authenticator.router, prefix=P)
+    return app
+
+
+def _quote(text):
+    from urllib.parse import quote
+
+    return quote(text, safe="/")
+
+
+def _iso(t):
+    t = store.aware(t)
+    return t.isoformat(timespec="seconds") if t else ""
+
+
+def _not_found():
+    return ServiceError(404, "not_found", "没有这个页面或这份提交（或者它不是你的）。",
+                        "There is no such page or submission (or it is not yours).")
+
+
+def _instructors_only(user):
+    if not user.instructor:
+        raise _not_found()  # a student learns nothing, not even that the page exists
+
+
+def _own(svc, user, sid):
+    """The submission `sid` if `user` may see it (theirs, or an instructor); 404 otherwise."""
+    row = store.get(svc.engine, sid) if len(sid) <= 64 else None
+    if row is None or (not user.instructor and row["student"] != user.name):
+        raise _not_found()
+    return row
+
+
+def _position(svc, row):
+    if row["status"] != "queued":
+        return 0
+    ahead = [r for r in store.listing(svc.engine, limit=100_000) if r["status"] == "queued"
+             and store.aware(r["created_at"]) < store.aware(row["created_at"])]
+    return len(ahead)
+
+
+def _public(svc, row):
+    """A submission as the API shows it."""
+    out = {"id": row["id"], "assignment": row["assignment"], "student": row["student"], "file": row["filename"],
+           "status": row["status"], "submitted_at": _iso(row["created_at"]),
+           "score": row["score"] if row["status"] == "graded" else None,
+           "max_score": row["max_score"], "report_url": f"{svc.base_url}submissions/{row['id']}",
+           "attempt_charged": bool(row["charged"])}
+    if row["status"] == "not_graded":
+        out["reason"] = row["reason"]
+        out["message"] = (f"这份提交无法评分，不计入提交次数：{row['reason']} / "
+                          f"This submission could not be graded and costs no attempt: {row['reason']}")
+    rules = svc.course.rules(row["assignment"])
+    out["attempts_left"] = store.attempts_left(svc.engine, row["student"], row["assignment"], rules)
+    return out
+
+
+def _assignments(svc, user):
+    out = []
+    for name in svc.course.assignment_names():
+        rules = svc.course.rules(name)
+        left = None if user.instructor else store.attempts_left(svc.engine, user.name, name, rules)
+        out.append({"name": name, "exercises": svc.course.assignment(name), "attempts": rules.attempts,
+                    "window": rules.window, "attempts_left": left,
+                    "deadline": rules.deadline.isoformat() if rules.deadline else None,
+                    "closed": bool(rules.deadline and datetime.now(timezone.utc) > rules.deadline)})
+    return out
+
+
+async def _submit(svc, user, assignment, file):
+    """Check an upload, write it under the data folder with a generated name, and insert its row
+    (charging an attempt) before answering; the answer's dict, or ServiceError."""
+    names = svc.course.assignment_names()
+    if assignment not in names:
+        raise ServiceError(422, "unknown_assignment", f"没有名为 “{assignment}” 的作业；可选：{', '.join(names)}。",
+                           f"There is no assignment {assignment!r}; choose one of: {', '.join(names)}.")
+    rules = svc.course.rules(assignment)
+    at = datetime.now(timezone.utc)
+    if rules.deadline and at > rules.deadline and not user.instructor:
+        raise ServiceError(403, "deadline_passed",
+                           f"作业 {assignment} 的截止时间（{_deadline_text(rules.deadline)}）已过，不再接受提交。",
+                           f"The deadline of {assignment} ({_deadline_text(rules.deadline)}) has passed: no more "
+                           f"submissions are accepted.")
+    if file is None or not file.filename:
+        raise ServiceError(422, "no_file", "请选择要上传的文件（.ipynb 或 .py）。",
+                           "Choose the file to upload (.ipynb or .py) in the field `file`.")
+    data = await file.read(svc.max_upload + 1)
+    if len(data) > svc.max_upload:
+        raise _too_large(svc)
+    try:
+        kind = check_upload(file.filename, data)
+    except UploadRefused as e:
+        raise ServiceError(415, "unsupported_file", e.zh, e.en) from None
+    sid = store.new_id()
+    stored = f"{sid}.{'py' if kind == 'py' else 'ipynb'}"  # never the uploaded name
+    path = svc.uploads / stored
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{stored}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        left = store.accept(svc.engine, sid=sid, student=user.name, role=user.role, assignment=assignment,
+                            filename=_display_name(file.filename), stored=stored, rules=rules,
+                            limited=not user.instructor, at=at)
+    except store.AttemptsUsed as e:
+        path.unlink(missing_ok=True)
+        raise _attempts_used(e, rules, at) from None
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return {"id": sid, "status": "queued", "attempts_left": left,
+            "report_url": f"{svc.base_url}submissions/{sid}", "status_url": f"{svc.base_url}api/submissions/{sid}"}
+
+
+def _display_name(name):
+    name = str(name).replace("\\", "/").rsplit("/", 1)[-1]
+    return "".join(ch for ch in name if ch.isprintable())[:200] or "submission"
+
+
+def _too_large(svc):
+    mb = svc.max_upload / MB
+    return ServiceError(413, "too_large", f"文件超过了 {mb:g} MB 的上限：请清除笔记本的输出（Cell → All Output → Clear）后再上传。",
+                        f"The file is over the {mb:g} MB limit: clear the notebook's outputs (Cell > All Output > "
+                        f"Clear) and upload it again.")
+
+
+def _attempts_used(e, rules, at):
+    if e.next_at is None:
+        return ServiceError(429, "no_attempts_left",
+                            f"这个作业的 {e.allowed} 次提交机会已经用完。",
+                            f"You have used all {e.allowed} attempts of this assignment.")
+    wait = (e.next_at - at).total_seconds()
+    zh_in, en_in = _in(wait)
+    return ServiceError(429, "no_attempts_left",
+                        f"{rules.window} 内的 {e.allowed} 次提交机会已用完；下一次机会在 {_deadline_text(e.next_at)}（{zh_in}后）。",
+                        f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
+                        f"{_deadline_text(e.next_at)} (in {en_in}).",
+                        {"Retry-After": str(max(1, int(wait + 0.999)))})
+
+
+class BodyLimit:
+    """An ASGI middleware: a request body over `limit` bytes is refused with 413 as it arrives
+    (by its Content-Length, or by counting), before anything parses it."""
+
+    def __init__(self, app, limit):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        svc = scope["app"].state.service if "app" in scope else None
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await self._refuse(scope, send, svc)
+        seen = 0
+        started = False
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        async def tracked(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await self._refuse(scope, send, svc)
+
+    async def _refuse(self, scope, send, svc):
+        e = _too_large(svc) if svc is not None else ServiceError(413, "too_large", "文件太大。", "The file is too large.")
+        body = json.dumps({"error": e.code, "message": e.message}, ensure_ascii=False).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def constant_time_equal(a, b):
+    return hmac.compare_digest(str(a), str(b))

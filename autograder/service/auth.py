@@ -1,0 +1,225 @@
+"""Who is asking: one dependency, `current_user`, that every route but the public ones (/healthz,
+the sign-in page) goes through; the app's protected router declares it for all its routes, so no
+route can forget it (tests/test_service.py checks every route).
+
+    User              name, role ("student" | "instructor"), how they signed in (`via`)
+    Roster            the people of a roster CSV (columns `student`, `role`) and their tokens
+    current_user()    the dependency: the first of
+                        1. ``Authorization: Bearer TOKEN`` (a roster token),
+                        2. the sign-in cookie (set by the sign-in page from a token; signed),
+                        3. the authenticator (JupyterHub mode: autograder/service/hub.py)
+                      and NotSignedIn otherwise (API: 401 JSON; pages: to the sign-in page)
+    check_csrf()      a form sent with a cookie must carry the form's token (forms_token)
+
+Tokens: a person's token is HMAC(the service's key, name:generation), so `seqgrader tokens`
+prints the same token every time until `--rotate` adds one to the generation (the old token and
+cookies made with it stop working).  The database holds the sha256 of each token; the key is in
+the database too, so whoever reads the database can make tokens: keep it as private as the grades.
+
+The authenticator seam (JupyterHub mode).  Any object with
+
+    async def user(self, request) -> User | None      the Hub's OAuth cookie, or an
+                                                      ``Authorization: token <API token>`` header
+    router                                            a fastapi APIRouter (its /oauth_callback),
+                                                      mounted under the base URL; may be None
+    def login_url(self, request, next) -> str         where a browser goes to sign in
+
+passed as ``create_app(..., authenticator=...)``.  `serve` builds one from
+``autograder.service.hub.Hub(base_url=..., engine=...)`` when JUPYTERHUB_API_TOKEN is set (or
+with --jupyterhub).
+"""
+import base64
+import csv
+import hashlib
+import hmac
+import os
+import time
+from dataclasses import dataclass, field
+
+from fastapi import Request
+from sqlalchemy import select, update
+
+from . import store
+from ..errors import NotSignedIn, ServiceError
+
+ROLES = ("student", "instructor")
+COOKIE = "seqgrader-signin"
+COOKIE_DAYS = 14
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    role: str = "student"  # "student" | "instructor"
+    via: str = "bearer"  # "bearer" | "cookie" | what the authenticator says ("hub-cookie", "hub-token")
+    nonce: str = field(default="", compare=False)  # the cookie's, for its forms' token
+
+    @property
+    def instructor(self):
+        return self.role == "instructor"
+
+
+# ---------------------------------------------------------------- the roster and its tokens
+
+def read_roster(path):
+    """[(name, role)] of a roster CSV with columns `student` and `role` (student | instructor)."""
+    from ..errors import ConfigError
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise ConfigError(f"cannot read the roster {path}: {e}") from None
+    out, seen = [], set()
+    for n, row in enumerate(rows, 2):
+        name = (row.get("student") or "").strip()
+        role = (row.get("role") or "student").strip().lower() or "student"
+        if not name:
+            raise ConfigError(f"{path}:{n}: no name in the `student` column (the columns are: student,role)")
+        if role not in ROLES:
+            raise ConfigError(f"{path}:{n}: role {role!r} of {name!r}: write student or instructor")
+        if name in seen:
+            raise ConfigError(f"{path}:{n}: {name!r} is listed twice")
+        seen.add(name)
+        out.append((name, role))
+    if not out:
+        raise ConfigError(f"{path} lists nobody (the columns are: student,role)")
+    return out
+
+
+def make_token(key, name, generation):
+    mac = hmac.new(bytes.fromhex(key), f"token\0{name}\0{generation}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:24]).decode().rstrip("=")
+
+
+def sync_roster(engine, roster, rotate=()):
+    """Make the database's people the roster's: new names added, roles updated, people no longer
+    listed deactivated (their tokens stop working); `rotate`: names (or "*" for all) whose token is
+    replaced.  Returns [(name, role, token)] in the roster's order."""
+    key = store.secret(engine)
+    rotate = set(rotate)
+    out = []
+    with engine.begin() as conn:
+        have = {r.name: r for r in conn.execute(select(store.people))}
+        listed = {name for name, _ in roster}
+        for name, role in roster:
+            old = have.get(name)
+            gen = 0 if old is None else old.generation + (1 if ("*" in rotate or name in rotate) else 0)
+            token = make_token(key, name, gen)
+            values = dict(role=role, active=True, generation=gen, token_hash=store.hash_token(token))
+            if old is None:
+                conn.execute(store.people.insert().values(name=name, created_at=store.now(), **values))
+            else:
+                conn.execute(update(store.people).where(store.people.c.name == name).values(**values))
+            out.append((name, role, token))
+        for name, old in have.items():
+            if name not in listed and old.token_hash is not None:
+                conn.execute(update(store.people).where(store.people.c.name == name).values(active=False))
+    return out
+
+
+class Roster:
+    """Roster mode: tokens and the sign-in cookie, checked against the database."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.key = bytes.fromhex(store.secret(engine))
+
+    def by_token(self, token):
+        if not token:
+            return None
+        with self.engine.begin() as conn:
+            row = conn.execute(select(store.people).where(store.people.c.token_hash == store.hash_token(token),
+                                                          store.people.c.active.is_(True))).first()
+        return row
+
+    def person(self, name):
+        with self.engine.begin() as conn:
+            return conn.execute(select(store.people).where(store.people.c.name == name,
+                                                           store.people.c.active.is_(True))).first()
+
+    # ---- the cookie: name, generation, expiry and a nonce, signed
+
+    def _sign(self, payload):
+        return base64.urlsafe_b64encode(hmac.new(self.key, payload.encode(), hashlib.sha256).digest()).decode().rstrip("=")
+
+    def cookie_for(self, row):
+        expires = int(time.time()) + COOKIE_DAYS * 86400
+        nonce = os.urandom(12).hex()
+        payload = base64.urlsafe_b64encode(f"{row.name}\0{row.generation}\0{expires}\0{nonce}".encode()).decode()
+        return f"{payload}.{self._sign('cookie:' + payload)}"
+
+    def from_cookie(self, value):
+        try:
+            payload, sig = value.rsplit(".", 1)
+            if not hmac.compare_digest(sig, self._sign("cookie:" + payload)):
+                return None
+            name, gen, expires, nonce = base64.urlsafe_b64decode(payload.encode()).decode().split("\0")
+        except (ValueError, UnicodeError):
+            return None
+        if int(expires) < time.time():
+            return None
+        row = self.person(name)
+        if row is None or row.generation != int(gen):
+            return None  # rotated, or no longer on the roster
+        return User(row.name, row.role, via="cookie", nonce=nonce)
+
+    def forms_token(self, user):
+        """The token every form of a page for `user` carries (checked by check_csrf)."""
+        return self._sign(f"forms:{user.name}:{user.nonce}")
+
+
+# ---------------------------------------------------------------- the dependency
+
+def _bearer(request):
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+async def current_user(request: Request) -> User:
+    """The one dependency every protected route goes through."""
+    cached = getattr(request.state, "user", None)
+    if cached is not None:
+        return cached
+    app = request.app.state.service
+    user = None
+    token = _bearer(request)
+    if token is not None:
+        row = app.roster.by_token(token)
+        if row is None:
+            raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
+                               "This token is not valid (or was replaced): ask your instructor for yours.")
+        user = User(row.name, row.role, via="bearer")
+    if user is None and request.cookies.get(COOKIE):
+        user = app.roster.from_cookie(request.cookies[COOKIE])
+    if user is None and app.authenticator is not None:
+        user = await app.authenticator.user(request)
+    if user is None:
+        raise NotSignedIn()
+    if user.role not in ROLES:
+        user = User(user.name, "student", user.via, user.nonce)
+    request.state.user = user
+    return user
+
+
+def check_csrf(request, user, sent):
+    """A form POST made with a cookie (ours or the Hub's) must carry the page's forms token and
+    come from this site; a request with an Authorization header needs neither (no browser sends
+    that header by itself to another site)."""
+    if request.headers.get("authorization"):
+        return
+    origin = request.headers.get("origin")
+    if origin and origin not in allowed_origins(request):
+        raise ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
+                           "A form sent from another site is refused (cross-site request).")
+    want = request.app.state.service.roster.forms_token(user)
+    if not sent or not hmac.compare_digest(str(sent), want):
+        raise ServiceError(403, "csrf", "表单已过期：请重新打开页面再提交。",
+                           "This form is out of date or did not come from this site: reload the page and send "
+                           "it again.")
+
+
+def allowed_origins(request):
+    host = request.headers.get("host", "")
+    return {f"http://{host}", f"https://{host}"}

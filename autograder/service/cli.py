@@ -1,0 +1,215 @@
+"""The service's commands, added to `seqgrader` by autograder/cli.py:
+
+    seqgrader serve   the grading web service (uvicorn), with its grading threads
+    seqgrader tokens  the roster's tokens, one `student,token` line per person
+"""
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+
+from ..errors import ConfigError, GraderError
+
+DATA_DEFAULT = "seqgrader-data"
+
+SERVE_HELP = """\
+Run the grading web service: students upload a notebook or a Python file (a page, or
+POST /api/submissions), the service grades it on warm grading processes it keeps (the same
+sandboxed processes as grade-batch; or a Dask cluster with --dask-scheduler) and shows the report
+`grade --html` writes; instructors see the whole class and export a CSV. The HTTP interface is
+described in docs/service.md.
+
+Data: --data DIR (default ./seqgrader-data) holds the uploads (under generated names), the
+grading processes' log and, unless --db names another database, the SQLite database service.db.
+--db takes any SQLAlchemy URL: sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/DB. The
+schema is brought up to date on start (Alembic migrations shipped in the package).
+
+Sign-in: --roster CSV (columns student, role) lets the people listed sign in with the tokens
+`seqgrader tokens` prints; with JUPYTERHUB_API_TOKEN set (a JupyterHub service) or --jupyterhub,
+JupyterHub signs people in.
+
+Attempts, windows, deadlines and what students see come from course.yml's `service:` key
+(autograder/config.py). A submission that cannot be graded costs no attempt. Every accepted upload
+is on disk and in the database before the answer; a service killed while grading grades the
+submission again when it starts, once. Several services may share one database."""
+
+
+def parse_size(text):
+    """Bytes from "5MB", "500kB", "2M" or a plain number of bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:i?[bB])?\s*", str(text))
+    if not m:
+        raise ConfigError(f"--max-upload {text!r}: write a size such as 5MB, 500kB or 1048576")
+    factor = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+    return int(float(m.group(1)) * factor)
+
+
+def _database(args):
+    from .store import sqlite_url
+
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    return args.db or os.environ.get("SEQGRADER_DB") or sqlite_url(data)
+
+
+def _engine(args):
+    from .store import make_engine, migrate
+
+    url = _database(args)
+    try:
+        engine = make_engine(url)
+        migrate(engine)
+    except ImportError as e:
+        raise GraderError(f"the database {_safe(url)} needs a driver that is not installed: {e} "
+                          f"(pip install 'seqgrader[service]')") from None
+    except Exception as e:  # noqa: BLE001 - say which database, then stop
+        if isinstance(e, GraderError):
+            raise
+        raise GraderError(f"cannot open the database {_safe(url)}: {type(e).__name__}: {e}") from None
+    return engine, url
+
+
+def _safe(url):
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+def _hub(base_url, engine):
+    try:
+        from .hub import Hub
+    except ImportError as e:
+        raise GraderError(f"JupyterHub sign-in (JUPYTERHUB_API_TOKEN is set, or --jupyterhub) needs the module "
+                          f"autograder.service.hub, which this installation cannot import ({e}); run with --roster "
+                          f"CSV and without JUPYTERHUB_API_TOKEN to sign in with tokens") from None
+    return Hub(base_url=base_url, engine=engine)
+
+
+def cmd_serve(args):
+    try:
+        import uvicorn
+
+        from .app import Service, create_app
+        from .auth import Roster, read_roster, sync_roster
+        from .worker import DaskGrader, LocalGrader, Worker, log
+    except ImportError as e:
+        raise GraderError(f"`seqgrader serve` needs the service's packages: pip install 'seqgrader[service]' ({e})") from None
+    from ..config import find_course, load_course
+
+    course_file = find_course(args.course)
+    course = load_course(course_file)
+    for name in course.assignment_names():
+        for ex in course.assignment(name):
+            course.reference(ex)  # a missing reference: one clear error now
+    max_upload = parse_size(args.max_upload)
+    hub_mode = args.jupyterhub or bool(os.environ.get("JUPYTERHUB_API_TOKEN"))
+    if not hub_mode and not args.roster:
+        raise ConfigError("nobody could sign in: give --roster CSV (columns student,role), or run under JupyterHub "
+                          "(JUPYTERHUB_API_TOKEN set) or with --jupyterhub")
+    base_url = args.base_url or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
+    host, port = args.host, args.port
+    if (host is None or port is None) and os.environ.get("JUPYTERHUB_SERVICE_URL"):
+        from urllib.parse import urlparse
+
+        u = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
+        host, port = host or u.hostname, port or u.port
+    host, port = host or "127.0.0.1", port or 8000
+
+    engine, url = _engine(args)
+    data = Path(args.data).resolve()
+    if args.roster:
+        people = sync_roster(engine, read_roster(args.roster))
+        log(f"roster {args.roster}: {len(people)} people")
+    authenticator = _hub(base_url, engine) if hub_mode else None
+    if args.workers == 0:
+        grader = None
+    elif args.dask_scheduler:
+        grader = DaskGrader(args.dask_scheduler, course, course_file)
+    else:
+        grader = LocalGrader(course, course_file, args.workers or 1, data / "workers.log")
+    worker = None
+    if grader is not None:
+        worker = Worker(engine, grader, data / "submissions", threads=args.workers or 1, lease=args.lease)
+    svc = Service(engine=engine, course=course, data=data, roster=Roster(engine), base_url=base_url,
+                  max_upload=max_upload, authenticator=authenticator, worker=worker, language=course.language)
+    app = create_app(svc)
+    if worker is not None:
+        worker.start()
+        first = [a for a in course.assignment_names() if a in course.service] or course.assignment_names()[:1]
+        threading.Thread(target=grader.warm_up, args=(first,), name="warm-up", daemon=True).start()
+    log(f"serving {course_file} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
+        + ("JupyterHub sign-in" if authenticator else "roster tokens")
+        + (f", grading on {args.dask_scheduler}" if args.dask_scheduler else
+           f", {args.workers or 1} grading process(es)" if worker else ", no grading here") + ")")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    finally:
+        if worker is not None:
+            worker.close()
+        log("stopped")
+    return 0
+
+
+def cmd_tokens(args):
+    from .auth import read_roster, sync_roster
+
+    engine, _ = _engine(args)
+    rotate = ["*"] if args.rotate_all else (args.rotate or [])
+    roster = read_roster(args.roster)
+    unknown = [n for n in rotate if n != "*" and n not in {name for name, _ in roster}]
+    if unknown:
+        raise ConfigError(f"--rotate: not on the roster: {', '.join(unknown)}")
+    for name, _role, token in sync_roster(engine, roster, rotate=rotate):
+        print(f"{name},{token}")
+    sys.stdout.flush()
+    return 0
+
+
+def add_parser(sub):
+    import argparse
+
+    s = sub.add_parser("serve", help="the grading web service (upload, queue, reports, the class's view)",
+                       description=SERVE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "
+                                                    "in the current folder or above it, else the built-in course)")
+    s.add_argument("--data", metavar="DIR", default=DATA_DEFAULT,
+                   help=f"folder for the uploads, the log and the SQLite database (default: ./{DATA_DEFAULT})")
+    s.add_argument("--db", metavar="URL", help="database URL (default: sqlite:///DATA/service.db; also "
+                                               "postgresql+psycopg://USER:PASSWORD@HOST/DB; or $SEQGRADER_DB)")
+    s.add_argument("--host", help="address to listen on (default: 127.0.0.1, or JUPYTERHUB_SERVICE_URL's)")
+    s.add_argument("--port", type=int, help="port (default: 8000, or JUPYTERHUB_SERVICE_URL's)")
+    s.add_argument("--base-url", metavar="PREFIX",
+                   help="the path every route lives under, e.g. /services/seqgrader/ (default: "
+                        "$JUPYTERHUB_SERVICE_PREFIX, else /)")
+    s.add_argument("--roster", metavar="CSV", help="who may sign in with a token: columns student, role "
+                                                   "(student or instructor); see `seqgrader tokens`")
+    s.add_argument("--jupyterhub", action="store_true",
+                   help="sign in through JupyterHub (the default when JUPYTERHUB_API_TOKEN is set)")
+    s.add_argument("--workers", type=int, metavar="N",
+                   help="submissions graded at once: grading threads and warm grading processes (default 1; "
+                        "0: this process accepts submissions and another one on the same database grades them)")
+    s.add_argument("--dask-scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster (tcp://HOST:8786) instead of local grading processes")
+    s.add_argument("--max-upload", metavar="SIZE", default="5MB", help="largest file accepted (default 5MB)")
+    s.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
+                   help="how long a submission being graded stays claimed without news from its process; "
+                        "renewed while it grades (default 60)")
+    s.add_argument("--forwarded-allow-ips", metavar="IPS", default="127.0.0.1",
+                   help="proxies whose X-Forwarded-* headers are believed (default 127.0.0.1)")
+    s.set_defaults(func=cmd_serve)
+
+    t = sub.add_parser("tokens", help="print the roster's sign-in tokens (student,token), making them if needed",
+                       description="Print one line `student,token` per person of the roster, for `seqgrader serve "
+                                   "--roster`. The tokens are stable: printing them again gives the same ones, until "
+                                   "--rotate replaces a person's (their old token and sign-ins stop working). The "
+                                   "database keeps only a hash of each token. People no longer on the roster cannot "
+                                   "sign in any more.")
+    t.add_argument("--roster", metavar="CSV", required=True, help="columns student, role (student or instructor)")
+    t.add_argument("--data", metavar="DIR", default=DATA_DEFAULT,
+                   help=f"the service's data folder, for its SQLite database (default: ./{DATA_DEFAULT})")
+    t.add_argument("--db", metavar="URL", help="database URL (default: sqlite:///DATA/service.db, or $SEQGRADER_DB)")
+    t.add_argument("--rotate", action="append", metavar="NAME", help="give NAME a new token (repeatable)")
+    t.add_argument("--rotate-all", action="store_true", help="give everyone a new token")
+    t.set_defaults(func=cmd_tokens)
+    return s

@@ -1,0 +1,190 @@
+"""The grading loop of the service: threads of the service's process that take queued submissions
+(store.claim) and grade them on warm grading processes, never a `grade` process per submission.
+
+    LocalGrader    one LocalPool per assignment (batch/pool.py: the processes of grade-batch, each
+                   importing torch once, sandboxing every submission, and running the self-check
+                   before its first score); `grade(assignment, path, student)` -> the pool's result
+    DaskGrader     the same on a Dask cluster (batch/cluster.py: run_dask, one submission at a time)
+    Worker         `threads` loops claim -> grade -> store.finish, a lease renewer, and the
+                   requeueing of what a dead process left in `grading` (at start and every lease)
+
+A result becomes "graded" with its report, or "not_graded" with the reason, and then the
+submission's attempt is given back: a report where nothing could be graded (a corrupt notebook,
+nothing loadable: report/model.not_graded_reason), or no report at all (the self-check failed here,
+a grading process died, the pool stopped).
+"""
+import json
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..report.model import not_graded_reason
+from ..store import one_line
+from . import store
+
+
+def log(message):
+    print(f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {message}", file=sys.stderr, flush=True)
+
+
+def budget(course, exercises):
+    """Seconds one submission may take: every exercise at its time limit, plus a load each (as grade-batch)."""
+    return sum(course.exercises[ex].timeout + course.load_timeout + 5 for ex in exercises) + 60
+
+
+class LocalGrader:
+    """Warm grading processes on this machine, one LocalPool per assignment (made when first needed)."""
+
+    def __init__(self, course, course_file, processes, log_path):
+        self.course, self.course_file = course, course_file
+        self.processes, self.log_path = processes, log_path
+        self.pools = {}
+        self.lock = threading.Lock()
+
+    def pool(self, assignment):
+        from ..batch.pool import LocalPool
+
+        with self.lock:
+            if assignment not in self.pools:
+                exercises = self.course.assignment(assignment)
+                options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
+                self.pools[assignment] = LocalPool(self.processes, 1, self.course_file, options,
+                                                   budget(self.course, exercises), self.log_path)
+            return self.pools[assignment]
+
+    def warm_up(self, assignments):
+        for a in assignments:
+            self.pool(a).warm_up(1)
+
+    def grade(self, assignment, path, student):
+        return self.pool(assignment).grade(SimpleNamespace(path=Path(path), student=student))
+
+    def close(self):
+        with self.lock:
+            pools, self.pools = list(self.pools.values()), {}
+        for p in pools:
+            p.close()
+
+
+class DaskGrader:
+    """A Dask cluster's warm grading processes (batch/cluster.py), one submission per call."""
+
+    def __init__(self, address, course, course_file):
+        self.address, self.course, self.course_file = address, course, course_file
+
+    def warm_up(self, assignments):
+        pass
+
+    def grade(self, assignment, path, student):
+        from ..batch.cluster import run_dask
+        from ..batch.discover import Item
+
+        exercises = self.course.assignment(assignment)
+        options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
+        results = run_dask(self.address, [Item(student, Path(path))], self.course_file, self.course, options,
+                           budget(self.course, exercises))
+        try:
+            for _item, res in results:
+                return res
+        finally:
+            results.close()
+        return {"error": "the Dask cluster returned nothing", "retry": True}
+
+    def close(self):
+        pass
+
+
+class Worker:
+    """`threads` grading loops and their housekeeping, for the service process `owner`."""
+
+    def __init__(self, engine, grader, uploads, threads=1, lease=60.0, poll=1.0, owner=None):
+        self.engine, self.grader, self.uploads = engine, grader, Path(uploads)
+        self.threads, self.lease, self.poll = threads, lease, poll
+        self.owner = owner or store.owner_id()
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self._threads = []
+        self.graded = 0
+
+    def start(self):
+        back, given_up = store.requeue_abandoned(self.engine, self.owner)
+        if back or given_up:
+            log(f"{len(back)} submission(s) left in grading by a stopped process queued again"
+                + (f", {len(given_up)} given up (interrupted {store.MAX_CLAIMS} times)" if given_up else ""))
+        for i in range(self.threads):
+            t = threading.Thread(target=self._loop, name=f"grading-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        t = threading.Thread(target=self._housekeeping, name="leases", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def close(self):
+        self.stop.set()
+        self.wake.set()
+        self.grader.close()
+
+    def _housekeeping(self):
+        last_requeue = time.monotonic()
+        while not self.stop.wait(self.lease / 4):
+            try:
+                store.renew(self.engine, self.owner, self.lease)
+                if time.monotonic() - last_requeue >= self.lease:
+                    last_requeue = time.monotonic()
+                    back, _ = store.requeue_abandoned(self.engine, self.owner)
+                    if back:
+                        log(f"{len(back)} abandoned submission(s) queued again")
+                        self.wake.set()
+            except Exception as e:  # noqa: BLE001 - the database may be away a moment: try again later
+                log(f"could not renew the leases: {type(e).__name__}: {one_line(e, 200)}")
+
+    def _loop(self):
+        while not self.stop.is_set():
+            try:
+                row = store.claim(self.engine, self.owner, self.lease)
+            except Exception as e:  # noqa: BLE001 - the database may be away a moment
+                log(f"could not read the queue: {type(e).__name__}: {one_line(e, 200)}")
+                row = None
+            if row is None:
+                self.wake.wait(self.poll)
+                self.wake.clear()
+                continue
+            try:
+                self.grade_one(row)
+            except Exception as e:  # noqa: BLE001 - the row stays in grading; its lease runs out
+                log(f"grading {row['id']} failed: {type(e).__name__}: {one_line(e, 300)}")
+
+    def grade_one(self, row):
+        sid = row["id"]
+        path = self.uploads / row["stored"]
+        log(f"grading {sid} ({row['student']}, {row['assignment']}, try {row['claims']})")
+        start = time.monotonic()
+        try:
+            res = self.grader.grade(row["assignment"], path, row["student"])
+        except Exception as e:  # noqa: BLE001 - no process could start (GraderError), or the pool is closed
+            res = {"error": f"grader failure: {type(e).__name__}: {one_line(e, 300)}", "retry": True}
+        if self.stop.is_set() and "report" not in res:
+            return  # the service is stopping: the row goes back to the queue when its lease ends
+        report = res.get("report")
+        if report is not None:
+            report["student"] = row["student"]
+            reason = not_graded_reason(report)
+            ok = store.finish(self.engine, self.owner, sid, json.dumps(report, ensure_ascii=False),
+                              graded=reason is None, score=report.get("score"), max_score=report.get("max_score"),
+                              reason=reason)
+            what = (f"graded {report.get('score', 0):g}/{report.get('max_score', 0):g}" if reason is None
+                    else f"not graded: {one_line(reason, 200)}")
+        else:
+            reason = res.get("fatal") or res.get("error") or "unknown failure"
+            if res.get("fatal"):
+                reason = f"the grader cannot grade here: {reason}"
+            ok = store.finish(self.engine, self.owner, sid, None, graded=False, reason=one_line(reason, 1000))
+            what = f"not graded: {one_line(reason, 200)}"
+        if ok:
+            self.graded += 1
+            log(f"{sid}: {what} ({time.monotonic() - start:.1f} s)")
+        else:
+            log(f"{sid}: the lease was lost while grading; the result is dropped (another process grades it)")
