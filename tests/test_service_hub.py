@@ -1,0 +1,88 @@
+"""`seqgrader serve` as a JupyterHub service: a real JupyterHub (tests/servers.py) with two students
+and an instructor starts the service itself (JUPYTERHUB_API_TOKEN set: hub sign-in), and people
+reach it through the hub's proxy at /services/seqgrader/ with their own JupyterHub API tokens
+(`Authorization: token ...`, as a notebook sends JUPYTERHUB_API_TOKEN).  A student sees only their
+own submissions, the instructor (a member of the hub's group `instructors`) everyone's, and the
+kit's submit.py finds the service from the hub's environment."""
+import subprocess
+import sys
+
+import pytest
+
+from autograder.nbgrader_course.build import KIT_SUBMIT
+
+from .conftest import ROOT
+from .servers import call, jupyterhub, masks_submission, wait_graded, wait_http
+
+ASSIGNMENT = "sequence-models"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    data = tmp_path_factory.mktemp("hub-service")
+    cmd = [sys.executable, "-m", "autograder", "serve", "--data", str(data), "--workers", "1"]
+    with jupyterhub(cmd, cwd=ROOT) as h:
+        try:
+            wait_http(h.service_url + "healthz", timeout=120)  # the hub starts the service and routes to it
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n{h.log()}") from None
+        h.tokens = {u: h.token(u) for u in ("alice", "bob", "teacher")}
+        yield h
+
+
+def auth(hub, user):
+    return f"token {hub.tokens[user]}"
+
+
+def test_each_hub_user_is_known_with_their_role_and_nobody_else_is(hub):
+    for user, role in (("alice", "student"), ("bob", "student"), ("teacher", "instructor")):
+        status, me, _ = call("GET", hub.service_url + "api/me", auth(hub, user))
+        assert (status, me) == (200, {"name": user, "role": role})
+    for header in (None, "token not-a-token", f"token {hub.tokens['alice']}x"):
+        status, answer, _ = call("GET", hub.service_url + "api/me", header)
+        assert status == 401 and answer["error"] == "not_signed_in" and answer["message"], (header, answer)
+    # a token of alice's that may not use the service (no access:services scope) is nobody's
+    narrow = hub.request("POST", "users/alice/tokens", {"scopes": ["read:users:name!user=alice"]})["token"]
+    status, answer, _ = call("GET", hub.service_url + "api/me", f"token {narrow}")
+    assert status == 401, answer
+
+
+def test_students_see_their_own_submissions_and_the_instructor_sees_both(hub, tmp_path):
+    sent = {}
+    for user, bad in (("alice", False), ("bob", True)):
+        f = masks_submission(tmp_path, f"{user}.py", without_diagonal=bad)
+        status, view, _ = call("POST", hub.service_url + "api/submissions", auth(hub, user), file=f,
+                               fields={"assignment": ASSIGNMENT})
+        assert status == 202 and view["status"] == "queued", view
+        sent[user] = view["id"]
+    for user, other in (("alice", "bob"), ("bob", "alice")):
+        status, answer, _ = call("GET", f"{hub.service_url}api/submissions/{sent[other]}", auth(hub, user))
+        assert status == 404 and answer["error"] == "not_found", answer
+        status, page, _ = call("GET", f"{hub.service_url}api/submissions/{sent[other]}/report", auth(hub, user))
+        assert status == 404
+        status, mine, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}", auth(hub, user))
+        assert status == 200 and {s["id"] for s in mine["submissions"]} == {sent[user]}
+    status, everyone, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}",
+                               auth(hub, "teacher"))
+    assert status == 200 and {sent["alice"], sent["bob"]} <= {s["id"] for s in everyone["submissions"]}
+    done = wait_graded(hub.service_url, auth(hub, "teacher"), list(sent.values()))
+    assert done[sent["alice"]]["status"] == done[sent["bob"]]["status"] == "graded"
+    assert done[sent["alice"]]["score"] > done[sent["bob"]]["score"] > 0
+    assert {done[sent[u]]["student"] for u in sent} == {"alice", "bob"}
+
+
+def test_the_kit_submit_script_finds_the_service_under_jupyterhub(hub, tmp_path):
+    (tmp_path / "submit.py").write_bytes(KIT_SUBMIT.read_bytes())
+    work = masks_submission(tmp_path, "masks.py", without_diagonal=True)
+    env = {"PATH": "/usr/bin:/bin", "JUPYTERHUB_API_TOKEN": hub.tokens["bob"], "JUPYTERHUB_PUBLIC_URL": hub.url,
+           "JUPYTERHUB_BASE_URL": "/"}
+    r = subprocess.run([sys.executable, "-I", "submit.py", work.name, "--assignment", ASSIGNMENT], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=600)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert f"[JupyterHub: {hub.service_url}]" in out
+    assert "总分 / Score:" in out and "要修改的地方 / What to fix" in out, out
+    assert "causal_mask" in out and "diagonal" in out, out
+    assert f"{hub.service_url}submissions/" in out
+    status, mine, _ = call("GET", f"{hub.service_url}api/submissions", auth(hub, "bob"))
+    assert any(s["file"] == "masks.py" and s["status"] == "graded" for s in mine["submissions"]), mine
