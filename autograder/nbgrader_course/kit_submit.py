@@ -287,8 +287,10 @@ def _submit(path, assignment, url, token, wait, out):
     view = _json(status, answer)
     sid = view.get("id")
     left = view.get("attempts_left")
-    out(say(f"已提交（编号 {sid}）", f"submitted (id {sid})") +
-        (say(f"；还可以提交 {left} 次", f"; {left} attempt(s) left") if left is not None else "") + f"  [{where}: {url}]")
+    zh, en = f"已提交（编号 {sid}）", f"submitted (id {sid})"
+    if left is not None:
+        zh, en = zh + f"，还可以提交 {left} 次", en + f"; {left} attempt(s) left"
+    out(say(zh, en) + f"  [{where}: {url}]")
     if not wait:
         return view
     view = _wait(url, header, sid, view, out)
