@@ -86,3 +86,59 @@ def test_the_kit_submit_script_finds_the_service_under_jupyterhub(hub, tmp_path)
     assert f"{hub.service_url}submissions/" in out
     status, mine, _ = call("GET", f"{hub.service_url}api/submissions", auth(hub, "bob"))
     assert any(s["file"] == "masks.py" and s["status"] == "graded" for s in mine["submissions"]), mine
+
+
+def _oauth_sign_in(hub, user):
+    """JupyterHub's login form and the OAuth round trip, as a browser without JavaScript does it:
+    returns the cookie jar's opener, signed in to the service."""
+    import http.cookiejar
+    import re
+    import urllib.parse
+    import urllib.request
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    r = opener.open(urllib.request.Request(hub.service_url + "upload", headers={"Accept": "text/html"}))
+    assert r.url.startswith(hub.url + "hub/login"), r.url
+    html = r.read().decode()
+    form = {"username": user, "password": hub.password}
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', html)
+    if xsrf:
+        form["_xsrf"] = xsrf.group(1)
+    action = re.search(r'<form action="([^"]+)"', html).group(1).replace("&amp;", "&")
+    r = opener.open(urllib.parse.urljoin(r.url, action), urllib.parse.urlencode(form).encode())
+    assert r.url == hub.service_url + "upload", r.url
+    return opener, jar
+
+
+def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    from autograder.nbgrader_course.kit_submit import multipart
+
+    opener, jar = _oauth_sign_in(hub, "alice")
+    assert any(c.name == "service-seqgrader" and c.path == "/services/seqgrader/" and c.has_nonstandard_attr("HttpOnly")
+               for c in jar), [(c.name, c.path) for c in jar]
+    me = opener.open(hub.service_url + "api/me")
+    assert me.status == 200 and b'"alice"' in me.read()
+    body, ctype = multipart({"assignment": ASSIGNMENT}, "file", masks_submission(tmp_path, "masks.py"))
+
+    def post(headers):
+        req = urllib.request.Request(hub.service_url + "api/submissions", data=body, method="POST",
+                                     headers={"Content-Type": ctype, **headers})
+        try:
+            return opener.open(req).status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    # another site's page making alice's browser send a submission: the cookie does not count
+    assert post({"Sec-Fetch-Site": "cross-site"}) == 401
+    assert post({"Origin": "http://evil.example"}) == 401
+    assert post({"Sec-Fetch-Site": "same-origin", "Origin": hub.url.rstrip("/")}) == 202
+    # a callback that does not carry the state this browser left with is refused
+    try:
+        opener.open(hub.service_url + "oauth_callback?code=forged&state=forged")
+        raise AssertionError("a forged callback was accepted")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403 and b"oauth_state" in e.read()
