@@ -149,7 +149,7 @@ def main():
 
     results = []
     started = time.monotonic()
-    with serve("--roster", roster, "--workers", args.workers, data=data, timeout=300) as (base, proc, log):
+    with serve("--roster", roster, "--workers", args.workers, data=data, timeout=300) as (base, _, log):
         t0 = time.monotonic()
         deadline = started + args.limit
         threads = [threading.Thread(target=student, args=(n, tok[n], [files[(n, a)] for a in range(args.attempts)],

@@ -5,6 +5,7 @@ status page turn into the report, read the report; a student who opens another s
 gets nothing of it.  Each person browses in a browser context of their own (their own cookies).
 
 The screenshots are kept in out/service-browser/ (CI keeps out/ as its artifacts)."""
+import sys
 import time
 
 import nbformat
@@ -75,7 +76,7 @@ def test_roster_sign_in_upload_status_and_report_in_chromium(browser, tmp_path):
     data = tmp_path / "data"
     roster = write_roster(tmp_path / "roster.csv")
     tok = tokens(roster, data)
-    with serve("--roster", roster, "--workers", 1, data=data) as (base, _, log):
+    with serve("--roster", roster, "--workers", 1, data=data) as (base, _, _):
         reports = {}
         for student, bad in (("alice", False), ("bob", True)):
             page = browser.open_url(base + "upload", context=browser.new_context())
@@ -106,14 +107,12 @@ def test_roster_sign_in_upload_status_and_report_in_chromium(browser, tmp_path):
 
 def test_jupyterhub_login_form_then_oauth_upload_and_report_in_chromium(browser, tmp_path):
     data = tmp_path / "data"
-    import sys
-
     cmd = [sys.executable, "-m", "autograder", "serve", "--data", str(data), "--workers", "1"]
     with jupyterhub(cmd, cwd=ROOT) as hub:
         wait_http(hub.service_url + "healthz", timeout=120)
         base = hub.service_url
         pages = {}
-        for user, bad in (("alice", False), ("bob", True), ("teacher", False)):
+        for user in ("alice", "bob", "teacher"):
             page = browser.open_url(base + "upload", context=browser.new_context())
             # the service sends the browser to the hub, whose login form comes back through OAuth
             assert page.url().startswith(hub.url + "hub/login"), page.url()

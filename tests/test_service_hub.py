@@ -58,7 +58,7 @@ def test_students_see_their_own_submissions_and_the_instructor_sees_both(hub, tm
     for user, other in (("alice", "bob"), ("bob", "alice")):
         status, answer, _ = call("GET", f"{hub.service_url}api/submissions/{sent[other]}", auth(hub, user))
         assert status == 404 and answer["error"] == "not_found", answer
-        status, page, _ = call("GET", f"{hub.service_url}api/submissions/{sent[other]}/report", auth(hub, user))
+        status, _, _ = call("GET", f"{hub.service_url}api/submissions/{sent[other]}/report", auth(hub, user))
         assert status == 404
         status, mine, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}", auth(hub, user))
         assert status == 200 and {s["id"] for s in mine["submissions"]} == {sent[user]}
@@ -85,7 +85,7 @@ def test_the_kit_submit_script_finds_the_service_under_jupyterhub(hub, tmp_path)
     assert "causal_mask" in out and "diagonal" in out, out
     assert f"{hub.service_url}submissions/" in out
     status, mine, _ = call("GET", f"{hub.service_url}api/submissions", auth(hub, "bob"))
-    assert any(s["file"] == "masks.py" and s["status"] == "graded" for s in mine["submissions"]), mine
+    assert status == 200 and any(s["file"] == "masks.py" and s["status"] == "graded" for s in mine["submissions"]), mine
 
 
 def _oauth_sign_in(hub, user):

@@ -18,7 +18,6 @@ from autograder.cli import main
 from autograder.nbgrader_course import kit_submit
 from autograder.nbgrader_course.build import KIT_SUBMIT
 
-from .conftest import ROOT
 from .servers import MASKS, masks_submission, serve, tokens, write_roster
 
 ASSIGNMENT = "sequence-models"

@@ -112,7 +112,7 @@ def in_notebook():
     return "ipykernel" in sys.modules and "get_ipython" in dir(__import__("builtins"))
 
 
-def save_first(path, out=print, wait=5.0):
+def save_first(path, wait=5.0):
     """In a notebook: ask the browser to save, and wait for the file to change.  Returns what
     happened: "saved" (the file changed just now), "recent" (saved in the last SAVED_RECENTLY
     seconds) or "stale" (older: the student is asked to save)."""
@@ -269,7 +269,7 @@ def _submit(path, assignment, url, token, wait, out):
     if path.suffix not in (".ipynb", ".py"):
         raise SubmitError(say(f"只能提交 .ipynb 或 .py 文件，不是 {path.name}", f"submit an .ipynb or .py file, not {path.name}"))
     url, header, assignment, where = settings(url, token, assignment)
-    saved = save_first(path, out)
+    saved = save_first(path)
     stamp = time.strftime("%H:%M:%S", time.localtime(path.stat().st_mtime))
     if saved == "saved":
         out(say(f"已保存 {path.name}", f"saved {path.name}"))
