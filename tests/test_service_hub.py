@@ -6,6 +6,8 @@ own submissions, the instructor (a member of the hub's group `instructors`) ever
 kit's submit.py finds the service from the hub's environment."""
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -94,7 +96,6 @@ def _oauth_sign_in(hub, user):
     import http.cookiejar
     import re
     import urllib.parse
-    import urllib.request
 
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -112,9 +113,6 @@ def _oauth_sign_in(hub, user):
 
 
 def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
-    import urllib.error
-    import urllib.request
-
     from autograder.nbgrader_course.kit_submit import multipart
 
     opener, jar = _oauth_sign_in(hub, "alice")
@@ -142,3 +140,30 @@ def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
         raise AssertionError("a forged callback was accepted")
     except urllib.error.HTTPError as e:
         assert e.code == 403 and b"oauth_state" in e.read()
+
+
+def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_elsewhere(hub):
+    import base64
+    import json
+    import urllib.parse
+
+    from .servers import _NoRedirect
+
+    opener = urllib.request.build_opener(_NoRedirect)
+    for asked, kept in (("/services/seqgrader/upload", "/services/seqgrader/upload"),
+                        ("https://evil.example/", "/services/seqgrader/"), ("//evil.example/x", "/services/seqgrader/"),
+                        ("/hub/admin", "/services/seqgrader/")):
+        url = hub.service_url + "oauth_login?" + urllib.parse.urlencode({"next": asked})
+        try:
+            opener.open(url)
+            raise AssertionError("no redirect")
+        except urllib.error.HTTPError as e:
+            assert e.code == 302
+            where, cookie = e.headers["Location"], e.headers["Set-Cookie"]
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(where).query)
+        assert where.startswith("/hub/api/oauth2/authorize?") and query["client_id"] == ["service-seqgrader"]
+        assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == ["/services/seqgrader/oauth_callback"]
+        name, value = cookie.split(";")[0].split("=", 1)
+        assert name == "service-seqgrader-oauth-state" and "HttpOnly" in cookie and "Path=/services/seqgrader/" in cookie
+        state = json.loads(base64.urlsafe_b64decode(value.strip('"').rsplit(".", 1)[0]))
+        assert state["state"] == query["state"][0] and state["next"] == kept, (asked, state)
