@@ -17,8 +17,8 @@ or a syntax error).  Each student polls its submission as the kit's submit.py do
   to feedback      from sending the upload to the student seeing the grade (the client's clock: what a
                    student waits, polling included); p50, p95, max of each
   throughput       submissions graded per minute, from the first upload to the last grade
-  lost             uploads not answered 202, submissions never finished, results not exactly one per
-                   submission, gradings started more than once
+  lost             uploads not answered 202, submissions never finished, graded ones without exactly
+                   one result, results of unfinished ones, gradings started more than once
   same scores      every submission graded again by `seqgrader grade-batch` (the same files, a fresh
                    output folder): the service's score equals grade-batch's, graded or not alike
 
@@ -164,9 +164,14 @@ def main():
         with sqlite3.connect(db) as conn:
             rows = conn.execute("SELECT id, status, created_at, started_at, finished_at, claims, score FROM submissions"
                                 ).fetchall()
-            n_results = conn.execute("SELECT count(*) FROM results").fetchone()[0]
-            per_result = conn.execute("SELECT submission_id, count(*) FROM results GROUP BY submission_id "
-                                      "HAVING count(*) > 1").fetchall()
+            # a graded submission has its one result (a "not graded" one has one too when the grader
+            # wrote a report saying why, none when there is no report); nothing else has one
+            graded_without_result = conn.execute(
+                "SELECT count(*) FROM submissions s WHERE s.status = 'graded' AND "
+                "(SELECT count(*) FROM results r WHERE r.submission_id = s.id) != 1").fetchone()[0]
+            unfinished_with_result = conn.execute(
+                "SELECT count(*) FROM results r JOIN submissions s ON s.id = r.submission_id "
+                "WHERE s.status NOT IN ('graded', 'not_graded')").fetchone()[0]
     service_log = log.read_text() if log.exists() else ""
 
     def ts(text):
@@ -183,8 +188,8 @@ def main():
     span = (max(finished) - min(created)) if finished and created else None
     lost = {"not_accepted": [e for e in results if e["post_status"] != 202],
             "never_finished": [e for e in results if e["post_status"] == 202 and e["status"] is None],
-            "results_not_one_each": n_results != sum(1 for r in db_rows.values() if r["status"] == "graded")
-            or bool(per_result),
+            "graded_without_its_result": graded_without_result,
+            "unfinished_with_a_result": unfinished_with_result,
             "graded_twice": [i for i, r in db_rows.items() if (r["claims"] or 0) > 1],
             "missing_rows": len(files) - len(db_rows)}
 
