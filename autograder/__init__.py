@@ -8,6 +8,8 @@ Pipeline, one sub-package per step:
     properties/  the hidden properties (hypothesis) per exercise
     grading.py   score the results against course.yml
     report/      render the report (text, JSON)
+    service/     the grading web service (`seqgrader serve`): uploads, a queue, warm grading
+                 processes, the reports and the class's view over HTTP
 """
 
 __version__ = "0.1.0"

@@ -128,6 +128,15 @@ def create_app(svc: Service) -> FastAPI:
                                                "This address does not take this method."))
         return error_response(ServiceError(e.status_code, "http_error", str(e.detail), str(e.detail)))
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request, e):
+        from .worker import log
+
+        log(f"{request.method} {request.url.path} failed: {type(e).__name__}: {e}")
+        return error_response(ServiceError(500, "internal_error", "服务出错了：请稍后再试；如果一直这样，请告诉教师。",
+                                           "The service failed: try again in a moment, and tell your instructor if "
+                                           "it keeps failing."))
+
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request, e):
         missing = [".".join(str(x) for x in err.get("loc", [])[1:]) for err in e.errors()]
@@ -278,8 +287,7 @@ def create_app(svc: Service) -> FastAPI:
     @protected.post("/api/submissions", status_code=202)
     async def submit(request: Request, assignment: str = Form(""), file: UploadFile | None = File(None),
                      user: User = Depends(current_user)):
-        if request.cookies.get(COOKIE) and not request.headers.get("authorization"):
-            check_csrf(request, user, request.headers.get("x-csrf-token"))
+        check_csrf(request, user, request.headers.get("x-csrf-token"))  # a cookie's: needs the forms token
         out = await _submit(svc, user, assignment, file)
         if svc.worker is not None:
             svc.worker.wake.set()
@@ -288,7 +296,8 @@ def create_app(svc: Service) -> FastAPI:
     @protected.get("/api/submissions")
     def list_api(assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)):
         who = (student or None) if user.instructor else user.name
-        return {"submissions": [_public(svc, r) for r in store.listing(svc.engine, who, assignment or None)]}
+        memo = {}
+        return {"submissions": [_public(svc, r, memo) for r in store.listing(svc.engine, who, assignment or None)]}
 
     @protected.get("/api/submissions/{sid}")
     def one(sid: str, user: User = Depends(current_user)):
@@ -311,6 +320,7 @@ def create_app(svc: Service) -> FastAPI:
 
     app.include_router(public, prefix=P)
     app.include_router(protected, prefix=P)
+    app.state.routers = {"public": public, "protected": protected}  # what tests/test_service.py walks
     if svc.authenticator is not None and getattr(svc.authenticator, "router", None) is not None:
         app.include_router(svc.authenticator.router, prefix=P)
     return app
@@ -353,8 +363,8 @@ def _position(svc, row):
     return len(ahead)
 
 
-def _public(svc, row):
-    """A submission as the API shows it."""
+def _public(svc, row, memo=None):
+    """A submission as the API shows it (`memo`: attempts left per student and assignment, for a list)."""
     out = {"id": row["id"], "assignment": row["assignment"], "student": row["student"], "file": row["filename"],
            "status": row["status"], "submitted_at": _iso(row["created_at"]),
            "score": row["score"] if row["status"] == "graded" else None,
@@ -364,8 +374,11 @@ def _public(svc, row):
         out["reason"] = row["reason"]
         out["message"] = (f"这份提交无法评分，不计入提交次数：{row['reason']} / "
                           f"This submission could not be graded and costs no attempt: {row['reason']}")
-    rules = svc.course.rules(row["assignment"])
-    out["attempts_left"] = store.attempts_left(svc.engine, row["student"], row["assignment"], rules)
+    key = (row["student"], row["assignment"])
+    memo = {} if memo is None else memo
+    if key not in memo:
+        memo[key] = store.attempts_left(svc.engine, row["student"], row["assignment"], svc.course.rules(row["assignment"]))
+    out["attempts_left"] = memo[key]
     return out
 
 
@@ -405,6 +418,14 @@ async def _submit(svc, user, assignment, file):
         kind = check_upload(file.filename, data)
     except UploadRefused as e:
         raise ServiceError(415, "unsupported_file", e.zh, e.en) from None
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_keep, svc, user, assignment, rules, file.filename, kind, data, at)
+
+
+def _keep(svc, user, assignment, rules, filename, kind, data, at):
+    """The upload on disk (fsynced, under a generated name), then its row: both before the 202.
+    In a thread: the database may make it wait for another process's transaction."""
     sid = store.new_id()
     stored = f"{sid}.{'py' if kind == 'py' else 'ipynb'}"  # never the uploaded name
     path = svc.uploads / stored
@@ -415,9 +436,14 @@ async def _submit(svc, user, assignment, file):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # the new name itself survives a crash
+    finally:
+        os.close(folder)
     try:
         left = store.accept(svc.engine, sid=sid, student=user.name, role=user.role, assignment=assignment,
-                            filename=_display_name(file.filename), stored=stored, rules=rules,
+                            filename=_display_name(filename), stored=stored, rules=rules,
                             limited=not user.instructor, at=at)
     except store.AttemptsUsed as e:
         path.unlink(missing_ok=True)
@@ -469,28 +495,34 @@ class BodyLimit:
         svc = scope["app"].state.service if "app" in scope else None
         if length is not None and length.isdigit() and int(length) > self.limit:
             return await self._refuse(scope, send, svc)
-        seen = 0
-        started = False
+        seen, over, refused = 0, False, False
 
         async def counted():
-            nonlocal seen
+            nonlocal seen, over
+            if over:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
+                if seen > self.limit:  # read no more: whatever the app answers, the answer is 413
+                    over = True
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracked(message):
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def answer(message):
+            nonlocal refused
+            if not over:
+                return await send(message)
+            if not refused:
+                refused = True
+                await self._refuse(scope, send, svc)
 
         try:
-            await self.app(scope, counted, tracked)
-        except _TooLarge:
-            if not started:
+            await self.app(scope, counted, answer)
+        except Exception:
+            if not over:
+                raise
+            if not refused:
                 await self._refuse(scope, send, svc)
 
     async def _refuse(self, scope, send, svc):
@@ -500,10 +532,6 @@ class BodyLimit:
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def constant_time_equal(a, b):

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy import select, update
 
 from . import store
@@ -178,7 +179,8 @@ def _bearer(request):
 
 
 async def current_user(request: Request) -> User:
-    """The one dependency every protected route goes through."""
+    """The one dependency every protected route goes through.  A Bearer token that is no roster
+    token is the authenticator's to judge (JupyterHub takes its API tokens as Bearer too)."""
     cached = getattr(request.state, "user", None)
     if cached is not None:
         return cached
@@ -186,15 +188,16 @@ async def current_user(request: Request) -> User:
     user = None
     token = _bearer(request)
     if token is not None:
-        row = app.roster.by_token(token)
-        if row is None:
-            raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
-                               "This token is not valid (or was replaced): ask your instructor for yours.")
-        user = User(row.name, row.role, via="bearer")
-    if user is None and request.cookies.get(COOKIE):
-        user = app.roster.from_cookie(request.cookies[COOKIE])
+        row = await run_in_threadpool(app.roster.by_token, token)
+        if row is not None:
+            user = User(row.name, row.role, via="bearer")
+    if user is None and token is None and request.cookies.get(COOKIE):
+        user = await run_in_threadpool(app.roster.from_cookie, request.cookies[COOKIE])
     if user is None and app.authenticator is not None:
-        user = await app.authenticator.user(request)
+        user = await app.authenticator.user(request)  # a Hub token may come as Bearer too
+    if user is None and token is not None:
+        raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
+                           "This token is not valid (or was replaced): ask your instructor for yours.")
     if user is None:
         raise NotSignedIn()
     if user.role not in ROLES:
