@@ -4,6 +4,7 @@ reach it through the hub's proxy at /services/seqgrader/ with their own JupyterH
 (`Authorization: token ...`, as a notebook sends JUPYTERHUB_API_TOKEN).  A student sees only their
 own submissions, the instructor (a member of the hub's group `instructors`) everyone's, and the
 kit's submit.py finds the service from the hub's environment."""
+import re
 import subprocess
 import sys
 import urllib.error
@@ -94,7 +95,6 @@ def _oauth_sign_in(hub, user):
     """JupyterHub's login form and the OAuth round trip, as a browser without JavaScript does it:
     returns the cookie jar's opener, signed in to the service."""
     import http.cookiejar
-    import re
     import urllib.parse
 
     jar = http.cookiejar.CookieJar()
@@ -133,7 +133,12 @@ def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
     # another site's page making alice's browser send a submission: the cookie does not count
     assert post({"Sec-Fetch-Site": "cross-site"}) == 401
     assert post({"Origin": "http://evil.example"}) == 401
-    assert post({"Sec-Fetch-Site": "same-origin", "Origin": hub.url.rstrip("/")}) == 202
+    # from the service's own page: with the page's forms token (as the upload form sends it)
+    same_site = {"Sec-Fetch-Site": "same-origin", "Origin": hub.url.rstrip("/")}
+    assert post(same_site) == 403
+    page = opener.open(hub.service_url + "upload").read().decode()
+    forms_token = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    assert post({**same_site, "X-CSRF-Token": forms_token}) == 202
     # a callback that does not carry the state this browser left with is refused
     try:
         opener.open(hub.service_url + "oauth_callback?code=forged&state=forged")
