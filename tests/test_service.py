@@ -6,7 +6,6 @@ the restart and two-process tests start their own on their own database."""
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import signal
@@ -15,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -442,6 +440,23 @@ def test_used_up_attempts_are_429_with_when_the_next_comes(svc):
     assert sorted(p.name for p in (svc.data / "submissions").iterdir() if p.name.startswith(".")) == []
 
 
+def test_no_next_attempt_is_promised_without_a_window_or_after_the_deadline():
+    from datetime import datetime, timedelta, timezone
+
+    from autograder.config import ServiceRules
+    from autograder.service.app import _attempts_used
+    from autograder.service.store import AttemptsUsed
+
+    at = datetime(2026, 12, 20, 12, 0, tzinfo=timezone.utc)
+    total = _attempts_used(AttemptsUsed(3, 3, None), ServiceRules(attempts=3), at)
+    assert total.status == 429 and "Retry-After" not in total.headers and "all 3 attempts" in total.en
+    rules = ServiceRules(attempts=2, window="24h", deadline=at + timedelta(hours=1))
+    late = _attempts_used(AttemptsUsed(2, 2, at + timedelta(hours=5)), rules, at)
+    assert "Retry-After" not in late.headers and "after the deadline (2026-12-20 13:00 UTC)" in late.en
+    soon = _attempts_used(AttemptsUsed(2, 2, at + timedelta(minutes=30)), rules, at)
+    assert soon.headers["Retry-After"] == "1800" and "2026-12-20 12:30 UTC (in 30 min)" in soon.en
+
+
 # ---------------------------------------------------------------- who sees what
 
 def test_a_student_opening_anothers_submission_gets_404(svc, graded):
@@ -468,6 +483,9 @@ def test_the_instructor_sees_everyone_and_exports_csv(svc, graded):
     assert 'id="mistakes"' in page.text  # the off-by-one is the class's most common mistake so far
     dash = prof.get("instructor/dashboard", params={"assignment": "hw"})
     assert dash.status_code == 200 and "alice" in dash.text
+    formula = prof.post("api/submissions", data={"assignment": "hw"},  # an instructor: no attempt limit
+                        files={"file": ("=HYPERLINK(1)+1.py", SOLUTION.encode())})
+    assert formula.status_code == 202 and formula.json()["attempts_left"] is None
     r = prof.get("instructor/export.csv")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.text)))
@@ -477,6 +495,7 @@ def test_the_instructor_sees_everyone_and_exports_csv(svc, graded):
     planted = by_id[graded["planted.py"]["id"]]
     assert planted["student"] == "alice" and planted["status"] == "graded"
     assert float(planted["score"]) == graded["planted.py"]["score"]
+    assert by_id[formula.json()["id"]]["file"] == "'=HYPERLINK(1)+1.py"  # a spreadsheet shows it, runs nothing
 
 
 def test_every_link_and_form_works_under_the_prefix(svc, graded):

@@ -10,18 +10,17 @@ ServiceError); a browser that is not signed in is sent to the sign-in page inste
 The API is described in docs/service.md.
 """
 import csv
-import hmac
 import io
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -47,7 +46,6 @@ class Service:
     authenticator: Any = None  # JupyterHub mode: see auth.py
     worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
     language: str = "both"
-    extra: dict = field(default_factory=dict)
 
     @property
     def uploads(self):
@@ -468,10 +466,18 @@ def _too_large(svc):
 
 
 def _attempts_used(e, rules, at):
+    """The 429 of AttemptsUsed `e`: when the next attempt comes (Retry-After, and the time in the
+    message), or that none comes (no window, or the next one would come after the deadline)."""
     if e.next_at is None:
         return ServiceError(429, "no_attempts_left",
                             f"这个作业的 {e.allowed} 次提交机会已经用完。",
                             f"You have used all {e.allowed} attempts of this assignment.")
+    if rules.deadline is not None and e.next_at > rules.deadline:
+        return ServiceError(429, "no_attempts_left",
+                            f"{rules.window} 内的 {e.allowed} 次提交机会已用完，截止时间（{_deadline_text(rules.deadline)}）"
+                            f"之前不会再有新的机会。",
+                            f"You have used your {e.allowed} attempts per {rules.window}, and the next one would come "
+                            f"after the deadline ({_deadline_text(rules.deadline)}).")
     wait = (e.next_at - at).total_seconds()
     zh_in, en_in = _in(wait)
     return ServiceError(429, "no_attempts_left",
@@ -532,7 +538,3 @@ class BodyLimit:
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
-
-
-def constant_time_equal(a, b):
-    return hmac.compare_digest(str(a), str(b))

@@ -135,7 +135,7 @@ def cmd_serve(args):
         worker.start()
         first = [a for a in course.assignment_names() if a in course.service] or course.assignment_names()[:1]
         threading.Thread(target=grader.warm_up, args=(first,), name="warm-up", daemon=True).start()
-    log(f"serving {course_file} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
+    log(f"serving {Path(course_file).resolve()} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
         + ("JupyterHub sign-in" if authenticator else "roster tokens")
         + (f", grading on {args.dask_scheduler}" if args.dask_scheduler else
            f", {args.workers or 1} grading process(es)" if worker else ", no grading here") + ")")

@@ -95,10 +95,16 @@ def now():
 
 
 def aware(t):
-    """A datetime read back from the database, in UTC (SQLite gives it back without a zone)."""
+    """A datetime read back from the database, in UTC (SQLite gives it back without a zone,
+    PostgreSQL in the connection's time zone)."""
     if t is None:
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+def _row(row):
+    """A row as a dict, its times in UTC."""
+    return {k: aware(v) if isinstance(v, datetime) else v for k, v in row._mapping.items()}
 
 
 # ---------------------------------------------------------------- the engine
@@ -286,7 +292,7 @@ def claim(engine, me, lease):
                                     started_at=t, claims=submissions.c.claims + 1))
         if done.rowcount != 1:
             return None  # another process took it between the two statements (not on SQLite)
-        return dict(conn.execute(select(submissions).where(submissions.c.id == row.id)).one()._mapping)
+        return _row(conn.execute(select(submissions).where(submissions.c.id == row.id)).one())
 
 
 def renew(engine, me, lease):
@@ -350,7 +356,7 @@ def requeue_abandoned(engine, me):
 def get(engine, sid):
     with engine.begin() as conn:
         row = conn.execute(select(submissions).where(submissions.c.id == sid)).first()
-        return dict(row._mapping) if row else None
+        return _row(row) if row else None
 
 
 def report_of(engine, sid):
@@ -367,7 +373,7 @@ def listing(engine, student=None, assignment=None, limit=1000):
     if assignment is not None:
         q = q.where(submissions.c.assignment == assignment)
     with engine.begin() as conn:
-        return [dict(r._mapping) for r in conn.execute(q)]
+        return [_row(r) for r in conn.execute(q)]
 
 
 def latest_reports(engine, assignment):
@@ -378,7 +384,7 @@ def latest_reports(engine, assignment):
     out = {}
     with engine.begin() as conn:
         for r in conn.execute(q):
-            m = dict(r._mapping)
+            m = _row(r)
             out[m["student"]] = (m, m.pop("report"))
     return out
 
