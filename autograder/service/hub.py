@@ -49,7 +49,7 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
-from ..errors import ServiceError
+from ..errors import ConfigError, ServiceError
 
 STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
 COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
@@ -65,9 +65,15 @@ class Hub:
 
         self.instructors_group = (instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP")
                                   or "instructors")
-        kwargs = {"cache_max_age": cache_max_age}
-        if api_token:
-            kwargs["api_token"] = api_token
+        api_token = api_token or os.environ.get("JUPYTERHUB_API_TOKEN")
+        if not api_token:
+            raise ConfigError("JupyterHub sign-in needs the service's JupyterHub API token in JUPYTERHUB_API_TOKEN "
+                              "(the hub sets it for a service it starts; for one started otherwise, give the "
+                              "service's `api_token` of jupyterhub_config.py)")
+        # the hub names a service's OAuth client "service-NAME"; a service the hub starts is told it
+        name = os.environ.get("JUPYTERHUB_SERVICE_NAME") or "seqgrader"
+        client = os.environ.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}"
+        kwargs = {"cache_max_age": cache_max_age, "api_token": api_token, "oauth_client_id": client}
         if base_url:
             kwargs["base_url"] = base_url
         self.auth = HubOAuth(**kwargs)
