@@ -189,6 +189,8 @@ def test_tokens_are_stable_and_rotate(svc, place):
     with sqlite3.connect(svc.data / "service.db") as db:
         stored = dict(db.execute("SELECT name, token_hash FROM people"))
     assert not set(svc.tokens.values()) & set(stored.values())  # only hashes are stored
+    with sqlite3.connect(svc.data / "service.db") as db:  # the schema came from the shipped migrations
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
     rotated = tokens(svc.course, svc.data, "--rotate", "zoe")
     assert rotated["zoe"] != svc.tokens["zoe"] and {k: v for k, v in rotated.items() if k != "zoe"} == \
         {k: v for k, v in svc.tokens.items() if k != "zoe"}
@@ -686,6 +688,27 @@ def test_two_services_on_one_database_never_grade_a_submission_twice(place):
     subs, results = _db_rows(data)
     assert len(results) == len({r["submission_id"] for r in results}) == 6
     assert {r["graded_by"].rsplit(":", 2)[1] for r in results} == {str(a.proc.pid), str(b.proc.pid)}
+
+
+def test_a_service_without_grading_threads_accepts_and_leaves_grading_to_another(place):
+    course = _course_folder(place / "course-front")
+    data = place / "data-front"
+    toks = tokens(course, data)
+    front = Service(course, data, "--workers", "0").start()
+    try:
+        assert httpx.get(front.url + "healthz").json()["grading"] is False
+        alice = front.client(toks["alice"])
+        sid = submit(alice, "masks.py", SOLUTION).json()["id"]
+        time.sleep(3)
+        assert alice.get(f"api/submissions/{sid}").json()["status"] == "queued"
+        grader = Service(course, data).start()  # another process on the same database grades it
+        try:
+            assert wait_done(alice, sid)["score"] == 20
+        finally:
+            grader.stop()
+    finally:
+        front.stop()
+    assert f"grading {sid} " not in front.log() and f"grading {sid} " in grader.log()
 
 
 # ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses

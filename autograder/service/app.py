@@ -237,7 +237,8 @@ def create_app(svc: Service) -> FastAPI:
 
         rules = svc.course.rules(row["assignment"])
         html = render_html(shown_report(json.loads(report), rules, row["filename"], svc.language), svc.language)
-        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user)
+        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user,
+                                                        forms_token=svc.roster.forms_token(user))
         return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
 
     @protected.get("/instructor", response_class=HTMLResponse)
@@ -354,11 +355,7 @@ def _own(svc, user, sid):
 
 
 def _position(svc, row):
-    if row["status"] != "queued":
-        return 0
-    ahead = [r for r in store.listing(svc.engine, limit=100_000) if r["status"] == "queued"
-             and store.aware(r["created_at"]) < store.aware(row["created_at"])]
-    return len(ahead)
+    return store.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
 
 
 def _public(svc, row, memo=None):

@@ -377,16 +377,30 @@ def listing(engine, student=None, assignment=None, limit=1000):
 
 
 def latest_reports(engine, assignment):
-    """{student: (submission row, report JSON)} of each student's newest graded or not-graded
-    submission of `assignment`."""
-    q = (select(submissions, results.c.report).join(results, results.c.submission_id == submissions.c.id)
-         .where(submissions.c.assignment == assignment).order_by(submissions.c.created_at))
-    out = {}
+    """{student: (submission row, report JSON)} of each student's newest submission of `assignment`
+    that has a report (graded, or not graded with the report of why); only those reports are read."""
+    q = (select(submissions.c.id, submissions.c.student)
+         .join(results, results.c.submission_id == submissions.c.id)
+         .where(submissions.c.assignment == assignment).order_by(submissions.c.created_at, submissions.c.id))
     with engine.begin() as conn:
-        for r in conn.execute(q):
-            m = _row(r)
-            out[m["student"]] = (m, m.pop("report"))
+        newest = {r.student: r.id for r in conn.execute(q)}
+        out = {}
+        ids = list(newest.values())
+        for start in range(0, len(ids), 500):
+            rows = conn.execute(select(submissions, results.c.report)
+                                .join(results, results.c.submission_id == submissions.c.id)
+                                .where(submissions.c.id.in_(ids[start:start + 500])))
+            for r in rows:
+                m = _row(r)
+                out[m["student"]] = (m, m.pop("report"))
     return out
+
+
+def queued_ahead(engine, row):
+    """How many queued submissions came before `row`."""
+    with engine.begin() as conn:
+        return conn.execute(select(func.count()).where(submissions.c.status == "queued",
+                                                       submissions.c.created_at < row["created_at"])).scalar_one()
 
 
 def counts(engine):
