@@ -172,3 +172,16 @@ def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_
         assert name == "service-seqgrader-oauth-state" and "HttpOnly" in cookie and "Path=/services/seqgrader/" in cookie
         state = json.loads(base64.urlsafe_b64decode(value.strip('"').rsplit(".", 1)[0]))
         assert state["state"] == query["state"][0] and state["next"] == kept, (asked, state)
+
+
+def test_a_hub_that_does_not_answer_is_said_so_and_nobody_is_signed_in(tmp_path):
+    from .servers import free_port, serve
+
+    env = {"JUPYTERHUB_API_TOKEN": "the-service-token", "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api",
+           "JUPYTERHUB_SERVICE_PREFIX": "/services/seqgrader/", "JUPYTERHUB_CLIENT_ID": "service-seqgrader"}
+    with serve("--base-url", "/services/seqgrader/", "--workers", 0, data=tmp_path / "data", env=env) as (url, _, _):
+        status, answer, _ = call("GET", url + "api/me", "token someone")
+        assert status == 502 and answer["error"] == "hub_unavailable", answer
+        assert "JupyterHub" in answer["message"] and "try again" in answer["message"]
+        status, answer, _ = call("GET", url + "api/me")  # no token, no cookie: not signed in, the hub not asked
+        assert status == 401 and answer["error"] == "not_signed_in"
