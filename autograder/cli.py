@@ -173,11 +173,15 @@ def cmd_student_kit(args):
     from .nbgrader_course.build import write_student_kit
 
     course = load_course(args.course)
-    written = write_student_kit(args.dir, course, assignment=args.assignment, force=args.force)
+    written = write_student_kit(args.dir, course, assignment=args.assignment, force=args.force,
+                                service_url=args.service_url)
     if not args.quiet:
         print(f"student kit written to {Path(args.dir).resolve()}: " + ", ".join(p.name for p in written))
         print("Students run `pytest` there (needs only torch, numpy, matplotlib, pytest and nbformat); "
               "the hidden tests run when their work is graded.")
+        if args.service_url:
+            print(f"`python submit.py NOTEBOOK` (or `from submit import submit; submit(\"NOTEBOOK\")` in a "
+                  f"notebook) sends their work to {args.service_url} and prints the score.")
     return 0
 
 
@@ -262,13 +266,17 @@ def build_parser():
 
     k = sub.add_parser("student-kit", help="write what students need for an assignment (no grader, no solutions)",
                        description="Write DIR/<exercise>.ipynb for each exercise of the assignment (stubs, visible "
-                                   "checks, hidden-tests cells that only say when they run) and DIR/conftest.py: "
+                                   "checks, hidden-tests cells that only say when they run), DIR/submit.py and "
+                                   "DIR/submit.json (the work sent to the grading service) and DIR/conftest.py: "
                                    "`pytest` in DIR runs the visible checks with only torch, numpy, matplotlib, "
                                    "pytest and nbformat installed. Neither the properties nor the solutions are in it.")
     k.add_argument("dir", metavar="DIR", help="the kit folder (created)")
     k.add_argument("--course", metavar="DIR", help=COURSE_HELP)
     k.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
     k.add_argument("--force", action="store_true", help="write into a folder that is not empty")
+    k.add_argument("--service-url", metavar="URL",
+                   help="the grading service (`seqgrader serve`) students submit to: written into DIR/submit.json, "
+                        "which DIR/submit.py reads (under JupyterHub it finds the service by itself)")
     k.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     k.set_defaults(func=cmd_student_kit)
 

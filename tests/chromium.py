@@ -7,6 +7,13 @@ to read the DOM.  Used by tests/test_report_views.py.
         page = browser.open(path, size=(1280, 800))
         page.screenshot(png_path)            # what fits in the window
         page.eval("document.title")          # any JSON-able value
+
+and, for a web service, pages of their own cookie jar that follow links, forms and redirects:
+
+    context = browser.new_context()      # a separate profile: its own cookies (one per person)
+    page = browser.open_url(url, context=context)
+    page.act("document.querySelector('form').submit()")   # run, then wait for the next page's load
+    page.set_file("#file", path)         # choose a file in an <input type=file>
 """
 import base64
 import json
@@ -103,6 +110,26 @@ class Chromium:
         page.eval("document.fonts.ready.then(() => true)")
         return page
 
+    def new_context(self):
+        return self.send("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
+
+    def open_url(self, url, size=(1280, 800), context=None):
+        params = {"url": "about:blank"}
+        if context:
+            params["browserContextId"] = context
+        target = self.send("Target.createTarget", params)["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        page = Page(self, target, session)
+        self.send("Page.enable", session=session)
+        self.send("Emulation.setDeviceMetricsOverride", {"width": size[0], "height": size[1], "deviceScaleFactor": 1,
+                                                         "mobile": False}, session=session)
+        page.goto(url)
+        return page
+
+    def forget(self, method, session):
+        """Drop the events of `method` already received for `session` (an earlier page's load)."""
+        self._events = [m for m in self._events if not (m.get("method") == method and m.get("sessionId") == session)]
+
     def close(self):
         try:
             self.send("Browser.close")
@@ -136,6 +163,29 @@ class Page:
         if "exceptionDetails" in res:
             raise ChromiumError(f"JavaScript failed: {res['exceptionDetails']}")
         return res["result"].get("value")
+
+    def goto(self, url):
+        self.browser.forget("Page.loadEventFired", self.session)
+        self.browser.send("Page.navigate", {"url": url}, session=self.session)
+        self.browser.wait_event("Page.loadEventFired", self.session)
+
+    def act(self, expression):
+        """Run `expression` (a click, a form's submit), then wait for the page it leads to."""
+        self.browser.forget("Page.loadEventFired", self.session)
+        self.eval(expression)
+        self.browser.wait_event("Page.loadEventFired", self.session)
+
+    def set_file(self, selector, path):
+        res = self.browser.send("Runtime.evaluate", {"expression": f"document.querySelector({json.dumps(selector)})"},
+                                session=self.session)
+        self.browser.send("DOM.setFileInputFiles", {"files": [str(Path(path).resolve())],
+                                                    "objectId": res["result"]["objectId"]}, session=self.session)
+
+    def url(self):
+        return self.eval("location.href")
+
+    def text(self):
+        return self.eval("document.body ? document.body.innerText : ''")
 
     def screenshot(self, path):
         data = self.browser.send("Page.captureScreenshot", {"format": "png"}, session=self.session)["data"]

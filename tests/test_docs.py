@@ -154,6 +154,10 @@ def _check_seqgrader(argv):
     return True
 
 
+# scripts the student kit holds (run in the kit's folder), and where they come from
+KIT_SCRIPTS = {"submit.py": ROOT / "autograder" / "nbgrader_course" / "kit_submit.py"}
+
+
 def _check(argv):
     """None if argv is a command this project documents correctly, else why not."""
     prog, args = argv[0], argv[1:]
@@ -166,7 +170,7 @@ def _check(argv):
 
         return None if importlib.util.find_spec(args[1]) else f"no module {args[1]}"
     if prog == "python":
-        script = ROOT / args[0]
+        script = KIT_SCRIPTS.get(args[0], ROOT / args[0])
         if not script.is_file():
             return f"no script {args[0]}"
         text = _help([str(VENV_BIN / "python"), str(script)])

@@ -263,7 +263,8 @@ def test_the_course_has_solutions_in_regions_and_no_hidden_code(course):
         assert "points in all" not in prose and "score no points themselves" in prose and "0 points" in prose
         assert "python -m autograder" not in text and "pip install" not in text
     released = {p.name for p in (cdir / "release" / ASSIGNMENT).iterdir()}
-    assert released == {f"{ex}.ipynb" for ex in EXERCISES} | {"conftest.py"}, released
+    assert released == {f"{ex}.ipynb" for ex in EXERCISES} | {"conftest.py", "submit.py", "submit.json"}, released
+    assert json.loads((cdir / "release" / ASSIGNMENT / "submit.json").read_text()) == {"assignment": ASSIGNMENT}
     cfg = (cdir / "nbgrader_config.py").read_text(encoding="utf-8")
     assert "add_missing_cells = True" in cfg and "SandboxGrade" in cfg and "pre_convert_hook" in cfg
 

@@ -22,6 +22,11 @@ from ..errors import SubmissionNotFound
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", ".venv", "node_modules"}
 
 
+# files of a folder that are not the student's code: the kit's own (its pytest plugin, the script
+# that sends the work to the grading service) and a packaging script
+KIT_FILES = ("conftest.py", "submit.py", "setup.py")
+
+
 def find_files(path):
     """The .py/.ipynb files of a submission, in a stable order.  Symbolic links inside a folder
     submission are never followed (see `symlinks`): a link to a classmate's notebook or to the
@@ -37,7 +42,7 @@ def find_files(path):
         p for p in _walk(path)
         if p.suffix in (".py", ".ipynb")
         and not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts)
-        and not p.name.startswith("test_") and p.name not in ("conftest.py", "setup.py")
+        and not p.name.startswith("test_") and p.name not in KIT_FILES
     )
     if not files:
         raise SubmissionNotFound(f"no .py or .ipynb file in {path}")

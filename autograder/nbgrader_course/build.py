@@ -11,6 +11,10 @@ exercises/ (see config.py).
                                         cell per function holding that function's points
     DIR/source/<assignment>/conftest.py `pytest` in the released folder runs the visible checks, one
                                         line per function, with no grader installed (kit_conftest.py)
+    DIR/source/<assignment>/submit.py   `submit("masks.ipynb")` in a notebook (or `python submit.py`)
+                                        sends the work to the grading service and prints the score
+                                        (kit_submit.py, standard library only)
+    DIR/source/<assignment>/submit.json the assignment's name, and the service's address when given
 
 Nothing of the hidden properties or the answers is written into a notebook: a hidden-tests cell
 holds a few lines that print, in both languages, that the hidden tests run when the work is graded
@@ -25,9 +29,11 @@ solution region (nbgrader's release shows ClearSolutions.text_stub instead).  `n
 flags it *needs manual grade*; `grade` never scores it.
 
 `write_student_kit` writes the same notebooks without solutions (the exercise stubs as they are)
-and the same conftest.py: what students need when the course does not use nbgrader.
+and the same conftest.py, submit.py and submit.json: what students need when the course does not
+use nbgrader.
 """
 import ast
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -38,6 +44,19 @@ from ..errors import ConfigError
 from . import HIDDEN_MARKER, VISIBLE_MARKER
 
 KIT_CONFTEST = Path(__file__).resolve().parent / "kit_conftest.py"
+KIT_SUBMIT = Path(__file__).resolve().parent / "kit_submit.py"
+
+
+def write_submit_files(folder, assignment, service_url=None):
+    """submit.py, and submit.json with the assignment's name (and the service's address): what
+    `submit` reads when neither its arguments nor the environment say.  Returns both paths."""
+    folder = Path(folder)
+    shutil.copyfile(KIT_SUBMIT, folder / "submit.py")
+    settings = {"assignment": assignment}
+    if service_url:
+        settings["url"] = service_url.rstrip("/") + "/"
+    (folder / "submit.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+    return [folder / "submit.py", folder / "submit.json"]
 
 
 # ---------------------------------------------------------------- solution regions
@@ -322,7 +341,7 @@ def _copy_course(course, out):
 
 
 def build_course(out, course, course_file=None, *, assignments=None, exercises_dir=None, solutions_dir=None,
-                 course_id="seqgrader", force=False):
+                 course_id="seqgrader", force=False, service_url=None):
     """Write the course into `out`; returns {assignment: [notebook paths]}."""
     out = Path(out)
     exercises_dir = Path(exercises_dir or course.exercises_dir)
@@ -347,6 +366,7 @@ def build_course(out, course, course_file=None, *, assignments=None, exercises_d
             nbformat.write(nb, str(path))
             built[name].append(path)
         shutil.copyfile(KIT_CONFTEST, folder / "conftest.py")
+        write_submit_files(folder, name, service_url)
     if course.source:
         _copy_course(course, out)
     elif course_file:
@@ -356,11 +376,13 @@ def build_course(out, course, course_file=None, *, assignments=None, exercises_d
     return built
 
 
-def write_student_kit(out, course, *, assignment=None, force=False):
+def write_student_kit(out, course, *, assignment=None, force=False, service_url=None):
     """The student kit of `assignment` in `out`: one notebook per exercise (stubs, visible checks,
-    hidden-tests cells that only say when they run) and conftest.py.  Returns the paths written."""
+    hidden-tests cells that only say when they run), conftest.py, submit.py and submit.json (with
+    `service_url`, the grading service's address, when given).  Returns the paths written."""
     out = Path(out)
     exercises = course.assignment(assignment)
+    name = assignment or course.assignment_names()[0]
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} is not empty (--force writes into it anyway)")
     out.mkdir(parents=True, exist_ok=True)
@@ -372,4 +394,5 @@ def write_student_kit(out, course, *, assignment=None, force=False):
         written.append(path)
     shutil.copyfile(KIT_CONFTEST, out / "conftest.py")
     written.append(out / "conftest.py")
+    written += write_submit_files(out, name, service_url)
     return written

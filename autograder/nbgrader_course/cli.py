@@ -44,10 +44,11 @@ def cmd_nbgrader_course(args):
     from .build import build_course
 
     course = load_course(args.course)
-    built = build_course(args.dir, course, assignments=args.assignment, force=args.force, course_id=args.course_id)
+    built = build_course(args.dir, course, assignments=args.assignment, force=args.force, course_id=args.course_id,
+                         service_url=args.service_url)
     out = Path(args.dir).resolve()
     for name, paths in built.items():
-        print(f"source/{name}/: " + ", ".join(p.name for p in paths) + ", conftest.py")
+        print(f"source/{name}/: " + ", ".join(p.name for p in paths) + ", conftest.py, submit.py, submit.json")
     first = next(iter(built))
     print(f"\nnbgrader course written to {out} (course.yml, solutions/, exercises/: its course)\n"
           f"Next, in {out}:\n{next_steps(first)}", file=sys.stderr)
@@ -130,6 +131,9 @@ def add_parser(sub):
                    help="only this course.yml assignment (repeatable; default: all)")
     p.add_argument("--course-id", default="seqgrader", help="nbgrader course id (default: seqgrader)")
     p.add_argument("--force", action="store_true", help="rewrite source/ in an existing course folder")
+    p.add_argument("--service-url", metavar="URL",
+                   help="the grading service (`seqgrader serve`) the released submit.py sends work to (written into "
+                        "submit.json; under JupyterHub submit.py finds the service by itself)")
     p.set_defaults(func=cmd_nbgrader_course)
 
     g = sub.add_parser("nbgrader-gradebook", help="record grade-batch's results in an nbgrader course",

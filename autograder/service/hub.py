@@ -1,0 +1,224 @@
+"""Sign-in through JupyterHub: the service as a JupyterHub service, behind the hub's proxy at
+JUPYTERHUB_SERVICE_PREFIX (e.g. /services/seqgrader/).
+
+`Hub` is the service's authenticator when it runs under a hub (`seqgrader serve` picks it when
+JUPYTERHUB_API_TOKEN is set): `await hub.user(request)` says who is asking, or None.
+
+- A notebook or a script sends `Authorization: token <a JupyterHub API token>` (in a notebook,
+  JUPYTERHUB_API_TOKEN; `Bearer` is accepted too, as JupyterHub accepts it).
+- A browser signs in with OAuth: `login_url(request, next)` leads to PREFIX/oauth_login, which keeps
+  a random state and a PKCE verifier in a short-lived signed cookie and sends the browser to the
+  hub's /hub/api/oauth2/authorize; the hub sends it back to PREFIX/oauth_callback with a code, which
+  must come with the same state; the code becomes the user's token, kept in a signed HttpOnly
+  cookie on the prefix (SameSite=Lax; a cookie on a cross-site request that changes something is
+  not accepted).
+
+Either way the token is identified with the hub by jupyterhub.services.auth.HubOAuth's
+`user_for_token` (cached for `cache_max_age` seconds), the way JupyterHub's own services do it; the
+state and the signed cookies are this module's, so that several processes of the service (which
+share the service's API token, and so the cookies' key) accept each other's.
+
+Who may use the service: a token must carry the service's access scope
+(`access:services!service=NAME`, the hub's JUPYTERHUB_OAUTH_ACCESS_SCOPES).  JupyterHub 5 and 6
+give users no service by default, so the hub grants it, e.g. to everyone:
+
+    c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", "access:services!service=seqgrader"]}]
+    c.JupyterHub.services = [{"name": "seqgrader", "url": "http://127.0.0.1:8765",
+                              "command": ["seqgrader", "serve", "--port", "8765"], "oauth_no_confirm": True}]
+    c.Spawner.server_token_scopes = ["access:servers!server", "users:activity!user",
+                                     "access:services!service=seqgrader"]   # JUPYTERHUB_API_TOKEN in notebooks
+
+(JupyterHub 6 can say the first line as `c.JupyterHub.extra_user_scopes = {"access:services!service=seqgrader"}`.)
+The service's own token needs no role: the hub's answer about a token (GET /hub/api/user) always
+holds the user's name, `admin` and groups.  Instructors are the members of the group
+`instructors_group` (default: $SEQGRADER_INSTRUCTORS_GROUP, else "instructors") and the hub's
+admins; every other user the hub knows is a student.
+
+The User it returns says how it came (`via`: "hub-token" or "hub-cookie"); a cookie's User carries
+the cookie's own random nonce, from which the service makes the token its forms must send back.
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
+
+from ..errors import ConfigError, ServiceError
+
+STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
+COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
+
+
+class Hub:
+    """The authenticator of `seqgrader serve` under JupyterHub (see autograder/service/auth.py for
+    the seam).  `base_url`: the service's prefix (default: JUPYTERHUB_SERVICE_PREFIX); `engine`,
+    the service's database, is not needed: the hub is the one who knows people."""
+
+    def __init__(self, base_url=None, engine=None, *, instructors_group=None, api_token=None, cache_max_age=60):
+        from jupyterhub.services.auth import HubOAuth
+
+        self.instructors_group = (instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP")
+                                  or "instructors")
+        api_token = api_token or os.environ.get("JUPYTERHUB_API_TOKEN")
+        if not api_token:
+            raise ConfigError("JupyterHub sign-in needs the service's JupyterHub API token in JUPYTERHUB_API_TOKEN "
+                              "(the hub sets it for a service it starts; for one started otherwise, give the "
+                              "service's `api_token` of jupyterhub_config.py)")
+        # the hub names a service's OAuth client "service-NAME"; a service the hub starts is told it
+        name = os.environ.get("JUPYTERHUB_SERVICE_NAME") or "seqgrader"
+        client = os.environ.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}"
+        kwargs = {"cache_max_age": cache_max_age, "api_token": api_token, "oauth_client_id": client}
+        if base_url:
+            kwargs["base_url"] = base_url
+        self.auth = HubOAuth(**kwargs)
+        self.prefix = self.auth.base_url  # JUPYTERHUB_SERVICE_PREFIX, with a slash at both ends
+        self._key = hmac.new(self.auth.api_token.encode(), b"seqgrader sign-in cookies", hashlib.sha256).digest()
+        self.cookie_name = self.auth.cookie_name
+        self.state_cookie_name = self.auth.state_cookie_name
+        self.router = APIRouter()
+        self.router.add_api_route("/oauth_login", self.oauth_login, methods=["GET"], include_in_schema=False)
+        self.router.add_api_route("/oauth_callback", self.oauth_callback, methods=["GET"], include_in_schema=False)
+
+    # ------------------------------------------------------------ who is asking
+    async def user(self, request: Request):
+        """The User of this request, or None: a token in the Authorization header, else the
+        sign-in cookie.  A token the hub does not know, or one without access to this service,
+        is nobody."""
+        token, via, nonce = _header_token(request), "hub-token", ""
+        if token is None:
+            kept = self._unsign(request.cookies.get(self.cookie_name))
+            if not kept or not kept.get("token") or not _same_site_or_safe(request):
+                return None
+            token, via, nonce = kept["token"], "hub-cookie", kept.get("nonce", "")
+        model = await self._identify(token, request)
+        return self._as_user(model, via, nonce)
+
+    async def _identify(self, token, request, use_cache=True):
+        from tornado.web import HTTPError
+
+        try:
+            return await self.auth.user_for_token(token, use_cache=use_cache, sync=False,
+                                                  session_id=request.cookies.get("jupyterhub-session-id", ""))
+        except HTTPError as e:  # the hub cannot be reached or refuses the service's own token
+            raise ServiceError(502, "hub_unavailable", f"JupyterHub 暂时无法确认你的身份，请稍后再试（{e.log_message or e}）。",
+                               f"JupyterHub cannot say who you are just now; try again in a moment "
+                               f"({e.log_message or e}).") from None
+
+    def _as_user(self, model, via="hub-token", nonce=""):
+        from jupyterhub.services.auth import check_scopes
+
+        from .auth import User
+
+        if not model or model.get("kind", "user") != "user":
+            return None
+        if self.auth.access_scopes and not check_scopes(self.auth.access_scopes, set(model.get("scopes", []))):
+            return None
+        instructor = bool(model.get("admin")) or self.instructors_group in (model.get("groups") or [])
+        return User(model["name"], "instructor" if instructor else "student", via=via, nonce=nonce)
+
+    # ------------------------------------------------------------ signing in with a browser
+    def login_url(self, request, next="/"):
+        return f"{self.prefix}oauth_login?{urlencode({'next': next})}"
+
+    async def oauth_login(self, request: Request, next: str = ""):
+        verifier, challenge, method = self.auth.generate_pkce_code_challenge()
+        state = secrets.token_urlsafe(16)
+        target = self.auth.login_url + "&" + urlencode({"state": state, "code_challenge": challenge,
+                                                        "code_challenge_method": method})
+        response = RedirectResponse(target, status_code=302)
+        self._set_cookie(response, request, self.state_cookie_name,
+                         {"state": state, "next": self._safe_next(next), "verifier": verifier}, STATE_MAX_AGE)
+        return response
+
+    async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
+                             error_description: str = ""):
+        if error:
+            why = error_description or error
+            raise ServiceError(400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}")
+        kept = self._unsign(request.cookies.get(self.state_cookie_name))
+        if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
+            raise ServiceError(403, "oauth_state", "登录过程没有按原样返回（状态不匹配，或超过了十分钟）：请重新登录。",
+                               "The sign-in did not come back as it left (its state does not match, or it took "
+                               "more than ten minutes): sign in again.")
+        from tornado.web import HTTPError
+
+        try:
+            token = await self.auth.token_for_code(code, code_verifier=kept.get("verifier"), sync=False)
+        except HTTPError as e:
+            raise ServiceError(403, "oauth_code", f"JupyterHub 没有接受这次登录：{e.log_message or e}",
+                               f"JupyterHub did not accept the sign-in: {e.log_message or e}") from None
+        user = self._as_user(await self._identify(token, request, use_cache=False))
+        if user is None:
+            raise ServiceError(403, "not_allowed", "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
+                               "Your JupyterHub account may not use this service: ask the course staff.")
+        response = RedirectResponse(kept.get("next") or self.prefix, status_code=303)
+        response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
+        self._set_cookie(response, request, self.cookie_name, {"token": token, "nonce": secrets.token_hex(12)},
+                         COOKIE_MAX_AGE)
+        return response
+
+    def logout(self, response):
+        """Forget the sign-in cookie (the hub's own sign-in stays)."""
+        response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
+
+    def _safe_next(self, next):
+        """Only a path under the service's prefix: never another site, never `//host`."""
+        parts = urlsplit(next or "")
+        if parts.scheme or parts.netloc or not parts.path.startswith(self.prefix) or next.startswith("//"):
+            return self.prefix
+        return next
+
+    # ------------------------------------------------------------ signed cookies
+    def _sign(self, data, max_age):
+        body = base64.urlsafe_b64encode(json.dumps({**data, "exp": int(time.time()) + max_age}).encode()).decode()
+        mac = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        return f"{body}.{mac}"
+
+    def _unsign(self, value, key=None):
+        if not value or "." not in value:
+            return None
+        body, mac = value.rsplit(".", 1)
+        if not hmac.compare_digest(hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest(), mac):
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body.encode()))
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("exp", 0) < time.time():
+            return None
+        return data.get(key) if key else data
+
+    def _set_cookie(self, response, request, name, data, max_age):
+        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        response.set_cookie(name, self._sign(data, max_age), max_age=max_age, path=self.auth.cookie_path,
+                            httponly=True, samesite="lax", secure=secure)
+
+
+def _header_token(request):
+    value = request.headers.get("authorization", "")
+    kind, _, token = value.partition(" ")
+    if kind.lower() in ("token", "bearer") and token.strip():
+        return token.strip()
+    return None
+
+
+def _same_site_or_safe(request):
+    """A sign-in cookie counts on reads from anywhere and on changes from this site only (the
+    browser says where a request comes from in Sec-Fetch-Site, or Origin)."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return True
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
+    return urlsplit(origin).netloc == host
+
