@@ -137,3 +137,10 @@ def test_jupyterhub_login_form_then_oauth_upload_and_report_in_chromium(browser,
         pages["teacher"].goto(base + "instructor")
         pages["teacher"].screenshot(OUT / "hub-teacher-class.png")
         assert "alice" in pages["teacher"].text() and "bob" in pages["teacher"].text()
+        # signing out of the service signs out of the hub too (else the hub signs the browser in again)
+        page = pages["alice"]
+        page.goto(base + "submissions")
+        page.act("document.querySelector('form[action$=\"signout\"]').submit()")
+        wait_for(page, f"!location.href.startsWith({base!r})", timeout=30)
+        page.goto(base + "submissions")
+        assert page.url().startswith(hub.url + "hub/login"), page.url()

@@ -44,6 +44,8 @@ def test_each_hub_user_is_known_with_their_role_and_nobody_else_is(hub):
     for header in (None, "token not-a-token", f"token {hub.tokens['alice']}x"):
         status, answer, _ = call("GET", hub.service_url + "api/me", header)
         assert status == 401 and answer["error"] == "not_signed_in" and answer["message"], (header, answer)
+        if header is None:  # what to do under a hub: its token, not a roster's
+            assert "JUPYTERHUB_API_TOKEN" in answer["message"] and "Bearer YOUR_TOKEN" not in answer["message"]
     # a token of alice's that may not use the service (no access:services scope) is nobody's
     narrow = hub.request("POST", "users/alice/tokens", {"scopes": ["read:users:name!user=alice"]})["token"]
     status, answer, _ = call("GET", hub.service_url + "api/me", f"token {narrow}")

@@ -110,6 +110,13 @@ def create_app(svc: Service) -> FastAPI:
 
     @app.exception_handler(ServiceError)
     async def _service_error(request, e):
+        if isinstance(e, NotSignedIn) and svc.authenticator is not None and not _wants_page(request):
+            e = ServiceError(401, "not_signed_in",
+                             "请先登录：在 JupyterHub 的笔记本里用 submit.py，或在请求头中附上 "
+                             "Authorization: token $JUPYTERHUB_API_TOKEN；浏览器请先登录 JupyterHub。",
+                             "Sign in first: from a JupyterHub notebook use submit.py, or send the header "
+                             "Authorization: token $JUPYTERHUB_API_TOKEN; in a browser, sign in to JupyterHub.",
+                             {"WWW-Authenticate": "token"})
         if isinstance(e, NotSignedIn) and _wants_page(request):
             where = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
             if svc.authenticator is not None:
@@ -198,6 +205,13 @@ def create_app(svc: Service) -> FastAPI:
     @protected.post("/signout")
     def signout(request: Request, csrf: str = Form(""), user: User = Depends(current_user)):
         check_csrf(request, user, csrf)
+        hub = svc.authenticator
+        if user.via.startswith("hub") and hub is not None:  # the seam's optional sign-out
+            where = hub.logout_url() if hasattr(hub, "logout_url") else svc.base_url
+            response = RedirectResponse(where, status_code=303)
+            if hasattr(hub, "logout"):
+                hub.logout(response)
+            return response
         response = RedirectResponse(f"{svc.base_url}signin", status_code=303)
         response.delete_cookie(COOKIE, path=svc.base_url)
         return response

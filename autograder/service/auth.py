@@ -23,6 +23,8 @@ The authenticator seam (JupyterHub mode).  Any object with
     router                                            a fastapi APIRouter (its /oauth_callback),
                                                       mounted under the base URL; may be None
     def login_url(self, request, next) -> str         where a browser goes to sign in
+    def logout(self, response)                        optional: forget its sign-in cookie
+    def logout_url(self) -> str                       optional: where signing out leads
 
 passed as ``create_app(..., authenticator=...)``.  `serve` builds one from
 ``autograder.service.hub.Hub(base_url=..., engine=...)`` when JUPYTERHUB_API_TOKEN is set (or

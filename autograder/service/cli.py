@@ -5,6 +5,7 @@
 """
 import os
 import re
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -73,14 +74,14 @@ def _safe(url):
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
-def _hub(base_url, engine):
+def _hub(base_url, engine, instructors_group=None):
     try:
         from .hub import Hub
     except ImportError as e:
         raise GraderError(f"JupyterHub sign-in (JUPYTERHUB_API_TOKEN is set, or --jupyterhub) needs the module "
                           f"autograder.service.hub, which this installation cannot import ({e}); run with --roster "
                           f"CSV and without JUPYTERHUB_API_TOKEN to sign in with tokens") from None
-    return Hub(base_url=base_url, engine=engine)
+    return Hub(base_url=base_url, engine=engine, instructors_group=instructors_group)
 
 
 def cmd_serve(args):
@@ -111,14 +112,15 @@ def cmd_serve(args):
 
         u = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
         host, port = host or u.hostname, port or u.port
-    host, port = host or "127.0.0.1", port or 8000
+    host = host or "127.0.0.1"
+    port = 8000 if port is None else port  # 0: a free port, named in the first log line
 
     engine, url = _engine(args)
     data = Path(args.data).resolve()
     if args.roster:
         people = sync_roster(engine, read_roster(args.roster))
         log(f"roster {args.roster}: {len(people)} people")
-    authenticator = _hub(base_url, engine) if hub_mode else None
+    authenticator = _hub(base_url, engine, args.instructors_group) if hub_mode else None
     if args.workers == 0:
         grader = None
     elif args.dask_scheduler:
@@ -131,6 +133,14 @@ def cmd_serve(args):
     svc = Service(engine=engine, course=course, data=data, roster=Roster(engine), base_url=base_url,
                   max_upload=max_upload, authenticator=authenticator, worker=worker, language=course.language)
     app = create_app(svc)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        raise GraderError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    port = sock.getsockname()[1]  # --port 0: the free port the system chose
     if worker is not None:
         worker.start()
         first = [a for a in course.assignment_names() if a in course.service] or course.assignment_names()[:1]
@@ -143,7 +153,7 @@ def cmd_serve(args):
                             proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
     server = uvicorn.Server(config)
     try:
-        server.run()
+        server.run(sockets=[sock])
     finally:
         if worker is not None:
             worker.close()
@@ -186,6 +196,9 @@ def add_parser(sub):
                                                    "(student or instructor); see `seqgrader tokens`")
     s.add_argument("--jupyterhub", action="store_true",
                    help="sign in through JupyterHub (the default when JUPYTERHUB_API_TOKEN is set)")
+    s.add_argument("--instructors-group", metavar="GROUP",
+                   help="under JupyterHub: the hub group whose members (and the hub's admins) are instructors "
+                        "(default: $SEQGRADER_INSTRUCTORS_GROUP, else instructors)")
     s.add_argument("--workers", type=int, metavar="N",
                    help="submissions graded at once: grading threads and warm grading processes (default 1; "
                         "0: this process accepts submissions and another one on the same database grades them)")

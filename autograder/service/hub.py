@@ -164,8 +164,13 @@ class Hub:
         return response
 
     def logout(self, response):
-        """Forget the sign-in cookie (the hub's own sign-in stays)."""
+        """Forget the sign-in cookie (the hub's own sign-in stays: see logout_url)."""
         response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
+
+    def logout_url(self):
+        """The hub's sign-out page: signing out of the service alone would sign the browser in
+        again at once, through the hub's own sign-in."""
+        return f"{self.auth.hub_prefix}logout"
 
     def _safe_next(self, next):
         """Only a path under the service's prefix: never another site, never `//host`."""
