@@ -1,0 +1,99 @@
+"""The class's fingerprint index: who has which fingerprint of which function, how rare it is, and
+which pairs are worth a full comparison.
+
+``Unit``            one student's one function: its Source, its Fingerprints, and their hashes
+                    less every hash of the shared code (extract.shared_sources)
+``Index(units, shared)``
+    .ignored        {hash: what} of the shared code: never evidence
+    .df             {function: {hash: how many students have it}}
+    .rarity(f, h)   1 for a fingerprint two students or fewer have, falling to 0 for one the whole
+                    class has: log(N / df) / log(N / 2), an inverse document frequency scaled to
+                    [0, 1], so what everyone writes counts for nothing
+    .candidates()   the pairs of students worth comparing: for each function, a MinHash of each
+                    student's rare fingerprints (datasketch) in a MinHashLSH, queried with each
+                    student; 1,000 students need about 13,000 MinHashes and their buckets, not
+                    half a million full comparisons per function
+"""
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from .fingerprint import fingerprints, tokens
+from .normalize import normalize
+
+NUM_PERM = 64  # MinHash permutations
+LSH_THRESHOLD = 0.2  # estimated Jaccard of the rare fingerprints above which a pair is compared
+RARE = 0.25  # a fingerprint enters the LSH when its rarity is at least this
+
+
+@dataclass
+class Unit:
+    student: str
+    function: str
+    source: object  # extract.Source
+    prints: list = field(default_factory=list)  # [Fingerprint] of the canonical tree
+    hashes: set = field(default_factory=set)  # the hashes that may be evidence
+
+
+def fingerprint_source(source):
+    """The Fingerprints of one definition (its canonical tree's)."""
+    try:
+        return fingerprints(tokens(normalize(source.node)))
+    except (RecursionError, ValueError, TypeError, AttributeError):
+        return []
+
+
+class Index:
+    def __init__(self, units, shared):
+        """units: [Unit] (fingerprints computed here); shared: extract.shared_sources()."""
+        self.ignored = {}
+        self.shared_counts = []
+        for what, label, sources in shared:
+            n = 0
+            for s in sources:
+                for fp in fingerprint_source(s):
+                    self.ignored.setdefault(fp.hash, what)
+                    n += 1
+            self.shared_counts.append({"what": what, "source": label, "definitions": len(sources),
+                                       "fingerprints": n})
+        self.units = defaultdict(dict)  # function -> {student: Unit}
+        self.df = defaultdict(Counter)
+        for u in units:
+            u.prints = fingerprint_source(u.source)
+            u.hashes = {fp.hash for fp in u.prints if fp.hash not in self.ignored}
+            self.units[u.function][u.student] = u
+            self.df[u.function].update(u.hashes)
+        self.students = sorted({u.student for u in units})
+        self.n = len(self.students)
+
+    def rarity(self, function, h):
+        df = self.df[function].get(h, 0)
+        if df <= 2 or self.n <= 2:
+            return 1.0
+        return max(0.0, math.log(self.n / df) / math.log(self.n / 2))
+
+    def mass(self, function, hashes):
+        return sum(self.rarity(function, h) for h in hashes)
+
+    def candidates(self):
+        """{(a, b)} with a < b: the pairs that share rare fingerprints in some function."""
+        from datasketch import MinHash, MinHashLSH
+
+        pairs = set()
+        for function, by_student in self.units.items():
+            rare = {s: [h for h in u.hashes if self.rarity(function, h) >= RARE] for s, u in by_student.items()}
+            rare = {s: hs for s, hs in rare.items() if hs}
+            if len(rare) < 2:
+                continue
+            names = sorted(rare)
+            sketches = MinHash.bulk([[h & 0xFFFFFFFF for h in rare[s]] for s in names], num_perm=NUM_PERM,
+                                    hashfunc=int)
+            lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
+            with lsh.insertion_session() as session:
+                for s, m in zip(names, sketches):
+                    session.insert(s, m)
+            for s, m in zip(names, sketches):
+                for other in lsh.query(m):
+                    if other != s:
+                        pairs.add((min(s, other), max(s, other)))
+        return pairs
