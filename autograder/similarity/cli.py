@@ -39,8 +39,11 @@ class Similarity:
                 "pairs": [p.to_dict() for p in self.pairs], "clusters": self.clusters, "excluded": self.excluded}
 
 
-def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, layout="auto", skip=()):
-    """The Similarity of a folder of submissions (see the module's docstring)."""
+def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, layout="auto", skip=(),
+            exercises=None):
+    """The Similarity of a folder of submissions (see the module's docstring).  `assignment`: a
+    course.yml assignment (its exercises' functions are compared) or, in nbgrader's layout, the
+    assignment folder, as grade-batch reads it; `exercises` overrides the assignment's."""
     from ..batch.discover import discover
     from ..config import load_course
     from .behaviour import Behaviour
@@ -50,9 +53,10 @@ def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, 
 
     course = course if course is not None and not isinstance(course, (str, Path)) else load_course(course)
     known = assignment if assignment in course.assignments else None
-    exercises = list(course.assignment(known))
-    nb_assignment = assignment if known is None else None
-    _, items, _ = discover(submissions, layout, nb_assignment if layout != "flat" else None, exclude=list(skip))
+    exercises = list(exercises or course.assignment(known))
+    root = Path(submissions)
+    nbgrader = layout == "nbgrader" or (layout == "auto" and ((root / "submitted").is_dir() or root.name == "submitted"))
+    _, items, _ = discover(submissions, layout, assignment if nbgrader else None, exclude=list(skip))
     functions = contract_functions(course, exercises)
     units, sources = [], {}
     for item in items:
