@@ -103,6 +103,10 @@ def _rename(fn, rng):
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and n.id in mapping:
             n.id = mapping[n.id]
+        elif isinstance(n, ast.Lambda):  # a lambda's own parameters follow its body's names
+            for a in n.args.args:
+                if a.arg in mapping:
+                    a.arg = mapping[a.arg]
 
 
 def _blocks(fn):

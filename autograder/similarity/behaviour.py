@@ -13,14 +13,16 @@ never part of a report, a feedback text or a Gradescope file (tests/test_similar
 ``Behaviour(folder)`` reads those files; ``same(a, b)`` gives {function: weight} for the
 functions where a and b fail with the same outputs and no catalogued mistake explains them (a
 catalogued mistake's outputs are what a whole class of honest students gets).  The weight is 1
-when two students have those outputs, falling as more of the class has them, as the rarity of a
-fingerprint does (index.py).
+when two students have those outputs, 2 / n when n students have them, as the rarity of a
+fingerprint (index.py).
 """
 import hashlib
 import json
 import math
 from collections import Counter
 from pathlib import Path
+
+from .index import rarity
 
 FOLDER = "behaviour"  # in grade-batch's --out folder
 
@@ -86,5 +88,5 @@ class Behaviour:
                 continue
             if x.get("outputs") and x.get("outputs") == y.get("outputs"):
                 df = self.df[(f, x["outputs"])]
-                out[f] = 1.0 if df <= 2 or self.n <= 2 else max(0.0, math.log(self.n / df) / math.log(self.n / 2))
+                out[f] = rarity(df)
         return out

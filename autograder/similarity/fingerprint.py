@@ -2,7 +2,8 @@
 
 ``tokens(tree)``       the canonical tree (normalize.py) read in order as a list of
                        (token, line): node kinds, canonical names, attribute names, operators,
-                       numbers, and a short hash of each string; each token keeps the line of the
+                       numbers, and a short hash of each string (without its spaces); each
+                       token keeps the line of the
                        student's code it comes from
 ``fingerprints(toks)`` every K consecutive tokens hashed (a k-gram), then winnowed (Schleimer,
                        Wilkerson and Aiken, 2003): in every window of W consecutive k-grams the
@@ -14,10 +15,14 @@ Fingerprints are plain data: the index, the pairs and every renderer read them, 
 """
 import ast
 import hashlib
+import re
 from dataclasses import dataclass
 
 K = 12  # tokens per k-gram: about one short statement
 W = 4   # k-grams per winnowing window: a shared run of W + K - 1 = 15 tokens is always found
+
+
+_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,8 @@ def _walk(node, out, line):
         return
     if isinstance(node, ast.Constant):
         v = node.value
-        if isinstance(v, str):
-            v = "s" + hashlib.blake2b(v.encode("utf-8", "replace"), digest_size=3).hexdigest()
+        if isinstance(v, str):  # a message's words, not its spacing
+            v = "s" + hashlib.blake2b(_SPACE.sub("", v).encode("utf-8", "replace"), digest_size=3).hexdigest()
         out.append((f"C:{v!r}", line))
         return
     if isinstance(node, (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)):

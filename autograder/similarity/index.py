@@ -6,15 +6,13 @@ which pairs are worth a full comparison.
 ``Index(units, shared)``
     .ignored        {hash: what} of the shared code: never evidence
     .df             {function: {hash: how many students have it}}
-    .rarity(f, h)   1 for a fingerprint two students or fewer have, falling to 0 for one the whole
-                    class has: log(N / df) / log(N / 2), an inverse document frequency scaled to
-                    [0, 1], so what everyone writes counts for nothing
+    .rarity(f, h)   1 for a fingerprint two students or fewer have, 2 / df for one df students
+                    have (rarity()): an inverse document frequency, so what many write counts little
     .candidates()   the pairs of students worth comparing: for each function, a MinHash of each
                     student's rare fingerprints (datasketch) in a MinHashLSH, queried with each
                     student; 1,000 students need about 13,000 MinHashes and their buckets, not
                     half a million full comparisons per function
 """
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -35,12 +33,25 @@ class Unit:
     hashes: set = field(default_factory=set)  # the hashes that may be evidence
 
 
-def fingerprint_source(source):
-    """The Fingerprints of one definition (its canonical tree's)."""
+def fingerprint_source(source, memo=None):
+    """The Fingerprints of one definition (its canonical tree's).  `memo`: a dict shared by the
+    calls of one index, so that the same text (the reference pasted by many) is read once."""
+    if memo is not None and source.text in memo:
+        return memo[source.text]
     try:
-        return fingerprints(tokens(normalize(source.node)))
+        found = fingerprints(tokens(normalize(source.node)))
     except (RecursionError, ValueError, TypeError, AttributeError):
-        return []
+        found = []
+    if memo is not None:
+        memo[source.text] = found
+    return found
+
+
+def rarity(df):
+    """What a fingerprint (or a behaviour) that `df` students of the class have is worth as
+    evidence: 1 when two have it (or one), 2 / df otherwise -- an inverse document frequency that
+    falls fast, so that what a tenth of the class writes is worth little however large the class."""
+    return 1.0 if df <= 2 else 2.0 / df
 
 
 class Index:
@@ -48,10 +59,11 @@ class Index:
         """units: [Unit] (fingerprints computed here); shared: extract.shared_sources()."""
         self.ignored = {}
         self.shared_counts = []
+        memo = {}
         for what, label, sources in shared:
             n = 0
             for s in sources:
-                for fp in fingerprint_source(s):
+                for fp in fingerprint_source(s, memo):
                     self.ignored.setdefault(fp.hash, what)
                     n += 1
             self.shared_counts.append({"what": what, "source": label, "definitions": len(sources),
@@ -59,7 +71,7 @@ class Index:
         self.units = defaultdict(dict)  # function -> {student: Unit}
         self.df = defaultdict(Counter)
         for u in units:
-            u.prints = fingerprint_source(u.source)
+            u.prints = fingerprint_source(u.source, memo)
             u.hashes = {fp.hash for fp in u.prints if fp.hash not in self.ignored}
             self.units[u.function][u.student] = u
             self.df[u.function].update(u.hashes)
@@ -67,10 +79,7 @@ class Index:
         self.n = len(self.students)
 
     def rarity(self, function, h):
-        df = self.df[function].get(h, 0)
-        if df <= 2 or self.n <= 2:
-            return 1.0
-        return max(0.0, math.log(self.n / df) / math.log(self.n / 2))
+        return rarity(self.df[function].get(h, 0))
 
     def mass(self, function, hashes):
         return sum(self.rarity(function, h) for h in hashes)

@@ -249,7 +249,14 @@ def _loops_to_comprehensions(fn):
     for block in _blocks(fn):
         i = 0
         while i + 1 < len(block):
-            a, b = block[i], block[i + 1]
+            a = block[i]
+            j = i + 1  # the loop may come a few statements later, when they do not touch the list
+            if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
+                while (j < len(block) - 1 and not isinstance(block[j], ast.For)
+                       and isinstance(block[j], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+                       and a.targets[0].id not in set().union(*_effects(block[j]))):
+                    j += 1
+            b = block[j]
             if (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
                     and _fresh(a.value) and isinstance(b, ast.For) and not b.orelse):
                 name, kind = a.targets[0].id, _fresh(a.value)
@@ -269,7 +276,8 @@ def _loops_to_comprehensions(fn):
                         else:
                             comp = ast.DictComp(key=elt[0], value=elt[1], generators=gens)
                         a.value = ast.copy_location(comp, b)
-                        del block[i + 1]
+                        block[j] = a  # the list is built where the loop was
+                        del block[i]
                         changed = True
                         continue
             i += 1
@@ -282,6 +290,12 @@ def _inline_temporaries(fn):
     """Inline `x = expr` into the one later statement of the same block that reads x, when x is
     assigned nowhere else and read nowhere else, and nothing between writes what expr reads."""
     params, local = _local_names(fn)
+    stores, loads, comp_targets = {}, {}, set()
+    for n in ast.walk(fn):  # one walk: an inlining below removes its name only, moves no other name
+        if isinstance(n, ast.Name):
+            (stores if isinstance(n.ctx, ast.Store) else loads).setdefault(n.id, []).append(n)
+        elif isinstance(n, ast.comprehension):
+            comp_targets.update(x.id for x in ast.walk(n.target) if isinstance(x, ast.Name))
     changed = False
     for block in _blocks(fn):
         i = 0
@@ -291,10 +305,10 @@ def _inline_temporaries(fn):
                 i += 1
                 continue
             name = s.targets[0].id
-            if name not in local or len(_stores(fn, name)) != 1 or _in_comprehension_target(fn, name):
+            if name not in local or len(stores.get(name, ())) != 1 or name in comp_targets:
                 i += 1
                 continue
-            uses = _loads(fn, name)
+            uses = [u for u in loads.get(name, ()) if isinstance(u.ctx, ast.Load)]
             if len(uses) != 1:
                 i += 1
                 continue
@@ -313,17 +327,11 @@ def _inline_temporaries(fn):
                 continue
             _replace(block[target], uses[0], s.value)
             del block[i]
+            stores.pop(name, None)
+            loads.pop(name, None)
             changed = True
         # next block
     return changed
-
-
-def _in_comprehension_target(fn, name):
-    for n in ast.walk(fn):
-        if isinstance(n, ast.comprehension) and any(isinstance(x, ast.Name) and x.id == name
-                                                    for x in ast.walk(n.target)):
-            return True
-    return False
 
 
 def _inside_loop_body(loop, use):

@@ -11,13 +11,20 @@ and, when grading recorded the behaviour (behaviour.py), a function both fail wi
 outputs on every probe of the diagnosis, where the diagnosis named no catalogued mistake, counts
 as a whole function shared (score_f = weight_f = 1, times the outputs' rarity in the class).
 
-The pair's score puts the functions together as independent pieces of evidence:
+The pair's score puts the functions together as independent pieces of evidence, and then asks
+how much of what the two wrote is shared at all:
 
-    score = 1 - prod_f (1 - STRENGTH * score_f * weight_f)
+    evidence = 1 - prod_f (1 - STRENGTH * score_f * weight_f)
+    overlap  = 2 sum_f shared_f / sum_f (mass of a's f + mass of b's f)   (the whole submissions'
+               weighted Dice; a behaviour match counts as WHOLE shared on both sides)
+    score    = evidence * overlap
 
-so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared is a
-suspicion (0.6), and three whole functions are a case (0.94).  A pair is *flagged* at FLAG or more;
-flagged pairs joined by a student form a cluster.
+so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared and
+nothing else written apart is a suspicion (0.6), and three whole functions are a case (0.94); two
+students who happen to write two functions the same way but each write the rest their own way
+(their own checks, their own habits) score lower than one who hands in another's work, where
+everything rare is shared.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
+form a cluster.
 """
 import math
 from dataclasses import dataclass, field
@@ -86,7 +93,7 @@ class Pair:
 
 def compare(index, a, b, behaviour=None):
     """The Pair of students a and b (behaviour: behaviour.Behaviour or None)."""
-    functions = {}
+    functions, mass = {}, 0.0
     for function, by_student in index.units.items():
         ua, ub = by_student.get(a), by_student.get(b)
         if ua is None or ub is None:
@@ -95,6 +102,7 @@ def compare(index, a, b, behaviour=None):
         shared = index.mass(function, common)
         total = index.mass(function, ua.hashes) + index.mass(function, ub.hashes)
         score = 2 * shared / total if total else 0.0
+        mass += total
         m = FunctionMatch(function, score, shared)
         if shared > 0:
             m.fragments = fragments(ua.prints, ub.prints, {h for h in common if index.rarity(function, h) > 0})
@@ -104,8 +112,11 @@ def compare(index, a, b, behaviour=None):
             m = functions.setdefault(function, FunctionMatch(function, 0.0, 0.0))
             m.behaviour = weight
     keep = {f: m for f, m in functions.items() if m.strength > 0}
-    score = 1.0 - math.prod(1.0 - STRENGTH * m.strength for m in keep.values())
-    return Pair(a, b, score, keep)
+    evidence = 1.0 - math.prod(1.0 - STRENGTH * m.strength for m in keep.values())
+    both = sum(m.shared + WHOLE * m.behaviour for m in functions.values())
+    whole = mass + 2 * WHOLE * sum(m.behaviour for m in functions.values())
+    overlap = 2 * both / whole if whole else 0.0
+    return Pair(a, b, evidence * min(1.0, overlap), keep)
 
 
 def fragments(prints_a, prints_b, common):
