@@ -8,6 +8,11 @@ Pipeline, one sub-package per step:
     properties/  the hidden properties (hypothesis) per exercise
     grading.py   score the results against course.yml
     report/      render the report (text, JSON)
+
+For the instructor, beside the pipeline:
+
+    similarity/  the class similarity report: functions compared on their canonical trees, and
+                 the wrong outputs grading recorded (never shown to a student)
 """
 
 __version__ = "0.1.0"

@@ -18,13 +18,13 @@ bench/obfuscate.py, in another format than the original: each transformation on 
 comments, format, reorder, deadcode, loops, temporaries: C // 10 copies each... the first 21 of
 30), the rest with all of them combined.
 
-Printed: for `seqgrader similarity` and for copydetect (pip `copydetect`, one .py per student,
-the reference solutions and the starter notebooks as its boilerplate, its own display threshold
-0.33) on the same class -- the time, the pairs flagged, precision and recall of the flagged pairs,
+Printed: for `seqgrader similarity` (`analyse`, --workers processes) and for copydetect (pip
+`copydetect`, one .py per student, the reference solutions and the starter notebooks as its
+boilerplate, its own display threshold 0.33) on the same class -- the time, the pairs flagged, precision and recall of the flagged pairs,
 the rank of every planted pair among all pairs, and whether every planted pair ranks above every
 honest pair (the goal); then the time of `analyse` alone on a class of --scale students (the
-honest generator, plus copies in the same proportion), one process (the machine's other core is
-left to the rest).  Nothing here is a test; run it on a quiet machine.
+honest generator, plus copies in the same proportion), with --workers processes (default 2),
+and the same figures for it.  Nothing here is a test; run it on a quiet machine.
 """
 import argparse
 import ast
@@ -181,18 +181,18 @@ def figures(scores, planted, flag):
     planted_scores = [scores.get(p, scores.get(p[::-1], 0.0)) for p in key]
     return {"flagged": len(flagged), "true": tp,
             "precision": tp / len(flagged) if flagged else 1.0, "recall": tp / len(key) if key else 1.0,
-            "ranks": {k: rank.get(p) for p, k in sorted(key.items(), key=lambda kv: rank.get(kv[0], 10**9))},
+            "ranks": sorted((rank.get(p, 10**9), k) for p, k in key.items()),
             "worst_planted_rank": max((rank.get(p, 10**9) for p in key), default=0),
             "lowest_planted": min(planted_scores, default=0.0), "highest_honest": max(honest, default=0.0),
             "separated": min(planted_scores, default=0.0) > max(honest, default=0.0)}
 
 
-def run_ours(root):
+def run_ours(root, workers):
     from autograder.similarity.cli import analyse
     from autograder.similarity.pairs import FLAG
 
     t = time.perf_counter()
-    result = analyse(root)
+    result = analyse(root, workers=workers)
     seconds = time.perf_counter() - t
     return seconds, {(p.a, p.b): p.score for p in result.pairs}, FLAG, result
 
@@ -235,6 +235,7 @@ def main():
     ap.add_argument("--copies", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=int, default=1000, help="class size of the timing run (0: none)")
+    ap.add_argument("--workers", type=int, default=2, help="processes of `analyse` (default 2)")
     ap.add_argument("--no-copydetect", action="store_true")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated class here")
     args = ap.parse_args()
@@ -250,7 +251,7 @@ def main():
         print(f"class: {len(ids)} honest students + {len(planted)} planted copies "
               f"({', '.join(sorted(set(planted.values())))}), seed {args.seed}")
         rows = []
-        seconds, scores, flag, result = run_ours(root)
+        seconds, scores, flag, result = run_ours(root, args.workers)
         rows.append(("seqgrader similarity", seconds, figures(scores, planted, flag), flag))
         print(f"  (seqgrader: {result.compared} candidate pairs compared of {len(texts) * (len(texts) - 1) // 2})")
         if not args.no_copydetect:
@@ -264,17 +265,21 @@ def main():
                   f"{'yes' if f['separated'] else 'no'}")
         for name, _, f, _ in rows:
             print(f"ranks of the planted pairs, {name}: "
-                  + ", ".join(f"{k}:{r if r is not None else '-'}" for k, r in f["ranks"].items()))
+                  + " ".join(f"{r if r < 10**9 else '-'}({k})" for r, k in f["ranks"]))
         if args.keep:
             shutil.copytree(root, Path(args.keep) / "class", dirs_exist_ok=True)
         if args.scale:
             big = work / "scale"
             big.mkdir()
             n_copies = round(args.scale * args.copies / max(1, args.students + args.copies))
-            make_class(big, args.scale - n_copies, n_copies, args.seed + 1, parts)
-            seconds, scores, flag, result = run_ours(big)
-            print(f"scale: {args.scale} students ({n_copies} of them copies), `analyse` in one process: {seconds:.1f} s, "
-                  f"{result.compared} candidate pairs compared, {sum(1 for s in scores.values() if s >= flag)} flagged")
+            _, big_planted, _ = make_class(big, args.scale - n_copies, n_copies, args.seed + 1, parts)
+            seconds, scores, flag, result = run_ours(big, args.workers)
+            f = figures(scores, big_planted, flag)
+            print(f"scale: {args.scale} students ({n_copies} of them planted copies), `analyse` on {args.workers} "
+                  f"process(es): {seconds:.1f} s; {result.compared} candidate pairs compared; {f['flagged']} flagged, "
+                  f"precision {f['precision']:.2f}, recall {f['recall']:.2f}, worst planted rank "
+                  f"{f['worst_planted_rank']}, lowest planted {f['lowest_planted']:.3f}, highest honest "
+                  f"{f['highest_honest']:.3f}, planted above all honest: {'yes' if f['separated'] else 'no'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -297,7 +297,7 @@ def _similarity(args, batch, console, log):
     from ..similarity.pairs import FLAG
     try:
         result = analyse(args.submissions, batch.course, args.assignment, (), batch.out, args.layout,
-                         skip=[batch.out], exercises=batch.exercises)
+                         skip=[batch.out], exercises=batch.exercises, workers=args.workers or os.cpu_count() or 1)
         write(result, batch.out, batch.course.language)
         flagged = sum(1 for p in result.pairs if p.score >= FLAG)
         console.print(f"similarity: {flagged} pair(s) flagged, in {batch.out / 'similarity.html'}")

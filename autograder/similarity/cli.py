@@ -14,6 +14,7 @@ what grading recorded in the sandbox.  The output is the instructor's: grade-bat
 writes it beside grades.csv, never into a student's report.
 """
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +41,11 @@ class Similarity:
 
 
 def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, layout="auto", skip=(),
-            exercises=None):
+            exercises=None, workers=1):
     """The Similarity of a folder of submissions (see the module's docstring).  `assignment`: a
     course.yml assignment (its exercises' functions are compared) or, in nbgrader's layout, the
-    assignment folder, as grade-batch reads it; `exercises` overrides the assignment's."""
+    assignment folder, as grade-batch reads it; `exercises` overrides the assignment's; `workers`:
+    processes that fingerprint the functions (parsing only)."""
     from ..batch.discover import discover
     from ..config import load_course
     from .behaviour import Behaviour
@@ -64,7 +66,7 @@ def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, 
         sources[item.student] = found
         units.extend(Unit(item.student, name, src) for name, src in found.items())
     shared = shared_sources(course, exercises, exclude)
-    index = Index(units, shared)
+    index = Index(units, shared, workers)
     behaviour = Behaviour(grades) if grades is not None else None
     candidates = index.candidates()
     if behaviour is not None:
@@ -98,7 +100,7 @@ def cmd_similarity(args):
         raise GraderError(f"--grades {args.grades}: no such folder (give grade-batch's --out folder)")
     out = Path(args.out)
     result = analyse(args.submissions, args.course, args.assignment, args.exclude or (), args.grades,
-                     args.layout, skip=[out])
+                     args.layout, skip=[out], workers=args.workers or os.cpu_count() or 1)
     js, page = write(result, out, args.language)
     if not args.quiet:
         flagged = [p for p in result.pairs if p.score >= FLAG]
@@ -151,6 +153,8 @@ def add_parser(sub):
                    help="how SUBMISSIONS is organised (default: auto-detect)")
     s.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest "
                                                     "course.yml in the current folder or above it, else the built-in course)")
+    s.add_argument("--workers", type=int, metavar="N",
+                   help="processes that read and fingerprint the functions (default: number of cores)")
     s.add_argument("--language", choices=["zh", "en", "both"], default="both", help="language of the page")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     s.set_defaults(func=cmd_similarity)

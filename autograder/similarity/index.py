@@ -47,6 +47,35 @@ def fingerprint_source(source, memo=None):
     return found
 
 
+def _fingerprint_text(text):
+    """fingerprint_source of a definition's text (parsed again: a worker process gets text only)."""
+    import ast
+    try:
+        node = ast.parse(text).body[0]
+    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+        return []
+    from .extract import Source
+    return fingerprint_source(Source("", text, node, "", 1))
+
+
+def fingerprint_all(sources, workers=1):
+    """{text: [Fingerprint]} of every distinct text among `sources`, on `workers` processes
+    (forked; pure parsing, nothing of a student's is run) when there are enough of them."""
+    todo = {s.text: s for s in sources}
+    if workers <= 1 or len(todo) < 200:
+        memo = {}
+        for s in todo.values():
+            fingerprint_source(s, memo)
+        return memo
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    texts = list(todo)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        found = pool.map(_fingerprint_text, texts, chunksize=max(1, len(texts) // (8 * workers)))
+        return dict(zip(texts, found))
+
+
 def rarity(df):
     """What a fingerprint (or a behaviour) that `df` students of the class have is worth as
     evidence: 1 when two have it (or one), 2 / df otherwise -- an inverse document frequency that
@@ -55,11 +84,12 @@ def rarity(df):
 
 
 class Index:
-    def __init__(self, units, shared):
-        """units: [Unit] (fingerprints computed here); shared: extract.shared_sources()."""
+    def __init__(self, units, shared, workers=1):
+        """units: [Unit] (fingerprints computed here, on `workers` processes); shared:
+        extract.shared_sources()."""
         self.ignored = {}
         self.shared_counts = []
-        memo = {}
+        memo = fingerprint_all([s for _, _, sources in shared for s in sources] + [u.source for u in units], workers)
         for what, label, sources in shared:
             n = 0
             for s in sources:
