@@ -8,9 +8,12 @@ which pairs are worth a full comparison.
     .df             {function: {hash: how many students have it}}
     .rarity(f, h)   1 for a fingerprint two students or fewer have, 2 / df for one df students
                     have (rarity()): an inverse document frequency, so what many write counts little
+    .whole          {function: {frozenset of hashes: how many students have exactly those}}
+    .having         {(function, frozenset of hashes): the students who have exactly that function}
     .candidates()   the pairs of students worth comparing: for each function, a MinHash of each
                     student's rare fingerprints (datasketch) in a MinHashLSH, queried with each
-                    student; 1,000 students need about 13,000 MinHashes and their buckets, not
+                    student; and one more MinHashLSH of each student's set of whole functions
+                    (the students who wrote most functions exactly alike); 1,000 students need about 13,000 MinHashes and their buckets, not
                     half a million full comparisons per function
 """
 from collections import Counter, defaultdict
@@ -22,6 +25,7 @@ from .normalize import normalize
 NUM_PERM = 64  # MinHash permutations
 LSH_THRESHOLD = 0.2  # estimated Jaccard of the rare fingerprints above which a pair is compared
 RARE = 0.25  # a fingerprint enters the LSH when its rarity is at least this
+WHOLE_THRESHOLD = 0.5  # estimated Jaccard of two students' sets of whole functions
 
 
 @dataclass
@@ -105,6 +109,16 @@ class Index:
             u.hashes = {fp.hash for fp in u.prints if fp.hash not in self.ignored}
             self.units[u.function][u.student] = u
             self.df[u.function].update(u.hashes)
+        # how many students have each function exactly (the same fingerprints, none more): a
+        # function made of common pieces may still be put together the way only two students did
+        self.whole = defaultdict(Counter)
+        self.having = defaultdict(set)  # (function, frozenset of hashes) -> the students who have it
+        for function, by_student in self.units.items():
+            for student, u in by_student.items():
+                if u.hashes:
+                    key = frozenset(u.hashes)
+                    self.whole[function][key] += 1
+                    self.having[(function, key)].add(student)
         self.students = sorted({u.student for u in units})
         self.n = len(self.students)
 
@@ -128,6 +142,25 @@ class Index:
             sketches = MinHash.bulk([[h & 0xFFFFFFFF for h in rare[s]] for s in names], num_perm=NUM_PERM,
                                     hashfunc=int)
             lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
+            with lsh.insertion_session() as session:
+                for s, m in zip(names, sketches):
+                    session.insert(s, m)
+            for s, m in zip(names, sketches):
+                for other in lsh.query(m):
+                    if other != s:
+                        pairs.add((min(s, other), max(s, other)))
+        # ... and the students who have most of their functions exactly alike, however common
+        # each of those functions is (the same choices everywhere): one MinHash per student of
+        # its whole functions
+        wholes = {}
+        for function, by_student in self.units.items():
+            for s, u in by_student.items():
+                if u.hashes:
+                    wholes.setdefault(s, []).append(hash((function, frozenset(u.hashes))) & 0xFFFFFFFF)
+        names = sorted(s for s, hs in wholes.items() if len(hs) >= 2)
+        if len(names) >= 2:
+            sketches = MinHash.bulk([wholes[s] for s in names], num_perm=NUM_PERM, hashfunc=int)
+            lsh = MinHashLSH(threshold=WHOLE_THRESHOLD, num_perm=NUM_PERM)
             with lsh.insertion_session() as session:
                 for s, m in zip(names, sketches):
                     session.insert(s, m)

@@ -33,7 +33,8 @@ def normalize(node):
     """A canonical copy of the FunctionDef / ClassDef `node` (which is left unchanged)."""
     tree = copy.deepcopy(node)
     tree = _Simplify().visit(tree)
-    for fn in _functions(tree):
+    for fn in reversed(_functions(tree)):  # a function defined inside another is made canonical first
+        _versions(fn)
         for _ in range(4):  # each pass can uncover more (an inlined temporary, a store now dead)
             changed = _loops_to_comprehensions(fn)
             changed |= _inline_temporaries(fn)
@@ -137,22 +138,32 @@ def _stored(target):
     return out
 
 
-def _effects(stmt):
-    """(names read, names written) by a statement.  A method call on a name (`xs.append(v)`,
-    `x.add_(1)`) counts as writing it too: the order of two such calls is kept."""
+def _effects(stmt, local=None):
+    """(names read, names written) by a statement.  A call of a method that changes its object
+    (`xs.append(v)`, `x.add_(1)`: MUTATORS, or torch's in-place `..._`) counts as writing it too,
+    so the order of two such calls is kept -- on a local name (`local`, when given); `x.size(1)`,
+    `x.view(...)` and `torch.zeros(...)` write nothing."""
     reads, writes = set(), set()
     for n in ast.walk(stmt):
         if isinstance(n, ast.Name):
             (writes if isinstance(n.ctx, (ast.Store, ast.Del)) else reads).add(n.id)
         elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             writes |= _stored(n)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _mutates(n.func.attr):
             base = n.func.value
             while isinstance(base, (ast.Attribute, ast.Subscript)):
                 base = base.value
-            if isinstance(base, ast.Name):
+            if isinstance(base, ast.Name) and (local is None or base.id in local):
                 writes.add(base.id)
     return reads, writes
+
+
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "add",
+            "setdefault", "discard", "popitem", "fill_diagonal_", "requires_grad_", "backward"}
+
+
+def _mutates(method):
+    return method in MUTATORS or (method.endswith("_") and not method.startswith("_"))
 
 
 def _blocks(fn):
@@ -246,6 +257,7 @@ def _accumulates(body, name, kind):
 
 def _loops_to_comprehensions(fn):
     changed = False
+    local = set().union(*_local_names(fn))
     for block in _blocks(fn):
         i = 0
         while i + 1 < len(block):
@@ -254,7 +266,7 @@ def _loops_to_comprehensions(fn):
             if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
                 while (j < len(block) - 1 and not isinstance(block[j], ast.For)
                        and isinstance(block[j], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
-                       and a.targets[0].id not in set().union(*_effects(block[j]))):
+                       and a.targets[0].id not in set().union(*_effects(block[j], local))):
                     j += 1
             b = block[j]
             if (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
@@ -312,13 +324,13 @@ def _inline_temporaries(fn):
             if len(uses) != 1:
                 i += 1
                 continue
-            reads, _ = _effects(s.value)
+            reads, _ = _effects(s.value, params | local)
             target = None
             for j in range(i + 1, len(block)):
                 if any(u is n for n in ast.walk(block[j]) for u in uses):
                     target = j
                     break
-                _, w = _effects(block[j])
+                _, w = _effects(block[j], params | local)
                 if w & reads:
                     break
             if target is None or isinstance(block[target], (ast.For, ast.While)) and _inside_loop_body(
@@ -370,21 +382,34 @@ def _drop_dead_stores(fn):
 
 # ---------------------------------------------------------------- canonical order
 
-def _shape(node):
-    """The tree's text with every name the same: the ordering key, blind to names."""
+_NAMES = re.compile(r"Name\('([^']*)'")
+
+
+def _shape(node, names, local):
+    """The ordering key of a statement: its tree's text, the local names already placed written as
+    their place, the others blind (the order must not depend on what they are called)."""
     text = ast.dump(node, annotate_fields=False, include_attributes=False)
-    return _NAMES.sub("Name(_", text)
 
+    def name(m):
+        n = m.group(1)
+        return "Name('" + (names.get(n) or ("_" if n in local else n)) + "'"
 
-_NAMES = re.compile(r"Name\('[^']*'")
+    return _NAMES.sub(name, text)
 
 
 def _order_blocks(fn):
-    for block in _blocks(fn):
-        if len(block) < 2:
-            continue
-        fx = [_effects(s) for s in block]
-        n = len(block)
+    """Every block in a canonical order: among the statements whose dependencies are placed, the
+    smallest key first; the names a placed statement writes are then numbered, so that the keys
+    of the rest tell `a @ b` from `b @ a` without depending on what the names were."""
+    params, local = _local_names(fn)
+    names = {p: f"a{i}" for i, p in enumerate(_params(fn))}
+    _order(fn.body, names, params | local)
+
+
+def _order(block, names, local):
+    n = len(block)
+    if n >= 2:
+        fx = [_effects(s, local) for s in block]
         deps = [set() for _ in range(n)]
         barrier = None
         for j in range(n):
@@ -399,14 +424,70 @@ def _order_blocks(fn):
                 for i in range(j):
                     deps[j].add(i)  # control flow, a return, a raise: keeps its place
                 barrier = j
-        keys = [_shape(s) for s in block]
         done, order = set(), []
         while len(order) < n:
             ready = [k for k in range(n) if k not in done and deps[k] <= done]
-            k = min(ready, key=lambda k: (keys[k], k))
+            k = min(ready, key=lambda k: (_shape(block[k], names, local), k))
             done.add(k)
             order.append(k)
+            _number(block[k], names, local)
         block[:] = [block[k] for k in order]
+    else:
+        for s in block:
+            _number(s, names, local)
+    for s in block:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                _order(inner, names, local)
+        for h in getattr(s, "handlers", []) or []:
+            _order(h.body, names, local)
+
+
+def _number(stmt, names, local):
+    for x in ast.walk(stmt):
+        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and x.id in local and x.id not in names:
+            names[x.id] = f"v{len(names)}"
+
+
+# ---------------------------------------------------------------- one name, one value
+
+def _versions(fn):
+    """A name assigned several times, each time by a plain assignment in the function's own body
+    (`x = x.float()`, later `x = x / 2`), becomes one name per value, as if the student had used
+    new names: each value can then be inlined or ordered on its own."""
+    simple = {}
+    for s in fn.body:
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name):
+                        simple.setdefault(x.id, []).append(x)
+    stored = {}
+    for x in ast.walk(fn):
+        if isinstance(x, ast.Name) and isinstance(x.ctx, (ast.Store, ast.Del)):
+            stored[x.id] = stored.get(x.id, 0) + 1
+        elif isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Name):
+            stored[x.target.id] = stored.get(x.target.id, 0) + 1
+    params = set(_params(fn))
+    names = {k for k, v in simple.items() if stored.get(k, 0) == len(v) and len(v) + (k in params) >= 2}
+    if not names:
+        return
+    current, count = {}, {}
+    for s in fn.body:
+        targets = s.targets if isinstance(s, ast.Assign) else []
+        stores = {id(x) for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+        for x in ast.walk(s):
+            if isinstance(x, ast.Name) and x.id in current and id(x) not in stores:
+                x.id = current[x.id]
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name) and x.id in names and id(x) in stores:
+                    count[x.id] = count.get(x.id, 0) + 1
+                    current[x.id] = new = f"{x.id}__{count[x.id]}"
+                    x.id = new
 
 
 # ---------------------------------------------------------------- names

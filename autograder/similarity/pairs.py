@@ -7,6 +7,11 @@ Per function f of a pair (a, b), over the fingerprints that may be evidence (ind
     score_f  = 2 shared_f / (mass of a's f + mass of b's f)      (a weighted Dice coefficient)
     weight_f = min(1, shared_f / WHOLE)                          (a whole function shares WHOLE)
 
+and, when the two functions have exactly the same fingerprints, which only k students of the
+class have together, that whole function is evidence however common its pieces are:
+rarity(k) * min(1, fingerprints / WHOLE) (a long function put together the same way by two
+students, where a one-liner stays a one-liner);
+
 and, when grading recorded the behaviour (behaviour.py), a function both fail with the same
 outputs on every probe of the diagnosis, where the diagnosis named no catalogued mistake, counts
 as a whole function shared (score_f = weight_f = 1, times the outputs' rarity in the class).
@@ -14,10 +19,13 @@ as a whole function shared (score_f = weight_f = 1, times the outputs' rarity in
 The pair's score puts the functions together as independent pieces of evidence, and then asks
 how much of what the two wrote is shared at all:
 
-    evidence = 1 - prod_f (1 - STRENGTH * score_f * weight_f)
+    evidence = 1 - prod_f (1 - STRENGTH * score_f * weight_f), or, when larger, for the functions
+               the two have exactly the same: rarity(k) * min(1, their fingerprints / 3 WHOLE),
+               k the students who have all of them exactly so (each choice may be common, the
+               same choices everywhere are not)
     overlap  = 2 sum_f shared_f / sum_f (mass of a's f + mass of b's f)   (the whole submissions'
                weighted Dice; a behaviour match counts as WHOLE shared on both sides)
-    score    = evidence * overlap
+    score    = evidence * overlap ** 2
 
 so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared and
 nothing else written apart is a suspicion (0.6), and three whole functions are a case (0.94); two
@@ -30,6 +38,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..report.messages import pair as words
+from .index import rarity
 
 WHOLE = 10.0  # the rarity-weighted fingerprints of a whole (short) function
 STRENGTH = 0.6  # what one whole function shared, and nothing else, scores
@@ -54,11 +63,12 @@ class FunctionMatch:
     shared: float  # rarity-weighted fingerprints both have
     fragments: list = field(default_factory=list)
     behaviour: float = 0.0  # 0..1: same wrong outputs (uncatalogued), times their rarity
+    exact: float = 0.0  # 0..1: the same whole function, times how rare that whole is
 
     @property
     def strength(self):
         code = self.score * min(1.0, self.shared / WHOLE)
-        return max(code, self.behaviour)
+        return max(code, self.exact, self.behaviour)
 
 
 @dataclass
@@ -76,7 +86,7 @@ class Pair:
                 zh, en = words("similarity.same_wrong_outputs", fn=m.function)
                 out.append({"kind": "behaviour", "function": m.function, "weight": round(m.behaviour, 3),
                             "zh": zh, "en": en})
-            if m.shared > 0 and m.score > 0:
+            if m.shared > 0 and m.score > 0 or m.exact > 0:
                 lines = sum(f.a[1] - f.a[0] + 1 for f in m.fragments)
                 zh, en = words("similarity.same_structure", fn=m.function, pct=round(100 * m.score),
                                n=len(m.fragments), lines=lines)
@@ -104,6 +114,8 @@ def compare(index, a, b, behaviour=None):
         score = 2 * shared / total if total else 0.0
         mass += total
         m = FunctionMatch(function, score, shared)
+        if common and ua.hashes == ub.hashes:
+            m.exact = rarity(index.whole[function][frozenset(common)]) * min(1.0, len(common) / WHOLE)
         if shared > 0:
             m.fragments = fragments(ua.prints, ub.prints, {h for h in common if index.rarity(function, h) > 0})
         functions[function] = m
@@ -113,10 +125,16 @@ def compare(index, a, b, behaviour=None):
             m.behaviour = weight
     keep = {f: m for f, m in functions.items() if m.strength > 0}
     evidence = 1.0 - math.prod(1.0 - STRENGTH * m.strength for m in keep.values())
+    # the same functions put together into one submission as nobody else in the class did
+    same = [f for f, m in functions.items() if m.exact > 0]
+    if same:
+        who = set.intersection(*(index.having[(f, frozenset(index.units[f][a].hashes))] for f in same))
+        size = sum(len(index.units[f][a].hashes) for f in same)
+        evidence = max(evidence, rarity(len(who)) * min(1.0, size / (3 * WHOLE)))
     both = sum(m.shared + WHOLE * m.behaviour for m in functions.values())
     whole = mass + 2 * WHOLE * sum(m.behaviour for m in functions.values())
     overlap = 2 * both / whole if whole else 0.0
-    return Pair(a, b, evidence * min(1.0, overlap), keep)
+    return Pair(a, b, evidence * min(1.0, overlap) ** 2, keep)
 
 
 def fragments(prints_a, prints_b, common):
