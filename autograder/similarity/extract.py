@@ -26,9 +26,9 @@ class Source:
     """One definition: its name, the text of the cell or file it is in, its node, where it is."""
     name: str
     text: str  # the definition's own lines
-    node: ast.AST
+    node: ast.AST  # its tree, with the line numbers of `where`
     where: str  # "alice/masks.py" or "alice.ipynb cell 4"
-    first_line: int  # the definition's first line in `where`
+    first_line: int  # the definition's first line in `where` (a fingerprint's lines count from it: 1)
 
 
 def contract_functions(course, exercises):
@@ -81,10 +81,7 @@ def definitions(text, where, names=None):
                 names is None or node.name in names):
             start = node.lineno - len(node.decorator_list)
             body = "\n".join(lines[start - 1:node.end_lineno])
-            # line numbers of the node's tree count from the definition's first line (1)
-            sub = _parse(body).body
-            if sub:
-                out[node.name] = Source(node.name, body, sub[0], where, start)
+            out[node.name] = Source(node.name, body, node, where, start)
     return out
 
 
@@ -99,7 +96,6 @@ def functions_of(path, names):
 def shared_sources(course, exercises, extra=()):
     """[(what, label, [Source])]: the code whose fingerprints are never evidence."""
     out = []
-    names = set(contract_functions(course, exercises))
     stubs = []
     for ex in exercises:
         nb = Path(course.exercises_dir) / f"{ex}.ipynb"
@@ -131,5 +127,4 @@ def shared_sources(course, exercises, extra=()):
             for where, text in chunks(f):
                 found.extend(definitions(text, where).values())
         out.append(("excluded", str(folder), found))
-    del names
     return out

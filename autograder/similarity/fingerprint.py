@@ -112,10 +112,11 @@ def winnow(grams, w=W):
     return kept
 
 
-def fingerprints(toks, k=K, w=W):
-    """The winnowed Fingerprints of a token list."""
+def fingerprints(toks, k=K, w=W, offset=0):
+    """The winnowed Fingerprints of a token list; `offset` is taken from the tokens' lines (a
+    definition read from a file: its lines counted from its own first line)."""
     out = []
     for h, start in winnow(kgrams(toks, k), w):
-        lines = [ln for _, ln in toks[start:start + k] if ln]
+        lines = [ln - offset for _, ln in toks[start:start + k] if ln and ln > offset]
         out.append(Fingerprint(h, start, (min(lines), max(lines)) if lines else (0, 0)))
     return out

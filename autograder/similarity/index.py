@@ -43,7 +43,7 @@ def fingerprint_source(source, memo=None):
     if memo is not None and source.text in memo:
         return memo[source.text]
     try:
-        found = fingerprints(tokens(normalize(source.node)))
+        found = fingerprints(tokens(normalize(source.node)), offset=source.first_line - 1)
     except (RecursionError, ValueError, TypeError, AttributeError):
         found = []
     if memo is not None:

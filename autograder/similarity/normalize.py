@@ -35,14 +35,15 @@ def normalize(node):
     tree = _Simplify().visit(tree)
     for fn in reversed(_functions(tree)):  # a function defined inside another is made canonical first
         _versions(fn)
+        names = _local_names(fn)  # the passes below only remove names: computed once
         for _ in range(4):  # each pass can uncover more (an inlined temporary, a store now dead)
-            changed = _loops_to_comprehensions(fn)
-            changed |= _inline_temporaries(fn)
-            changed |= _drop_dead_stores(fn)
+            changed = _loops_to_comprehensions(fn, names)
+            changed |= _inline_temporaries(fn, names)
+            changed |= _drop_dead_stores(fn, names)
             if not changed:
                 break
-        _order_blocks(fn)
-        _rename(fn)
+        _order_blocks(fn, names)
+        _rename(fn, names)
     ast.fix_missing_locations(tree)
     return tree
 
@@ -255,9 +256,9 @@ def _accumulates(body, name, kind):
     return None
 
 
-def _loops_to_comprehensions(fn):
+def _loops_to_comprehensions(fn, names=None):
     changed = False
-    local = set().union(*_local_names(fn))
+    local = set().union(*(names or _local_names(fn)))
     for block in _blocks(fn):
         i = 0
         while i + 1 < len(block):
@@ -298,10 +299,10 @@ def _loops_to_comprehensions(fn):
 
 # ---------------------------------------------------------------- temporaries
 
-def _inline_temporaries(fn):
+def _inline_temporaries(fn, names=None):
     """Inline `x = expr` into the one later statement of the same block that reads x, when x is
     assigned nowhere else and read nowhere else, and nothing between writes what expr reads."""
-    params, local = _local_names(fn)
+    params, local = names or _local_names(fn)
     stores, loads, comp_targets = {}, {}, set()
     for n in ast.walk(fn):  # one walk: an inlining below removes its name only, moves no other name
         if isinstance(n, ast.Name):
@@ -363,10 +364,10 @@ def _replace(root, old, new):
                         return
 
 
-def _drop_dead_stores(fn):
+def _drop_dead_stores(fn, names=None):
     """`x = expr` where x is a local name that nothing reads: gone (a call's side effects aside,
     which dead code inserted to obfuscate does not have)."""
-    params, local = _local_names(fn)
+    params, local = names or _local_names(fn)
     read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     changed = False
     for block in _blocks(fn):
@@ -397,11 +398,11 @@ def _shape(node, names, local):
     return _NAMES.sub(name, text)
 
 
-def _order_blocks(fn):
+def _order_blocks(fn, names=None):
     """Every block in a canonical order: among the statements whose dependencies are placed, the
     smallest key first; the names a placed statement writes are then numbered, so that the keys
     of the rest tell `a @ b` from `b @ a` without depending on what the names were."""
-    params, local = _local_names(fn)
+    params, local = names or _local_names(fn)
     names = {p: f"a{i}" for i, p in enumerate(_params(fn))}
     _order(fn.body, names, params | local)
 
@@ -492,8 +493,8 @@ def _versions(fn):
 
 # ---------------------------------------------------------------- names
 
-def _rename(fn):
-    params, local = _local_names(fn)
+def _rename(fn, names=None):
+    params, local = names or _local_names(fn)
     mapping = {p: f"a{i}" for i, p in enumerate(_params(fn)) if p not in ("self", "cls")}
     count = 0
     for n in ast.walk(fn):  # breadth-first: statement order first
