@@ -302,8 +302,9 @@ def test_the_page_shows_ranked_pairs_and_aligned_fragments_in_chromium(tmp_path,
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
     """grade-batch --similarity on a tiny class (the masks exercise): ann and ben make the same
-    uncatalogued mistake in causal_mask (the diagonal only), written differently; cat hands in
-    the reference."""
+    uncatalogued mistake in causal_mask (the diagonal only), written differently; dan and eve make
+    the same catalogued one (the diagonal left out), written differently; cat hands in the
+    reference."""
     tmp = tmp_path_factory.mktemp("graded")
     ref = reference("masks")
     root = tmp / "class"
@@ -319,6 +320,11 @@ def graded_class(tmp_path_factory):
     (root / "ben.py").write_text(with_causal(
         "def causal_mask(T, device=None):\n    idx = torch.arange(T, device=device)\n"
         "    return idx.unsqueeze(1) == idx.unsqueeze(0)\n\n"))
+    (root / "dan.py").write_text(with_causal(
+        "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)\n\n"))
+    (root / "eve.py").write_text(with_causal(
+        "def causal_mask(T, device=None):\n    i = torch.arange(T, device=device)\n"
+        "    return i[:, None] > i[None, :]\n\n"))
     (root / "cat.py").write_text(ref)
     out = tmp / "grades"
     done = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(root), "--out", str(out),
@@ -335,6 +341,9 @@ def test_grade_batch_similarity_flags_the_same_uncatalogued_wrong_outputs(graded
     assert {top["a"], top["b"]} == {"ann", "ben"} and top["score"] >= FLAG
     assert any(e["kind"] == "behaviour" and e["function"] == "causal_mask" for e in top["evidence"])
     assert not any("cat" in (p["a"], p["b"]) and p["score"] >= FLAG for p in data["pairs"])
+    # the same catalogued mistake is what many honest students do: no evidence
+    assert not any({p["a"], p["b"]} == {"dan", "eve"} and p["score"] >= FLAG for p in data["pairs"])
+    assert not any(e["kind"] == "behaviour" for p in data["pairs"] if "dan" in (p["a"], p["b"]) for e in p["evidence"])
     # the same class on code alone (no --grades): the two writings are not the same code
     alone = analyse(root, exercises=["masks"])
     p = pair_of(alone, "ann", "ben")
@@ -348,12 +357,15 @@ def test_grade_batch_similarity_flags_the_same_uncatalogued_wrong_outputs(graded
 def test_no_student_file_holds_another_students_code_or_the_recorded_behaviour(graded_class):
     root, out = graded_class
     recorded = {p.stem: json.loads(p.read_text()) for p in (out / "behaviour").glob("*.json")}
-    assert set(recorded) == {"ann", "ben", "cat"}
+    assert set(recorded) == {"ann", "ben", "cat", "dan", "eve"}
     hashes = {r["outputs"] for fs in recorded.values() for r in fs["functions"].values()}
     assert hashes and recorded["ann"]["functions"]["causal_mask"]["named"] is False
+    assert recorded["dan"]["functions"]["causal_mask"]["named"] is True  # the diagnosis named it
+    assert recorded["dan"]["functions"]["causal_mask"]["outputs"] == recorded["eve"]["functions"]["causal_mask"]["outputs"]
+    assert recorded["cat"]["functions"] == {}
     student_files = [p for p in (out / "reports").rglob("*") if p.is_file()] + \
                     [p for p in (out / "gradescope").rglob("*") if p.is_file()]
-    assert len(student_files) >= 9
+    assert len(student_files) >= 15
     ben_line = "idx.unsqueeze(1) == idx.unsqueeze(0)"
     for p in student_files:
         text = p.read_text(encoding="utf-8", errors="replace")
