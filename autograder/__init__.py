@@ -10,6 +10,11 @@ Pipeline, one sub-package per step:
     report/      render the report (text, JSON)
     service/     the grading web service (`seqgrader serve`): uploads, a queue, warm grading
                  processes, the reports and the class's view over HTTP
+
+For the instructor, beside the pipeline:
+
+    similarity/  the class similarity report: functions compared on their canonical trees, and
+                 the wrong outputs grading recorded (never shown to a student)
 """
 
 __version__ = "0.1.0"

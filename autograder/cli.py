@@ -2,7 +2,8 @@
 ``grade SUBMISSION --json OUT [--html OUT] [--markdown OUT]``, ``self-check`` (the reference solutions
 graded here: see selfcheck.py), ``grade-batch SUBMISSIONS --out DIR``
 (see batch.py), ``dashboard DIR --out dashboard.html`` (see report/dashboard.py), ``init-course DIR``
-(a course folder to edit), ``student-kit DIR`` (what students need, without the grader), the
+(a course folder to edit), ``student-kit DIR`` (what students need, without the grader),
+``similarity SUBMISSIONS --out DIR`` (the instructors' similarity report: similarity/cli.py), the
 nbgrader commands (nbgrader_course/cli.py), and ``serve`` / ``tokens``, the grading web service
 (service/cli.py)."""
 import argparse
@@ -282,6 +283,8 @@ def build_parser():
 
     from .batch import add_parser
     add_parser(sub)
+    from .similarity.cli import add_parser as add_similarity_parser
+    add_similarity_parser(sub)
     from .nbgrader_course.cli import add_parser as add_nbgrader_parser
     add_nbgrader_parser(sub)
     from .service.cli import add_parser as add_service_parser

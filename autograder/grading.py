@@ -25,12 +25,16 @@ def check_course(course, exercises=None):
     return registry
 
 
-def grade(path, course, runner, exercises=None, progress=None, verify=True):
+def grade(path, course, runner, exercises=None, progress=None, verify=True, behaviour=None):
     """Grade the submission at `path` with `runner` (see sandbox/); returns a Report.
 
     `verify`: a test that ends in an error is run again on the reference solutions, now, through
     the same runner; if the reference fails it too, the grader is at fault and GraderEnvironmentError
-    stops everything (selfcheck.verify)."""
+    stops everything (selfcheck.verify).
+
+    `behaviour`: a dict, filled with {function: {"outputs", "named"}} of the failing functions
+    whose probe outputs the diagnosis recorded (similarity/behaviour.py).  It is the instructor's
+    (grade-batch writes it to its own folder), never part of the Report."""
     start = time.monotonic()
     ids = list(exercises or course.assignment())  # default: the first assignment
     known_exercises(course, ids)
@@ -38,6 +42,10 @@ def grade(path, course, runner, exercises=None, progress=None, verify=True):
     if verify:
         from .selfcheck import verify as verify_errors
         verify_errors(course, runner, raw, student=str(path))
+    if behaviour is not None:
+        for got in raw.values():
+            if isinstance(got.get("behaviour"), dict):
+                behaviour.update(got["behaviour"])
     return build_report(path, course, ids, registry, raw, start)
 
 

@@ -68,8 +68,11 @@ def _grade_in_process(path, course, runner, exercises):
     from ..grading import grade
 
     start = time.monotonic()
+    behaviour = {}
     try:
-        out = {"report": grade(path, course, runner, exercises=exercises).to_dict()}
+        out = {"report": grade(path, course, runner, exercises=exercises, behaviour=behaviour).to_dict()}
+        if behaviour:  # the instructor's (similarity/behaviour.py): beside the report, never in it
+            out["behaviour"] = behaviour
     except (ConfigError, GraderEnvironmentError) as e:  # nobody can be graded: the batch stops
         out = {"fatal": str(e)}
     except GraderError as e:

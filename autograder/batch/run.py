@@ -135,6 +135,10 @@ class Batch:
         write_atomic(self.gradescope / item.student / "results.json",
                      json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
         self.write_html(item.student, report, log)
+        if status == "graded":  # the instructor's, for the similarity report: never in a student's files
+            from ..similarity.behaviour import path_of
+            write_atomic(path_of(self.out, item.student),
+                         json.dumps({"functions": res.get("behaviour") or {}}, ensure_ascii=False, indent=1))
         write_atomic(self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1))  # last: the commit
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
         if status == "graded":
@@ -263,6 +267,8 @@ def _run(args, batch, layout, items, console, log):
         write_dashboard(batch.out, language=batch.course.language)
     except Exception as e:  # noqa: BLE001 - the grades are written; a dashboard can be made again
         log.write(f"{_now()} could not write dashboard.html: {type(e).__name__}: {e}\n")
+    if getattr(args, "similarity", False):
+        _similarity(args, batch, console, log)
     n_err = sum(1 for r in batch.rows.values() if r["status"] != "graded")
     summary = [f"{len(items)} submission(s): {len(items) - n_err} graded, {n_err} error(s) "
                f"({done} graded in this run, {batch.counts['kept']} kept up to date)"]
@@ -282,6 +288,23 @@ def _run(args, batch, layout, items, console, log):
     log.write(f"{_now()} done: {'; '.join(summary)}\n")
     print("\n".join(summary))
     return 0
+
+
+def _similarity(args, batch, console, log):
+    """--similarity: similarity.json and similarity.html beside grades.csv, from the code and the
+    behaviour this batch recorded (behaviour/); never a reason to lose the grades."""
+    from ..similarity.cli import analyse, write
+    from ..similarity.pairs import FLAG
+    try:
+        result = analyse(args.submissions, batch.course, args.assignment, (), batch.out, args.layout,
+                         skip=[batch.out], exercises=batch.exercises, workers=args.workers or os.cpu_count() or 1)
+        write(result, batch.out, batch.course.language)
+        flagged = sum(1 for p in result.pairs if p.score >= FLAG)
+        console.print(f"similarity: {flagged} pair(s) flagged, in {batch.out / 'similarity.html'}")
+        log.write(f"{_now()} similarity: {result.compared} pair(s) compared, {flagged} flagged\n")
+    except Exception as e:  # noqa: BLE001 - the grades are written; `seqgrader similarity` can run again
+        console.print(f"[yellow]warning:[/] the similarity report failed: {type(e).__name__}: {e}")
+        log.write(f"{_now()} could not write the similarity report: {type(e).__name__}: {e}\n")
 
 
 def _interrupt(_signum, _frame):
@@ -307,6 +330,10 @@ Grade every submission of a folder and write, in --out DIR:
   grades.csv                           one row per student: one column per exercise, total,
                                        max_score, status ("graded" or "error: <reason>"), note
   batch.log                            what each run did (graded / kept), appended
+  behaviour/<student>.json             for the instructor only: a hash of the probe outputs of each
+                                       failing function (the similarity report's behaviour evidence)
+  similarity.json, similarity.html     with --similarity: the instructor's similarity report
+                                       (`seqgrader similarity SUBMISSIONS --grades DIR` makes it again)
 
 SUBMISSIONS is either nbgrader's layout -- the course root (holding submitted/) or the submitted/
 folder itself, with submitted/<student>/<assignment>/ as one submission (--assignment picks one
@@ -373,6 +400,9 @@ def add_parser(sub):
     b.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     b.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     b.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")
+    b.add_argument("--similarity", action="store_true",
+                   help="also write the instructor's similarity report (similarity.json, similarity.html): "
+                        "the code compared function by function, and the wrong outputs this batch recorded")
     b.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar and no line per submission on stderr (the summary is still printed)")
     b.set_defaults(func=run_batch)

@@ -1270,7 +1270,7 @@ def _composed(session, a, b, form_a, form_b):
 _COMPOSED = {}
 
 
-def diagnose(student, exercise, functions, deadline=None, into=None, by_part=None):
+def diagnose(student, exercise, functions, deadline=None, into=None, by_part=None, behaviour=None):
     """{function: [mistake description]} for the given (failing) functions; [] where nothing is named.
 
     Each description is describe()'s, plus "unexplained_zh" / "unexplained_en" when something in
@@ -1278,7 +1278,10 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
     after which the diagnosis gives up (functions not reached get nothing); `into`: a dict filled
     as functions are done (kept if the caller's alarm fires); `by_part`: a dict, filled with
     {function: [claim]} where nothing is named but an experiment finds which part of the function
-    differs (parts.explain).  Never raises but TestTimeout (the caller's alarm)."""
+    differs (parts.explain).  `behaviour`: a dict, filled with {function: {"outputs": hash}} of
+    every function whose probes deviate from the reference (similarity/behaviour.py: for the
+    instructor's similarity report, never for a report).  Never raises but TestTimeout (the
+    caller's alarm)."""
     out = {} if into is None else into
     if not PROBES.get(exercise):
         for f in functions:
@@ -1298,6 +1301,9 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
                 if claims:
                     by_part[f] = claims
             continue  # missing, out of time, or behaves like the reference on every probe
+        if behaviour is not None:
+            from ..similarity.behaviour import digest
+            behaviour[f] = {"outputs": digest(mine)}
         reach = {f} | used.get(f, set())
         candidates, pool = [], []
         for m in session.mistakes:
@@ -1434,12 +1440,13 @@ def _merge(descriptions):
     return list(merged.values())
 
 
-def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wall=None):
+def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wall=None, behaviour=None):
     """Attach `diagnosis` lists to the failed outcomes in place; returns {test: diagnosis} added.
 
     outcomes: {test name: outcome dict}; functions_of: test name -> function.  `budget`: seconds of
     the judge's CPU time (_clock); guarded by an alarm after `wall` seconds (default `budget`) of
-    wall-clock time; any problem gives no diagnosis."""
+    wall-clock time; any problem gives no diagnosis.  `behaviour`: see diagnose(); each entry also
+    says whether a catalogued mistake was named in that function ("named")."""
     failed = [n for n, o in outcomes.items() if isinstance(o, dict) and o.get("status") in FAILED]
     if not failed or budget <= 0:
         return {}
@@ -1454,7 +1461,8 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
             old = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, max(0.01, wall if wall is not None else budget))
             armed = True
-        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found, by_part=by_part)
+        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found, by_part=by_part,
+                 behaviour=behaviour)
     except TestTimeout:  # what was found before the alarm stands
         abort = getattr(student, "abort", None)
         if abort:
@@ -1468,6 +1476,8 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
         if armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+    for f, entry in (behaviour or {}).items():
+        entry["named"] = bool(found.get(f))
     added = {}
     for n in failed:
         d = found.get(functions_of(n)) or []

@@ -253,6 +253,30 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "nbgrader.load_problems": ("载入时的问题", "problems while loading your code"),
     "nbgrader.not_graded": ("未评分（这不是 0 分）：{reason}", "not graded (this is not a zero): {reason}"),
     "nbgrader.comment_not_graded": ("seqgrader：未评分 — {reason}", "seqgrader: not graded — {reason}"),
+    # the instructors' similarity report (autograder/similarity/): never shown to a student
+    "similarity.title": ("相似度报告（仅供教师）", "Similarity report (instructors only)"),
+    "similarity.summary": ("{n} 名学生，比较了 {c} 对，{f} 对被标记（分数 ≥ {flag}）",
+                           "{n} students, {c} pairs compared, {f} flagged (score ≥ {flag})"),
+    "similarity.pairs": ("相似的两人（按分数排序）", "Similar pairs, highest score first"),
+    "similarity.clusters": ("相互关联的一组学生", "Clusters of students"),
+    "similarity.no_clusters": ("没有被标记的组。", "No flagged cluster."),
+    "similarity.no_pairs": ("没有相似的两人。", "No similar pair."),
+    "similarity.pair": ("两人", "Pair"),
+    "similarity.score": ("分数", "Score"),
+    "similarity.functions": ("函数", "Functions"),
+    "similarity.evidence": ("证据", "Evidence"),
+    "similarity.excluded": ("不算作证据的共有代码", "Shared code that is never evidence"),
+    "similarity.fragment": ("片段 {k}", "fragment {k}"),
+    "similarity.unmatched": ("其余的行", "the other lines"),
+    "similarity.flagged": ("已标记", "flagged"),
+    "similarity.same_structure": (
+        "`{fn}`：改名、去掉注释和无用代码、调整语句顺序后，结构相同的部分占 {pct}%（{n} 个片段，{lines} 行）",
+        "`{fn}`: {pct}% of the structure is the same once names, comments, dead code and the order of "
+        "independent statements are set aside ({n} fragment(s), {lines} line(s))"),
+    "similarity.same_wrong_outputs": (
+        "`{fn}`：在诊断的探针输入上给出完全相同的错误输出，而这个错误不在错误目录里",
+        "`{fn}`: exactly the same wrong outputs on the diagnosis' probe inputs, from a mistake that is "
+        "not in the catalogue"),
 }
 
 

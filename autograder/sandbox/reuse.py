@@ -582,8 +582,11 @@ class Reuse:
                 if hit is not None:
                     self.hits += 1
                     tests = {name: copy.deepcopy(outcome) for name, outcome in hit["tests"].items()}
-                    return {"tests": tests, "load_errors": list(read_errors), "levels": hit["levels"],
-                            "reused": True}
+                    out = {"tests": tests, "load_errors": list(read_errors), "levels": hit["levels"],
+                           "reused": True}
+                    if hit.get("behaviour"):  # the same code: the same probe outputs
+                        out["behaviour"] = copy.deepcopy(hit["behaviour"])
+                    return out
         self.misses += 1
         return None
 
@@ -609,6 +612,8 @@ class Reuse:
         except Impure:
             return False
         entry = {"tests": outcomes, "levels": result.get("levels") or {}}
+        if isinstance(result.get("behaviour"), dict) and result["behaviour"]:
+            entry["behaviour"] = result["behaviour"]
         if self._add(exercise, names, keys, entry):
             self.outbox.append([exercise, list(names), list(keys), entry])
         return True
@@ -645,7 +650,10 @@ class Reuse:
                 continue
             if self.size >= self.limit:
                 break
-            n += self._add(exercise, names, keys, {"tests": entry["tests"], "levels": entry["levels"]})
+            kept = {"tests": entry["tests"], "levels": entry["levels"]}
+            if isinstance(entry.get("behaviour"), dict):
+                kept["behaviour"] = entry["behaviour"]
+            n += self._add(exercise, names, keys, kept)
         return n
 
 

@@ -126,13 +126,19 @@ class InProcessRunner:
         results = {}
         for name in tests:
             results[name] = run_one(REGISTRY[f"{exercise}/{name}"], student, ex.tests[name].timeout)
-        _diagnose(student, exercise, results, DIAGNOSIS_BUDGET)
-        return {"tests": results, "load_errors": sub.load_errors}
+        behaviour = {}
+        _diagnose(student, exercise, results, DIAGNOSIS_BUDGET, behaviour=behaviour)
+        out = {"tests": results, "load_errors": sub.load_errors}
+        if behaviour:
+            out["behaviour"] = behaviour
+        return out
 
 
-def _diagnose(student, exercise, outcomes, budget, wall=None):
+def _diagnose(student, exercise, outcomes, budget, wall=None, behaviour=None):
     """Name the catalogued mistakes behind the failed tests (adds outcome["diagnosis"] in place);
-    returns {test: diagnosis}.  Never raises: a diagnosis must never cost a result."""
+    returns {test: diagnosis}.  `behaviour`: a dict filled with the probe outputs' hash of each
+    deviating function (diagnose/engine.py; the instructor's similarity report).  Never raises: a
+    diagnosis must never cost a result."""
     try:
         if getattr(student, "fatal", None) or budget <= 0:
             return {}
@@ -142,7 +148,7 @@ def _diagnose(student, exercise, outcomes, budget, wall=None):
         def function_of(name):
             return REGISTRY[f"{exercise}/{name}"].function
 
-        return diagnose_outcomes(student, exercise, outcomes, function_of, budget, wall)
+        return diagnose_outcomes(student, exercise, outcomes, function_of, budget, wall, behaviour=behaviour)
     except BaseException:  # noqa: BLE001
         return {}
 
@@ -343,9 +349,12 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             if share:
                 from ..diagnose import share as shared
                 shared.enable()
-            found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall)
+            behaviour = {}
+            found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall, behaviour=behaviour)
             if found:
                 emit({"event": "diagnosis", "tests": found})
+            if behaviour:  # for the instructor's similarity report only: never enters a report
+                emit({"event": "behaviour", "functions": behaviour})
             by_part = {n: o["explained_by_part"] for n, o in outcomes.items() if o.get("explained_by_part")}
             if by_part:
                 emit({"event": "explained_by_part", "tests": by_part})
@@ -500,6 +509,7 @@ class _Job:
         self.settled = False  # the last judge said "done" (every result and the diagnosis are out),
         #                       its diagnosis well inside its budget
         self.diagnosis_looked_up = []  # the student's names the diagnosis called
+        self.behaviour = {}  # function -> {"outputs": hash, "named": bool} (similarity/behaviour.py)
         self.waiting_since = now  # when the current test (or the load) started: see ForkRunner.on_stall
 
 
@@ -712,6 +722,9 @@ class ForkRunner:
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
                         job.results[name]["diagnosis"] = found
+            elif kind == "behaviour" and isinstance(ev.get("functions"), dict):
+                job.behaviour = {str(f): {"outputs": str(r.get("outputs")), "named": r.get("named") is True}
+                                 for f, r in ev["functions"].items() if isinstance(r, dict)}
             elif kind == "explained_by_part" and isinstance(ev.get("tests"), dict):
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
@@ -800,6 +813,8 @@ class ForkRunner:
     def _result(self, job):
         out = {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
                "timing": {k: round(v, 4) for k, v in job.timing.items()}}
+        if job.behaviour:
+            out["behaviour"] = job.behaviour
         if job.starts == 1 and job.settled:  # one judge, ended normally: may be reused
             out["settled"] = {"looked_up": list(job.diagnosis_looked_up)}
         return out

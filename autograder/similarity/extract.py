@@ -1,0 +1,130 @@
+"""The contract's functions of each submission, read (never run), and the code everyone shares.
+
+``contract_functions(course, exercises)``  {function: exercise}: the top-level functions and
+                                           classes of the reference solutions (solutions/<ex>.py)
+``functions_of(path, names)``              {function: Source} of one submission: every .py file
+                                           and notebook code cell is parsed with ``ast`` and the
+                                           last definition of each name wins, as when the cells
+                                           run in order; a file or cell that does not parse is
+                                           skipped (students paste functions into different
+                                           files and cells: where one is does not matter)
+``shared_sources(course, exercises, extra)``  what is never evidence: the release's starter code
+                                           (the stubs of exercises/*.ipynb: imports, docstrings,
+                                           signatures), the reference solutions, the catalogued
+                                           mistakes' code, and every .py / .ipynb under the
+                                           folders given with --exclude (known public sources)
+"""
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..load.submission import _notebook_cells, find_files
+
+
+@dataclass
+class Source:
+    """One definition: its name, the text of the cell or file it is in, its node, where it is."""
+    name: str
+    text: str  # the definition's own lines
+    node: ast.AST  # its tree, with the line numbers of `where`
+    where: str  # "alice/masks.py" or "alice.ipynb cell 4"
+    first_line: int  # the definition's first line in `where` (a fingerprint's lines count from it: 1)
+
+
+def contract_functions(course, exercises):
+    out = {}
+    for ex in exercises:
+        path = course.solutions_dir / f"{ex}.py"
+        if not path.is_file():
+            continue
+        for node in _parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                out.setdefault(node.name, ex)
+    return out
+
+
+def _parse(text):
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.Module(body=[], type_ignores=[])
+
+
+def chunks(path):
+    """[(where, code)] of a submission (a file or a folder): .py files whole, notebooks cell by cell
+    (nbgrader's own test cells and shell / magic lines left out, as the loader does)."""
+    path = Path(path)
+    root = path if path.is_dir() else path.parent
+    out = []
+    try:
+        files = find_files(path)
+    except Exception:  # noqa: BLE001 - nothing readable: no function
+        return out
+    for f in files:
+        label = str(f.relative_to(root.parent)) if f != root else f.name
+        try:
+            if f.suffix == ".py":
+                out.append((label, f.read_text(encoding="utf-8", errors="replace")))
+            else:
+                out.extend((f"{label} cell {n}", src) for n, src in _notebook_cells(f))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def definitions(text, where, names=None):
+    """{name: Source} of the top-level definitions in `text` (only `names` when given)."""
+    out = {}
+    lines = text.splitlines()
+    for node in _parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                names is None or node.name in names):
+            start = node.lineno - len(node.decorator_list)
+            body = "\n".join(lines[start - 1:node.end_lineno])
+            out[node.name] = Source(node.name, body, node, where, start)
+    return out
+
+
+def functions_of(path, names):
+    """{function: Source} of one submission (the last definition of each name wins)."""
+    out = {}
+    for where, text in chunks(path):
+        out.update(definitions(text, where, names))
+    return out
+
+
+def shared_sources(course, exercises, extra=()):
+    """[(what, label, [Source])]: the code whose fingerprints are never evidence."""
+    out = []
+    stubs = []
+    for ex in exercises:
+        nb = Path(course.exercises_dir) / f"{ex}.ipynb"
+        if nb.is_file():
+            for where, text in chunks(nb):
+                stubs.extend(definitions(text, where).values())
+    out.append(("starter", "exercises/*.ipynb", stubs))
+    ref = []
+    for ex in exercises:
+        path = course.solutions_dir / f"{ex}.py"
+        if path.is_file():
+            ref.extend(definitions(path.read_text(encoding="utf-8"), f"solutions/{ex}.py").values())
+    out.append(("reference", "solutions/*.py", ref))
+    from ..catalogue import load_catalogue
+    mistakes = []
+    for ex in exercises:
+        try:
+            entries = load_catalogue(ex)
+        except Exception:  # noqa: BLE001 - an exercise without a catalogue
+            continue
+        for _, entry in entries:
+            mistakes.extend(definitions(entry.get("code") or "", f"catalogue {entry.get('id')}").values())
+    out.append(("catalogue", "autograder/catalogue/*.yml", mistakes))
+    for folder in extra:
+        found = []
+        folder = Path(folder)
+        files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".ipynb"))
+        for f in files:
+            for where, text in chunks(f):
+                found.extend(definitions(text, where).values())
+        out.append(("excluded", str(folder), found))
+    return out

@@ -1,0 +1,204 @@
+"""Pairs of students: each contract function compared with the same function of the other, the
+matched regions (fragments), and one score per pair.
+
+Per function f of a pair (a, b), over the fingerprints that may be evidence (index.py):
+
+    shared_f = sum of the rarities of the fingerprints a and b both have
+    score_f  = 2 shared_f / (mass of a's f + mass of b's f)      (a weighted Dice coefficient)
+    weight_f = min(1, shared_f / WHOLE)                          (a whole function shares WHOLE)
+
+and, when the two functions have exactly the same fingerprints, which only k students of the
+class have together, that whole function is evidence however common its pieces are:
+rarity(k) * min(1, fingerprints / WHOLE) (a long function put together the same way by two
+students, where a one-liner stays a one-liner);
+
+and, when grading recorded the behaviour (behaviour.py), a function both fail with the same
+outputs on every probe of the diagnosis, where the diagnosis named no catalogued mistake, counts
+as a whole function shared (score_f = weight_f = 1, times the outputs' rarity in the class).
+
+The pair's score puts the functions together as independent pieces of evidence, and then asks
+how much of what the two wrote is shared at all:
+
+    evidence = 1 - prod_f (1 - STRENGTH * score_f * weight_f), or, when larger, for the functions
+               the two have exactly the same: rarity(k) * min(1, their fingerprints / 3 WHOLE),
+               k the students who have all of them exactly so (each choice may be common, the
+               same choices everywhere are not)
+    overlap  = 2 sum_f shared_f / sum_f (mass of a's f + mass of b's f)   (the whole submissions'
+               weighted Dice; a behaviour match counts as WHOLE shared on both sides)
+    score    = evidence * overlap ** 2
+
+so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared and
+nothing else written apart is a suspicion (0.6), and three whole functions are a case (0.94); two
+students who happen to write two functions the same way but each write the rest their own way
+(their own checks, their own habits) score lower than one who hands in another's work, where
+everything rare is shared.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
+form a cluster.
+"""
+import math
+from dataclasses import dataclass, field
+
+from ..report.messages import pair as words
+from .index import rarity
+
+WHOLE = 10.0  # the rarity-weighted fingerprints of a whole (short) function
+STRENGTH = 0.6  # what one whole function shared, and nothing else, scores
+FLAG = 0.5  # a pair at or above this is flagged
+GAP = 3  # fingerprints of a fragment may skip this many tokens' worth of k-grams
+
+
+@dataclass
+class Fragment:
+    a: tuple  # (first line, last line) in a's definition (counted from its `def` line, 1)
+    b: tuple
+    fingerprints: int
+
+    def to_dict(self):
+        return {"a": list(self.a), "b": list(self.b), "fingerprints": self.fingerprints}
+
+
+@dataclass
+class FunctionMatch:
+    function: str
+    score: float  # 0..1, what this function alone says
+    shared: float  # rarity-weighted fingerprints both have
+    fragments: list = field(default_factory=list)
+    behaviour: float = 0.0  # 0..1: same wrong outputs (uncatalogued), times their rarity
+    exact: float = 0.0  # 0..1: the same whole function, times how rare that whole is
+
+    @property
+    def strength(self):
+        code = self.score * min(1.0, self.shared / WHOLE)
+        return max(code, self.exact, self.behaviour)
+
+
+@dataclass
+class Pair:
+    a: str
+    b: str
+    score: float
+    functions: dict  # function -> FunctionMatch
+
+    def evidence(self):
+        """The evidence in words, strongest first: [{kind, function, zh, en, ...}]."""
+        out = []
+        for m in sorted(self.functions.values(), key=lambda m: -m.strength):
+            if m.behaviour > 0:
+                zh, en = words("similarity.same_wrong_outputs", fn=m.function)
+                out.append({"kind": "behaviour", "function": m.function, "weight": round(m.behaviour, 3),
+                            "zh": zh, "en": en})
+            if m.shared > 0 and m.score > 0 or m.exact > 0:
+                lines = sum(f.a[1] - f.a[0] + 1 for f in m.fragments)
+                zh, en = words("similarity.same_structure", fn=m.function, pct=round(100 * m.score),
+                               n=len(m.fragments), lines=lines)
+                out.append({"kind": "code", "function": m.function, "score": round(m.score, 3),
+                            "weight": round(min(1.0, m.shared / WHOLE), 3),
+                            "fragments": [f.to_dict() for f in m.fragments], "zh": zh, "en": en})
+        return out
+
+    def to_dict(self):
+        return {"a": self.a, "b": self.b, "score": round(self.score, 4),
+                "functions": {f: round(m.strength, 4) for f, m in sorted(self.functions.items())},
+                "evidence": self.evidence()}
+
+
+def compare(index, a, b, behaviour=None):
+    """The Pair of students a and b (behaviour: behaviour.Behaviour or None)."""
+    functions, mass = {}, 0.0
+    for function, by_student in index.units.items():
+        ua, ub = by_student.get(a), by_student.get(b)
+        if ua is None or ub is None:
+            continue
+        common = ua.hashes & ub.hashes
+        shared = index.mass(function, common)
+        total = index.mass(function, ua.hashes) + index.mass(function, ub.hashes)
+        score = 2 * shared / total if total else 0.0
+        mass += total
+        m = FunctionMatch(function, score, shared)
+        if common and ua.hashes == ub.hashes:
+            m.exact = rarity(index.whole[function][frozenset(common)]) * min(1.0, len(common) / WHOLE)
+        if shared > 0:
+            m.fragments = fragments(ua.prints, ub.prints, {h for h in common if index.rarity(function, h) > 0})
+        functions[function] = m
+    if behaviour is not None:
+        for function, weight in behaviour.same(a, b).items():
+            m = functions.setdefault(function, FunctionMatch(function, 0.0, 0.0))
+            m.behaviour = weight
+    keep = {f: m for f, m in functions.items() if m.strength > 0}
+    evidence = 1.0 - math.prod(1.0 - STRENGTH * m.strength for m in keep.values())
+    # the same functions put together into one submission as nobody else in the class did
+    same = [f for f, m in functions.items() if m.exact > 0]
+    if same:
+        who = set.intersection(*(index.having[(f, frozenset(index.units[f][a].hashes))] for f in same))
+        size = sum(len(index.units[f][a].hashes) for f in same)
+        evidence = max(evidence, rarity(len(who)) * min(1.0, size / (3 * WHOLE)))
+    both = sum(m.shared + WHOLE * m.behaviour for m in functions.values())
+    whole = mass + 2 * WHOLE * sum(m.behaviour for m in functions.values())
+    overlap = 2 * both / whole if whole else 0.0
+    return Pair(a, b, evidence * min(1.0, overlap) ** 2, keep)
+
+
+def fragments(prints_a, prints_b, common):
+    """Runs of shared fingerprints in the same order in a and b, as line ranges of each."""
+    where_b = {}
+    for i, fp in enumerate(prints_b):
+        if fp.hash in common:
+            where_b.setdefault(fp.hash, []).append(i)
+    matches = []  # (index in a, index in b)
+    for i, fp in enumerate(prints_a):
+        for j in where_b.get(fp.hash, []):
+            matches.append((i, j))
+    matches.sort()
+    out, run = [], []
+    used_b = set()
+    for i, j in matches:
+        if j in used_b:
+            continue
+        if run and i - run[-1][0] <= GAP and 0 < j - run[-1][1] <= GAP:
+            run.append((i, j))
+        else:
+            if run:
+                out.append(run)
+            run = [(i, j)]
+        used_b.add(j)
+    if run:
+        out.append(run)
+    frags = []
+    for run in out:
+        la = [prints_a[i].lines for i, _ in run]
+        lb = [prints_b[j].lines for _, j in run]
+        frags.append(Fragment((min(x[0] for x in la), max(x[1] for x in la)),
+                              (min(x[0] for x in lb), max(x[1] for x in lb)), len(run)))
+    return _merge(frags)
+
+
+def _merge(frags):
+    """Fragments whose lines overlap on both sides become one."""
+    frags = sorted(frags, key=lambda f: f.a)
+    out = []
+    for f in frags:
+        if out and f.a[0] <= out[-1].a[1] + 1 and (f.b[0] <= out[-1].b[1] + 1 and f.b[1] >= out[-1].b[0] - 1):
+            g = out[-1]
+            out[-1] = Fragment((g.a[0], max(g.a[1], f.a[1])), (min(g.b[0], f.b[0]), max(g.b[1], f.b[1])),
+                               g.fingerprints + f.fingerprints)
+        else:
+            out.append(f)
+    return out
+
+
+def clusters(pairs, flag=FLAG):
+    """Groups of students joined by flagged pairs (each sorted; the largest first)."""
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for p in pairs:
+        if p.score >= flag:
+            parent[find(p.a)] = find(p.b)
+    groups = {}
+    for x in list(parent):
+        groups.setdefault(find(x), []).append(x)
+    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g))
