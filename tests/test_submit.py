@@ -13,6 +13,7 @@ import time
 
 import nbformat
 import pytest
+import yaml
 
 from autograder.cli import main
 from autograder.nbgrader_course import kit_submit
@@ -29,8 +30,9 @@ def service(tmp_path_factory):
     top = tmp_path_factory.mktemp("submit-service")
     course = top / "course"
     assert main(["init-course", str(course), "-q"]) == 0
-    with open(course / "course.yml", "a", encoding="utf-8") as f:
-        f.write(f"service:\n  {ASSIGNMENT}: {{attempts: 3, window: 1h}}\n")
+    config = yaml.safe_load((course / "course.yml").read_text(encoding="utf-8"))
+    config["service"] = {ASSIGNMENT: {"attempts": 3, "window": "1h"}}
+    (course / "course.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     data = top / "data"
     roster = write_roster(top / "roster.csv")
     tok = tokens(roster, data)
