@@ -365,6 +365,10 @@ def serve(*args, data, port=None, env=None, timeout=120):
         yield url, proc, log
         kids.update(_children(proc.pid))
         stop(proc, kids, what="service")
+        said = log.read_text(errors="replace").rstrip().splitlines()
+        # SIGTERM: a clean stop, its grading processes first, and the log says so
+        assert proc.returncode == 0 and said and said[-1].endswith("seqgrader serve: stopped"), \
+            (proc.returncode, said[-5:])
     finally:
         if proc.poll() is None:
             for p in _children(proc.pid):

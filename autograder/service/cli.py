@@ -151,7 +151,7 @@ def cmd_serve(args):
            f", {args.workers or 1} grading process(es)" if worker else ", no grading here") + ")")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
-    server = uvicorn.Server(config)
+    server = _uvicorn_server()(config)
     try:
         server.run(sockets=[sock])
     finally:
@@ -159,6 +159,28 @@ def cmd_serve(args):
             worker.close()
         log("stopped")
     return 0
+
+
+def _uvicorn_server():
+    import contextlib
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that a SIGTERM or Ctrl-C it has shut down on is not raised again
+        afterwards (uvicorn does, which would end the process before the grading processes are
+        stopped and the log says so)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self.stopped_by = list(getattr(self, "_captured_signals", []))
+                    getattr(self, "_captured_signals", []).clear()
+
+    return Server
 
 
 def cmd_tokens(args):
