@@ -39,6 +39,7 @@ import functools
 import json
 import os
 import queue
+import re
 import selectors
 import signal
 import subprocess
@@ -561,8 +562,17 @@ A submission is sent to a process only when it is idle, so a process that dies (
             log.close()
 
 
+# what a grading process never needs of its owner's environment: the service's database URL
+# (SEQGRADER_DB, with its password), JupyterHub's API token and the like; a grading process holds
+# student code's judge and the sandbox server's parent, so it holds no secret of the service
+_SECRET_NAMES = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY($|_)|^JUPYTERHUB_|^SEQGRADER_DB$",
+                           re.IGNORECASE)
+_PASSWORD_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
+
+
 def _child_env():
-    env = dict(os.environ)
+    """The grading processes' environment: this one's, less its secrets, with this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAMES.search(k) and not _PASSWORD_IN_URL.search(v)}
     root = str(PACKAGE_DIR.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

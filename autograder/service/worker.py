@@ -57,8 +57,11 @@ class LocalGrader:
             if assignment not in self.pools:
                 exercises = self.course.assignment(assignment)
                 options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
-                self.pools[assignment] = LocalPool(self.processes, 1, self.course_file, options,
-                                                   budget(self.course, exercises), self.log_path)
+                # cwd "/": nothing of the service's folders (the data, the course) is a grading
+                # process's own; it gets the course by its absolute path, and no secret of the
+                # service's environment (batch/pool.py's _child_env)
+                self.pools[assignment] = LocalPool(self.processes, 1, str(Path(self.course_file).resolve()), options,
+                                                   budget(self.course, exercises), self.log_path, cwd="/")
             return self.pools[assignment]
 
     def warm_up(self, assignments):

@@ -1,0 +1,262 @@
+"""Hostile submissions through the real service (roster sign-in, SQLite, the real grading
+processes): code that reads whatever it can find of the service (its database, the other
+students' uploads, the roster, course.yml, the reference solutions, its environment) and puts it
+in printed output, exception messages and return values; code that loops, forks, floods stdout or
+kills its grading process.  A unique marker is planted in every secret, and every answer the
+attacker gets (API JSON, report JSON, report and status pages, lists) is searched for each."""
+import json
+import os
+import shutil
+import sqlite3
+import time
+
+import httpx
+import pytest
+
+from .conftest import real_place
+from .test_service import COURSE, PEOPLE, SOLUTION, Service, _course_folder, submit, tokens
+
+MARK = {what: f"QZX{what.upper()}MARK{os.urandom(6).hex()}" for what in
+        ("upload", "roster", "course", "solution", "env", "dbpass", "hubtoken")}
+FAST_COURSE = COURSE.replace("language: both", "language: en").replace("timeout: 60", "timeout: 15").replace(
+    "attempts: 3, window: 1h", "attempts: 20")
+assert FAST_COURSE.count("timeout: 15") == 1 and "attempts: 20" in FAST_COURSE
+
+
+@pytest.fixture(scope="module")
+def hostile_svc():
+    place = real_place("hostile")
+    course = _course_folder(place / "course")
+    (course / "course.yml").write_text(FAST_COURSE + f"# {MARK['course']}\n", encoding="utf-8")
+    roster = (course / "roster.csv").read_text(encoding="utf-8").splitlines()
+    (course / "roster.csv").write_text("\n".join([roster[0] + ",note"] + [f"{r},{MARK['roster']}" for r in roster[1:]])
+                                       + "\n", encoding="utf-8")
+    (course / "solutions").mkdir()
+    (course / "solutions" / "masks.py").write_text(SOLUTION + f"\n# {MARK['solution']}\n", encoding="utf-8")
+    data = place / "data"
+    toks = tokens(course, data)
+    env = {"SEQGRADER_SECRET_NOTE": MARK["env"], "JUPYTERHUB_API_TOKEN_UNUSED": MARK["hubtoken"],
+           "SEQGRADER_DB": f"postgresql+psycopg://grader:{MARK['dbpass']}@db.invalid/grades"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the service's environment: secrets the grading processes must not hold
+    try:
+        service = Service(course, data, "--db", f"sqlite:///{data / 'service.db'}", "--workers", "2").start()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    service.tokens = toks
+    service.as_ = {p: service.client(toks[p]) for p in PEOPLE}
+    service.seen = []  # every answer mallory got
+    with sqlite3.connect(data / "service.db") as db:
+        service.secret = db.execute("SELECT value FROM keys").fetchall()
+    # bob's upload, with a marker, graded before any attack
+    r = submit(service.as_["bob"], "bob.py", SOLUTION + f"\n# {MARK['upload']}\n")
+    assert r.status_code == 202, r.text
+    service.bob = r.json()["id"]
+    _wait(service, service.as_["bob"], service.bob)
+    yield service
+    for c in service.as_.values():
+        c.close()
+    service.stop()
+    assert service.proc.returncode is not None
+    shutil.rmtree(place, ignore_errors=True)
+
+
+def _wait(svc, client, sid, timeout=300, keep=False):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in (f"api/submissions/{sid}", f"submissions/{sid}"):
+            r = client.get(path)
+            assert r.status_code == 200, r.text
+            if keep:
+                svc.seen.append(r.text)
+        body = client.get(f"api/submissions/{sid}").json()
+        if body["status"] in ("graded", "not_graded"):
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"{sid} was not graded in {timeout} s")
+
+
+def _attack(svc, name, code):
+    mallory = svc.as_["mallory"]
+    r = submit(mallory, name, code)
+    assert r.status_code == 202, r.text
+    svc.seen.append(r.text)
+    res = _wait(svc, mallory, r.json()["id"], keep=True)
+    for path in (f"api/submissions/{res['id']}", f"api/submissions/{res['id']}/report", f"submissions/{res['id']}",
+                 "api/submissions", "submissions", "upload", "api/assignments", "api/me"):
+        svc.seen.append(mallory.get(path).text)
+    return res
+
+
+def _secrets(svc):
+    out = dict(MARK)
+    out.update({f"token of {p}": t for p, t in svc.tokens.items()})
+    out.update({f"key {i}": v for i, (v,) in enumerate(svc.secret)})
+    out["bob's upload id"] = svc.bob
+    out["bob's file"] = "bob.py"
+    return out
+
+
+def _no_leak(svc):
+    text = "\n".join(svc.seen)
+    leaked = [what for what, value in _secrets(svc).items() if value in text]
+    assert not leaked, leaked
+
+
+def _loot_code(svc):
+    data, course = svc.data.resolve(), svc.course.resolve()
+    targets = [str(data / "service.db"), str(data / "submissions"), str(course / "roster.csv"),
+               str(course / "course.yml"), str(course / "solutions" / "masks.py"), str(data / "workers.log"),
+               "service.db", "roster.csv", "course.yml", "solutions/masks.py", "../data/service.db",
+               "../course/roster.csv", "../../data/submissions", "/proc/self/cwd/roster.csv",
+               "/proc/self/cwd/course.yml", "/proc/self/cwd/solutions/masks.py", "/proc/self/environ"]
+    return f'''
+
+import glob as _glob, os as _os
+_TARGETS = {targets!r}
+
+def _read(p):
+    out = []
+    try:
+        if _os.path.isdir(p):
+            for q in sorted(_os.listdir(p)):
+                out += _read(_os.path.join(p, q))
+        else:
+            with open(p, "rb") as f:
+                out.append(p + ": " + f.read(20000).decode("utf-8", "replace"))
+    except Exception as e:
+        pass
+    return out
+
+def _loot():
+    found = []
+    for p in _TARGETS:
+        found += _read(p)
+    pid = _os.getpid()
+    for _ in range(8):  # up the chain of parents: their cwd, environment and command line
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except Exception:
+            break
+        for what in ("environ", "cmdline"):
+            found += _read("/proc/%d/%s" % (pid, what))
+        for rel in ("roster.csv", "course.yml", "solutions/masks.py", "service.db", "../data/service.db"):
+            found += _read("/proc/%d/cwd/%s" % (pid, rel))
+    for p in _glob.glob("/proc/[0-9]*/environ") + _glob.glob("/proc/[0-9]*/cmdline"):
+        found += _read(p)
+    found.append("ENV " + repr(dict(_os.environ)))
+    import re as _re
+    text = " | ".join(found)
+    # the best first (a report shortens long text): anything marked, then the names of what could be read
+    return " ".join(_re.findall(r"QZX[A-Z]+MARK[0-9a-f]+", text)) + " READ " + " ".join(
+        f.split(": ", 1)[0] for f in found if len(f.split(": ", 1)[-1].strip(chr(0) + " ")) > 0) + " " + text
+
+def padding_mask(lengths, max_len=None):
+    print(_loot())
+    return _real_padding_mask(lengths, max_len)
+
+def causal_mask(T, device=None):
+    raise LookupError(_loot())
+
+def attention_mask(lengths, max_len=None, causal=False):
+    return _loot()
+'''
+
+
+def test_a_submission_that_reads_the_services_files_and_environment_learns_nothing(hostile_svc):
+    svc = hostile_svc
+    code = SOLUTION.replace("def padding_mask(", "def _real_padding_mask(", 1) + _loot_code(svc)
+    res = _attack(svc, "loot.py", code)
+    assert res["status"] == "graded" and res["score"] < res["max_score"], res
+    _no_leak(svc)
+
+
+def test_the_grading_processes_hold_no_secret_of_the_service_nor_its_folders(hostile_svc):
+    from .servers import _children
+
+    svc = hostile_svc
+    mine = os.getuid()
+    found = 0
+    for pid in _children(svc.proc.pid):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != mine:
+                continue  # a sandboxed worker under another uid: not readable, and not ours to read
+            environ = open(f"/proc/{pid}/environ", "rb").read().decode("utf-8", "replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        found += 1
+        assert not [m for m in ("env", "dbpass", "hubtoken") if MARK[m] in environ], pid
+        assert not cwd.startswith((str(svc.data.resolve()), str(svc.course.resolve()))), (pid, cwd)
+    assert found  # the grading processes were there to look at
+    # the service itself had them: the test planted them where it matters
+    assert MARK["env"] in open(f"/proc/{svc.proc.pid}/environ", "rb").read().decode("utf-8", "replace")
+
+
+ENDLESS = SOLUTION + '''
+
+def causal_mask(T, device=None):
+    while True:
+        pass
+'''
+FORKS = SOLUTION + '''
+
+import os as _os, time as _time
+
+def causal_mask(T, device=None):
+    for _ in range(200):
+        try:
+            if _os.fork() == 0:
+                while True:
+                    _time.sleep(1)
+        except OSError:
+            break
+    raise RuntimeError("forked")
+'''
+KILLS = SOLUTION + '''
+
+import os as _os, signal as _signal
+
+def causal_mask(T, device=None):
+    _os.kill(_os.getppid(), _signal.SIGKILL)
+    _os.kill(1, _signal.SIGKILL)
+    _os.killpg(0, _signal.SIGKILL)
+'''
+FLOOD = SOLUTION + '''
+
+import sys as _sys
+
+def causal_mask(T, device=None):
+    chunk = "y" * (1 << 20)
+    for _ in range(200):
+        print(chunk)
+        _sys.stderr.write(chunk)
+    raise RuntimeError("flooded")
+'''
+
+
+@pytest.mark.parametrize("name, code", [("endless.py", ENDLESS), ("forks.py", FORKS), ("kills.py", KILLS),
+                                        ("flood.py", FLOOD)])
+def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_is_graded(hostile_svc, name, code):
+    svc = hostile_svc
+    res = _attack(svc, name, code)
+    if res["status"] == "graded":  # zero for what it broke, the rest scored
+        assert 0 < res["score"] < res["max_score"], res
+        report = svc.as_["mallory"].get(f"api/submissions/{res['id']}/report").json()
+        broken = {t["name"] for e in report["exercises"] for t in e["tests"] if not t["passed"]}
+        # what it broke (attention_mask calls causal_mask) and nothing else
+        assert {n for n in broken if n.startswith("masks/causal_mask/")} and not \
+            {n for n in broken if n.startswith("masks/padding_mask/")}, broken
+    else:
+        assert res["status"] == "not_graded" and res["reason"] and res["attempt_charged"] is False, res
+    assert len(json.dumps(res)) < 20000
+    assert httpx.get(svc.url + "healthz").status_code == 200
+    r = submit(svc.as_["dave"], "correct.py", SOLUTION)
+    assert r.status_code == 202
+    assert _wait(svc, svc.as_["dave"], r.json()["id"])["score"] == 20
+    _no_leak(svc)
