@@ -720,6 +720,34 @@ def test_a_service_without_grading_threads_accepts_and_leaves_grading_to_another
     assert f"grading {sid} " not in front.log() and f"grading {sid} " in grader.log()
 
 
+def test_an_upload_is_claimed_at_once_and_the_default_is_a_process_per_core(place):
+    """--poll 120: the queue is read every two minutes for others' uploads, yet an upload this
+    service accepts starts grading at once (the upload route wakes a grading thread)."""
+    import os
+
+    course = _course_folder(place / "course-wake")
+    data = place / "data-wake"
+    toks = tokens(course, data)
+    service = Service(course, data, "--poll", "120").start()
+    try:
+        assert f", {os.cpu_count()} grading process(es)" in service.log()
+        alice = service.client(toks["alice"])
+        time.sleep(2)  # the grading threads are idle, waiting
+        for _ in range(2):
+            r = submit(alice, "masks.py", SOLUTION)
+            assert r.status_code == 202, r.text
+            sid, start = r.json()["id"], time.monotonic()
+            while alice.get(f"api/submissions/{sid}").json()["status"] == "queued":
+                assert time.monotonic() - start < 10, "the upload waited for the next poll"
+                time.sleep(0.1)
+            assert wait_done(alice, sid)["score"] == 20
+    finally:
+        service.stop()
+    bad = subprocess.run(_cmd("serve", "--course", str(course), "--data", str(data), "--roster",
+                              str(course / "roster.csv"), "--poll", "0"), capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--poll" in bad.stderr
+
+
 # ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses
 
 class HeaderSignIn:

@@ -6,7 +6,10 @@
                    before its first score); `grade(assignment, path, student)` -> the pool's result
     DaskGrader     the same on a Dask cluster (batch/cluster.py: run_dask, one submission at a time)
     Worker         `threads` loops claim -> grade -> store.finish, a lease renewer, and the
-                   requeueing of what a dead process left in `grading` (at start and every lease)
+                   requeueing of what a dead process left in `grading` (at start and every lease);
+                   an idle loop waits on `wake`, which the upload routes set, so an upload this
+                   process accepts is claimed at once; `poll` seconds otherwise (uploads another
+                   process on the same database accepted)
 
 A result becomes "graded" with its report, or "not_graded" with the reason, and then the
 submission's attempt is given back: a report where nothing could be graded (a corrupt notebook,
@@ -152,14 +155,16 @@ class Worker:
 
     def _loop(self):
         while not self.stop.is_set():
+            # cleared before the queue is read: an upload accepted after that read sets it again,
+            # and the wait below returns at once (no upload waits for the next poll)
+            self.wake.clear()
             try:
                 row = store.claim(self.engine, self.owner, self.lease)
             except Exception as e:  # noqa: BLE001 - the database may be away a moment
                 log(f"could not read the queue: {type(e).__name__}: {one_line(e, 200)}")
                 row = None
             if row is None:
-                self.wake.wait(self.poll)
-                self.wake.clear()
+                self.wake.wait(self.poll)  # set by the upload routes (app.py), or `poll` seconds
                 continue
             try:
                 if row["claims"] > store.MAX_CLAIMS:  # released again and again: something here fails on it
