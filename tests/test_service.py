@@ -620,6 +620,53 @@ def test_a_wrong_token_on_the_sign_in_page_says_so(svc):
     assert r.status_code == 303 and r.headers["location"] == PREFIX  # never to another site
 
 
+def test_guessing_tokens_is_stopped_per_address_with_429_and_retry_after(svc):
+    """Ten wrong tokens a minute from one address (the proxy's X-Forwarded-For, believed from
+    127.0.0.1), and that address may try no token until a minute has passed; others may."""
+    def at(address, token=None):
+        headers = {"X-Forwarded-For": address}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return httpx.Client(base_url=svc.url, headers=headers, timeout=60, follow_redirects=False)
+
+    guesser = at("203.0.113.7", "not-a-token")
+    for _ in range(10):
+        _error(guesser.get("api/me"), 401, "bad_token")
+    r = guesser.get("api/me")
+    _error(r, 429, "too_many_failures")
+    assert 1 <= int(r.headers["retry-after"]) <= 60
+    _error(at("203.0.113.7", svc.tokens["dave"]).get("api/me"), 429, "too_many_failures")  # nothing is tried
+    assert at("203.0.113.8", svc.tokens["dave"]).get("api/me").json()["name"] == "dave"  # another address
+    _error(at("203.0.113.8", "not-a-token").get("api/me"), 401, "bad_token")
+    # a browser signed in before keeps working from the blocked address
+    cookie = _signed_in(svc, "dave").cookies
+    assert at("203.0.113.7").get("api/me", cookies=cookie).json()["name"] == "dave"
+
+    page = at("198.51.100.9")
+    for _ in range(10):
+        assert page.post("signin", data={"token": "wrong", "next": ""}).status_code == 401
+    r = page.post("signin", data={"token": svc.tokens["dave"], "next": ""})
+    assert r.status_code == 429 and "text/html" in r.headers["content-type"] and "set-cookie" not in r.headers
+    assert 1 <= int(r.headers["retry-after"]) <= 60 and "Too many wrong tokens" in r.text
+    assert at("198.51.100.10").post("signin", data={"token": svc.tokens["dave"], "next": ""}).status_code == 303
+
+
+def test_the_limit_of_failures_forgets_after_its_window():
+    from autograder.service.auth import Failures
+
+    f = Failures(limit=3, window=0.5)
+    for _ in range(3):
+        assert f.wait("a") == 0
+        f.add("a")
+    assert 0 < f.wait("a") <= 0.5 and f.wait("b") == 0
+    time.sleep(0.6)
+    assert f.wait("a") == 0
+    f.MAX_ADDRESSES = 5
+    for i in range(20):
+        f.add(str(i))
+    assert len(f._seen) == 5
+
+
 # ---------------------------------------------------------------- nothing lost, nothing counted twice
 
 def slow(seconds):

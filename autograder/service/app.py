@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import NotSignedIn, ServiceError
 from . import store
-from .auth import COOKIE, COOKIE_DAYS, User, check_csrf, current_user
+from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user
 from .views import UploadRefused, check_upload, csv_cell, shown_report
 
 MB = 1 << 20
@@ -46,6 +46,7 @@ class Service:
     authenticator: Any = None  # JupyterHub mode: see auth.py
     worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
     language: str = "both"
+    failures: Any = None  # auth.Failures: wrong tokens per client address (made by create_app)
 
     @property
     def uploads(self):
@@ -94,6 +95,8 @@ def _in(seconds):
 
 def create_app(svc: Service) -> FastAPI:
     svc.base_url = normalise_base(svc.base_url)
+    if svc.failures is None:
+        svc.failures = Failures()
     P = svc.prefix
     app = FastAPI(title="seqgrader", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = svc
@@ -186,8 +189,16 @@ def create_app(svc: Service) -> FastAPI:
         if origin and origin not in allowed_origins(request):
             return error_response(ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
                                                "A form sent from another site is refused (cross-site request)."))
+        address = client_address(request)
+        wait = svc.failures.wait(address)
+        if wait:
+            e = svc.failures.refusal(wait)
+            response = page(request, "signin.html", status=429, next=_local_next(svc, next), error=(e.zh, e.en))
+            response.headers.update(e.headers)
+            return response
         row = svc.roster.by_token(token.strip())
         if row is None:
+            svc.failures.add(address)
             return page(request, "signin.html", status=401, next=_local_next(svc, next),
                         error=("令牌不对：请检查后再输入，或向教师索取。",
                                "This token is not right: check it, or ask your instructor for yours."))
