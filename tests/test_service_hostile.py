@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from .conftest import real_place
-from .test_service import COURSE, PEOPLE, SOLUTION, Service, _course_folder, submit, tokens
+from .test_service import COURSE, PEOPLE, PREFIX, SOLUTION, Service, _course_folder, submit, tokens
 
 MARK = {what: f"QZX{what.upper()}MARK{os.urandom(6).hex()}" for what in
         ("upload", "roster", "course", "solution", "env", "dbpass", "hubtoken")}
@@ -260,3 +260,76 @@ def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_i
     assert r.status_code == 202
     assert _wait(svc, svc.as_["dave"], r.json()["id"])["score"] == 20
     _no_leak(svc)
+
+
+# ---------------------------------------------------------------- a student with a valid token, attacking the HTTP layer
+
+def _error(r, status, code):
+    assert r.status_code == status, (r.status_code, r.text[:500])
+    assert r.headers["content-type"].startswith("application/json") and r.json()["error"] == code, r.text[:500]
+    return r
+
+
+def test_ids_that_are_paths_or_sql_find_nothing(hostile_svc):
+    mallory = hostile_svc.as_["mallory"]
+    for sid in ("..%2F..%2Fservice.db", "../../data/service.db", "%2e%2e", "a" * 65, "x%00y", "' OR '1'='1",
+                hostile_svc.bob):
+        for path in (f"api/submissions/{sid}", f"api/submissions/{sid}/report"):
+            r = mallory.get(path)
+            assert r.status_code == 404 and hostile_svc.bob not in r.text, (sid, r.status_code, r.text[:300])
+
+
+def test_forms_with_too_many_fields_or_a_huge_field_are_refused_briefly(hostile_svc):
+    mallory = hostile_svc.as_["mallory"]
+    file = {"file": ("a.py", SOLUTION.encode())}
+    before = len(mallory.get("api/submissions").json()["submissions"])
+    _error(mallory.post("api/submissions", data={**{f"f{i}": "x" for i in range(5000)}, "assignment": "hw"},
+                        files=file), 400, "bad_form")
+    _error(mallory.post("api/submissions", data={"assignment": "A" * (3 << 20)}, files=file), 400, "bad_form")
+    r = _error(mallory.post("api/submissions", data={"assignment": "A" * (300 << 10)}, files=file), 422,
+               "unknown_assignment")
+    assert len(r.content) < 2000  # the name is not echoed back whole
+    assert len(mallory.get("api/submissions").json()["submissions"]) == before
+
+
+def test_files_built_to_break_the_parsers_are_refused_or_not_graded(hostile_svc):
+    svc = hostile_svc
+    mallory = svc.as_["mallory"]
+    deep = b'{"cells": ' + b"[" * 100000 + b"]" * 100000 + b', "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    _error(submit(mallory, "deep.ipynb", deep), 415, "unsupported_file")
+    _error(submit(mallory, "deep.py", deep), 415, "unsupported_file")
+    _error(submit(mallory, "nul.py", SOLUTION.encode() + b"\0"), 415, "unsupported_file")
+    res = _attack(svc, "nested.py", "x = " + "(" * 100000 + ")" * 100000 + "\n")
+    assert res["status"] == "not_graded" and "nested" in res["reason"] and res["attempt_charged"] is False, res
+    cell = {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None}
+    source = {**cell, "source": SOLUTION}
+    many = json.dumps({"cells": [cell] * 40000 + [source], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    res = _attack(svc, "many.ipynb", many)
+    assert res["status"] in ("graded", "not_graded") and (res["status"] == "graded") is res["attempt_charged"], res
+    assert httpx.get(svc.url + "healthz").status_code == 200
+    res = _attack(svc, "\u202eg\u200bnp.py", SOLUTION)  # a right-to-left override and a zero-width space
+    assert res["status"] == "graded" and res["file"] == "gnp.py" and res["score"] == 20
+    _no_leak(svc)
+
+
+def test_head_is_answered_as_get_without_a_body_and_options_is_405(hostile_svc):
+    mallory = hostile_svc.as_["mallory"]
+    for path in ("api/me", "submissions", "api/submissions"):
+        get, head = mallory.get(path), mallory.head(path)
+        assert head.status_code == get.status_code == 200 and head.content == b""
+        assert head.headers["content-type"] == get.headers["content-type"]
+        assert head.headers["content-security-policy"] == get.headers["content-security-policy"]
+    assert httpx.head(hostile_svc.url + "healthz").status_code == 200
+    _error(mallory.options("api/submissions"), 405, "method_not_allowed")
+    r = httpx.head(hostile_svc.url + "api/me")
+    assert r.status_code == 401 and r.content == b"" and r.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize("where", ["//evil.example/", "/\\evil.example", "https://evil.example/", "///evil.example",
+                                   "/\t/evil.example", f"{PREFIX}..//evil.example", f"{PREFIX}../../evil",
+                                   f"{PREFIX}%2e%2e/%2fevil.example", f"{PREFIX}\n/evil", "javascript:alert(1)"])
+def test_next_never_leads_off_the_service(hostile_svc, where):
+    r = httpx.post(hostile_svc.url + "signin", data={"token": hostile_svc.tokens["dave"], "next": where})
+    assert r.status_code == 303 and r.headers["location"] == PREFIX, r.headers["location"]
+    page = httpx.get(hostile_svc.url + "signin", params={"next": where})
+    assert page.status_code == 200 and "evil" not in page.text and "javascript:" not in page.text

@@ -76,7 +76,8 @@ def _wants_page(request):
 def _local_next(svc, value):
     """`value` if it is a path of this service, else the home page (no open redirect)."""
     value = str(value or "")
-    if value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value:
+    if (value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value
+            and value.isprintable() and "/../" not in value + "/" and "%" not in value.split("?", 1)[0]):
         return value
     return svc.base_url
 
@@ -134,6 +135,11 @@ def create_app(svc: Service) -> FastAPI:
         if e.status_code == 405:
             return error_response(ServiceError(405, "method_not_allowed", "这个地址不接受这种请求方法。",
                                                "This address does not take this method."))
+        if e.status_code == 400:  # the form parser's: too many fields or files, a field over 1 MB
+            return error_response(ServiceError(
+                400, "bad_form", f"表单无法读取：{e.detail}",
+                f"The form cannot be read: {e.detail} (a submission is multipart form data with the fields "
+                f"`assignment` and `file`)."))
         return error_response(ServiceError(e.status_code, "http_error", str(e.detail), str(e.detail)))
 
     @app.exception_handler(Exception)
@@ -165,6 +171,7 @@ def create_app(svc: Service) -> FastAPI:
         return response
 
     app.add_middleware(BodyLimit, limit=svc.max_upload + 64 * 1024)
+    app.add_middleware(HeadAsGet)
 
     public = APIRouter()
     protected = APIRouter(dependencies=[Depends(current_user)])
@@ -441,8 +448,9 @@ async def _submit(svc, user, assignment, file):
     (charging an attempt) before answering; the answer's dict, or ServiceError."""
     names = svc.course.assignment_names()
     if assignment not in names:
-        raise ServiceError(422, "unknown_assignment", f"没有名为 “{assignment}” 的作业；可选：{', '.join(names)}。",
-                           f"There is no assignment {assignment!r}; choose one of: {', '.join(names)}.")
+        said = assignment if len(assignment) <= 80 else assignment[:80] + "…"  # never a megabyte echoed back
+        raise ServiceError(422, "unknown_assignment", f"没有名为 “{said}” 的作业；可选：{', '.join(names)}。",
+                           f"There is no assignment {said!r}; choose one of: {', '.join(names)}.")
     rules = svc.course.rules(assignment)
     at = datetime.now(timezone.utc)
     if rules.deadline and at > rules.deadline and not user.instructor:
@@ -529,6 +537,26 @@ def _attempts_used(e, rules, at):
                         f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
                         f"{_deadline_text(e.next_at)} (in {en_in}).",
                         {"Retry-After": str(max(1, int(wait + 0.999)))})
+
+
+class HeadAsGet:
+    """An ASGI middleware: HEAD is answered as GET is (same status and headers), without the body."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message):
+            if message["type"] == "http.response.body":
+                if not message.get("more_body"):
+                    await send({"type": "http.response.body", "body": b""})
+                return
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class BodyLimit:
