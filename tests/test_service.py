@@ -638,6 +638,10 @@ def test_guessing_tokens_is_stopped_per_address_with_429_and_retry_after(svc):
     _error(at("203.0.113.7", svc.tokens["dave"]).get("api/me"), 429, "too_many_failures")  # nothing is tried
     assert at("203.0.113.8", svc.tokens["dave"]).get("api/me").json()["name"] == "dave"  # another address
     _error(at("203.0.113.8", "not-a-token").get("api/me"), 401, "bad_token")
+    other = httpx.Client(base_url=svc.url, headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "token x"})
+    for _ in range(10):
+        assert other.get("api/me").status_code == 401  # JupyterHub's scheme: a failure too
+    _error(other.get("api/me"), 429, "too_many_failures")
     # a browser signed in before keeps working from the blocked address
     browser = at("203.0.113.7")
     browser.cookies = _signed_in(svc, "dave").cookies

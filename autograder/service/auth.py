@@ -177,7 +177,8 @@ class Roster:
 # ---------------------------------------------------------------- guessing tokens
 
 class Failures:
-    """Failed sign-ins (a wrong token on the sign-in page, a Bearer token nobody has) per client
+    """Failed sign-ins (a wrong token on the sign-in page, an Authorization header that signs
+    nobody in: a Bearer token nobody has, a Hub token the Hub does not know) per client
     address: `limit` of them within `window` seconds, and that address may try no token until the
     oldest is `window` seconds old (429 with Retry-After).  A browser already signed in (its
     cookie) is not stopped.  Behind a proxy the address is the client's only when the proxy is
@@ -243,10 +244,12 @@ async def current_user(request: Request) -> User:
     user = None
     token = _bearer(request)
     failures = app.failures
-    if token is not None:
+    sent = bool(request.headers.get("authorization"))  # a token of ours, or the Hub's ("token ...")
+    if sent:
         wait = failures.wait(client_address(request))
         if wait:
             raise failures.refusal(wait)
+    if token is not None:
         row = await run_in_threadpool(app.roster.by_token, token)
         if row is not None:
             user = User(row.name, row.role, via="bearer")
@@ -254,8 +257,9 @@ async def current_user(request: Request) -> User:
         user = await run_in_threadpool(app.roster.from_cookie, request.cookies[COOKIE])
     if user is None and app.authenticator is not None:
         user = await app.authenticator.user(request)  # a Hub token may come as Bearer too
-    if user is None and token is not None:
+    if user is None and sent:
         failures.add(client_address(request))
+    if user is None and token is not None:
         raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
                            "This token is not valid (or was replaced): ask your instructor for yours.")
     if user is None:
