@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from .conftest import real_place
+from .servers import _children
 from .test_service import COURSE, PEOPLE, PREFIX, SOLUTION, Service, _course_folder, submit, tokens
 
 MARK = {what: f"QZX{what.upper()}MARK{os.urandom(6).hex()}" for what in
@@ -26,6 +27,43 @@ assert FAST_COURSE.count("timeout: 15") == 1 and "attempts: 20" in FAST_COURSE
 @pytest.fixture(scope="module")
 def hostile_svc():
     place = real_place("hostile")
+    service, left = None, []
+    try:
+        service = _start(place)
+        yield service
+    finally:
+        if service is not None:
+            for c in service.as_.values():
+                c.close()
+            kids = set(_children(service.proc.pid)) if service.proc.poll() is None else set()
+            service.stop()
+            deadline = time.monotonic() + 20  # the grading processes and their sandboxes end with it
+            while (left := [pid for pid in kids if _alive(pid)]) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        shutil.rmtree(place, ignore_errors=True)
+    assert not left, f"processes left behind: {left}"  # forks of student code included
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _named(comm):
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and open(f"/proc/{p}/comm").read().strip() == comm and _alive(int(p)):
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+def _start(place):
     course = _course_folder(place / "course")
     (course / "course.yml").write_text(FAST_COURSE + f"# {MARK['course']}\n", encoding="utf-8")
     roster = (course / "roster.csv").read_text(encoding="utf-8").splitlines()
@@ -57,12 +95,7 @@ def hostile_svc():
     assert r.status_code == 202, r.text
     service.bob = r.json()["id"]
     _wait(service, service.as_["bob"], service.bob)
-    yield service
-    for c in service.as_.values():
-        c.close()
-    service.stop()
-    assert service.proc.returncode is not None
-    shutil.rmtree(place, ignore_errors=True)
+    return service
 
 
 def _wait(svc, client, sid, timeout=300, keep=False):
@@ -177,8 +210,6 @@ def test_a_submission_that_reads_the_services_files_and_environment_learns_nothi
 
 
 def test_the_grading_processes_hold_no_secret_of_the_service_nor_its_folders(hostile_svc):
-    from .servers import _children
-
     svc = hostile_svc
     mine = os.getuid()
     found = 0
@@ -206,14 +237,25 @@ def causal_mask(T, device=None):
 '''
 FORKS = SOLUTION + '''
 
-import os as _os, time as _time
+import ctypes as _ctypes, os as _os, time as _time
+
+def _linger():
+    try:
+        _ctypes.CDLL(None).prctl(15, b"qzxlinger", 0, 0, 0)  # PR_SET_NAME: to be found afterwards
+    except Exception:
+        pass
+    while True:
+        _time.sleep(1)
 
 def causal_mask(T, device=None):
-    for _ in range(200):
+    for i in range(200):
         try:
             if _os.fork() == 0:
-                while True:
-                    _time.sleep(1)
+                if i % 2:  # half of them leave: a new session, and a second fork whose parent exits
+                    _os.setsid()
+                    if _os.fork():
+                        _os._exit(0)
+                _linger()
         except OSError:
             break
     raise RuntimeError("forked")
@@ -255,6 +297,12 @@ def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_i
     else:
         assert res["status"] == "not_graded" and res["reason"] and res["attempt_charged"] is False, res
     assert len(json.dumps(res)) < 20000
+    deadline = time.monotonic() + 30
+    while (lingering := _named("qzxlinger")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not lingering, "processes forked by student code outlived its grading"
+    log = svc.data / "workers.log"  # what student code prints never reaches the grading processes' log
+    assert not log.exists() or log.stat().st_size < (4 << 20), log.stat().st_size
     assert httpx.get(svc.url + "healthz").status_code == 200
     r = submit(svc.as_["dave"], "correct.py", SOLUTION)
     assert r.status_code == 202
