@@ -120,7 +120,9 @@ def _attack(svc, name, code):
     svc.seen.append(r.text)
     res = _wait(svc, mallory, r.json()["id"], keep=True)
     for path in (f"api/submissions/{res['id']}", f"api/submissions/{res['id']}/report", f"submissions/{res['id']}",
-                 "api/submissions", "submissions", "upload", "api/assignments", "api/me"):
+                 "api/submissions", "submissions", "upload", "api/assignments", "api/me",
+                 "api/submissions?student=bob", "submissions?student=bob", "instructor", "instructor/export.csv",
+                 "instructor/dashboard"):
         svc.seen.append(mallory.get(path).text)
     return res
 
@@ -129,6 +131,8 @@ def _secrets(svc):
     out = dict(MARK)
     out.update({f"token of {p}": t for p, t in svc.tokens.items()})
     out.update({f"key {i}": v for i, (v,) in enumerate(svc.secret)})
+    out["the data folder"] = str(svc.data.resolve())  # where the service keeps things is no student's business
+    out["the course folder"] = str(svc.course.resolve())
     out["bob's upload id"] = svc.bob
     out["bob's file"] = "bob.py"
     return out
@@ -150,7 +154,7 @@ def _loot_code(svc):
     return f'''
 
 import glob as _glob, os as _os
-_TARGETS = {targets!r}
+_TARGETS = [bytes.fromhex(t).decode() for t in {[t.encode().hex() for t in targets]!r}]  # no path in the code itself
 
 def _read(p):
     out = []
