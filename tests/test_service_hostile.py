@@ -359,6 +359,12 @@ def test_files_built_to_break_the_parsers_are_refused_or_not_graded(hostile_svc)
     res = _attack(svc, "many.ipynb", many)
     assert res["status"] in ("graded", "not_graded") and (res["status"] == "graded") is res["attempt_charged"], res
     assert httpx.get(svc.url + "healthz").status_code == 200
+    for sent, shown in (("../../../data/service.py", "service.py"), ("..\\..\\roster.py", "roster.py"),
+                        ("x" * 3000 + ".py", "x" * 200)):
+        r = submit(mallory, sent, SOLUTION)
+        assert r.status_code == 202, (sent[:20], r.text)
+        assert mallory.get(f"api/submissions/{r.json()['id']}").json()["file"] == shown
+    _error(submit(mallory, "x" * 20000 + ".py", SOLUTION), 400, "bad_form")  # a part's header line over the parser's limit
     res = _attack(svc, "\u202eg\u200bnp.py", SOLUTION)  # a right-to-left override and a zero-width space
     assert res["status"] == "graded" and res["file"] == "gnp.py" and res["score"] == 20
     _no_leak(svc)
