@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -798,6 +799,34 @@ def test_an_upload_is_claimed_at_once_and_the_default_is_a_process_per_core(plac
     bad = subprocess.run(_cmd("serve", "--course", str(course), "--data", str(data), "--roster",
                               str(course / "roster.csv"), "--poll", "0"), capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "--poll" in bad.stderr
+
+
+def _grading_processes(pid):
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                if "autograder.batch\0--worker" in (p / "cmdline").read_text():
+                    out.append(int(p.name))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+def test_grading_processes_are_as_many_as_workers_whatever_the_assignments(place):
+    course = _course_folder(place / "course-pools")
+    data = place / "data-pools"
+    toks = tokens(course, data)
+    service = Service(course, data, "--workers", "1").start()
+    try:
+        prof = service.client(toks["prof"])  # an instructor may submit after the deadline of `closed`
+        for assignment in ("hw", "closed", "hw"):
+            r = submit(prof, "masks.py", SOLUTION, assignment=assignment)
+            assert r.status_code == 202, r.text
+            assert wait_done(prof, r.json()["id"])["score"] == 20
+            assert len(_grading_processes(service.proc.pid)) == 1
+    finally:
+        service.stop()
 
 
 # ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses

@@ -422,6 +422,28 @@ A submission is sent to a process only when it is idle, so a process that dies (
             self._spare_warmed = True
         threading.Thread(target=self.warm_up, args=(self.processes + 1,), name="spare", daemon=True).start()
 
+    def size(self):
+        """How many processes are alive or starting."""
+        with self._cond:
+            return len(self._all) + self._starting + self._warming
+
+    def has_idle(self):
+        with self._cond:
+            return bool(self._idle)
+
+    def retire_idle(self):
+        """Stop one idle process (the one that graded least), for another pool's sake; False when
+        none is idle."""
+        with self._cond:
+            if not self._idle:
+                return False
+            w = min(self._idle, key=lambda p: p.answered)
+            self._idle.remove(w)
+            self._all.discard(w)
+            self._cond.notify_all()
+        w.kill()
+        return True
+
     def idle(self):
         """True when no submission is being graded (nor a process being started)."""
         with self._cond:

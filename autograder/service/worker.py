@@ -3,7 +3,9 @@
 
     LocalGrader    one LocalPool per assignment (batch/pool.py: the processes of grade-batch, each
                    importing torch once, sandboxing every submission, and running the self-check
-                   before its first score); `grade(assignment, path, student)` -> the pool's result
+                   before its first score), `processes` processes in all (an idle one of another
+                   assignment stops when one is needed); `grade(assignment, path, student)` -> the
+                   pool's result
     DaskGrader     the same on a Dask cluster (batch/cluster.py: run_dask, one submission at a time)
     Worker         `threads` loops claim -> grade -> store.finish, a lease renewer, and the
                    requeueing of what a dead process left in `grading` (at start and every lease);
@@ -69,10 +71,26 @@ class LocalGrader:
 
     def warm_up(self, assignments):
         for a in assignments:
+            with self.lock:
+                if sum(p.size() for p in self.pools.values()) >= self.processes:
+                    return  # no more than `processes` in all
             self.pool(a).warm_up(1)
 
     def grade(self, assignment, path, student):
-        return self.pool(assignment).grade(SimpleNamespace(path=Path(path), student=student))
+        pool = self.pool(assignment)
+        self._make_room(pool)
+        return pool.grade(SimpleNamespace(path=Path(path), student=student))
+
+    def _make_room(self, pool):
+        """`processes` grading processes in all, whatever the number of assignments: when `pool`
+        has no idle process and the others hold them all, one of theirs that is idle stops."""
+        with self.lock:
+            others = [p for p in self.pools.values() if p is not pool]
+        if pool.has_idle() or pool.size() + sum(p.size() for p in others) < self.processes:
+            return
+        for other in sorted(others, key=lambda p: -p.size()):
+            if other.retire_idle():
+                return
 
     def close(self):
         with self.lock:
