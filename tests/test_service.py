@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -620,6 +621,58 @@ def test_a_wrong_token_on_the_sign_in_page_says_so(svc):
     assert r.status_code == 303 and r.headers["location"] == PREFIX  # never to another site
 
 
+def test_guessing_tokens_is_stopped_per_address_with_429_and_retry_after(svc):
+    """Ten wrong tokens a minute from one address (the proxy's X-Forwarded-For, believed from
+    127.0.0.1), and that address may try no token until a minute has passed; others may."""
+    def at(address, token=None):
+        headers = {"X-Forwarded-For": address}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return httpx.Client(base_url=svc.url, headers=headers, timeout=60, follow_redirects=False)
+
+    guesser = at("203.0.113.7", "not-a-token")
+    for _ in range(10):
+        _error(guesser.get("api/me"), 401, "bad_token")
+    r = guesser.get("api/me")
+    _error(r, 429, "too_many_failures")
+    assert 1 <= int(r.headers["retry-after"]) <= 60
+    _error(at("203.0.113.7", svc.tokens["dave"]).get("api/me"), 429, "too_many_failures")  # nothing is tried
+    assert at("203.0.113.8", svc.tokens["dave"]).get("api/me").json()["name"] == "dave"  # another address
+    _error(at("203.0.113.8", "not-a-token").get("api/me"), 401, "bad_token")
+    other = httpx.Client(base_url=svc.url, headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "token x"})
+    for _ in range(10):
+        assert other.get("api/me").status_code == 401  # JupyterHub's scheme: a failure too
+    _error(other.get("api/me"), 429, "too_many_failures")
+    # a browser signed in before keeps working from the blocked address
+    browser = at("203.0.113.7")
+    browser.cookies = _signed_in(svc, "dave").cookies
+    assert browser.get("api/me").json()["name"] == "dave"
+
+    page = at("198.51.100.9")
+    for _ in range(10):
+        assert page.post("signin", data={"token": "wrong", "next": ""}).status_code == 401
+    r = page.post("signin", data={"token": svc.tokens["dave"], "next": ""})
+    assert r.status_code == 429 and "text/html" in r.headers["content-type"] and "set-cookie" not in r.headers
+    assert 1 <= int(r.headers["retry-after"]) <= 60 and "Too many wrong tokens" in r.text
+    assert at("198.51.100.10").post("signin", data={"token": svc.tokens["dave"], "next": ""}).status_code == 303
+
+
+def test_the_limit_of_failures_forgets_after_its_window():
+    from autograder.service.auth import Failures
+
+    f = Failures(limit=3, window=0.5)
+    for _ in range(3):
+        assert f.wait("a") == 0
+        f.add("a")
+    assert 0 < f.wait("a") <= 0.5 and f.wait("b") == 0
+    time.sleep(0.6)
+    assert f.wait("a") == 0
+    f.MAX_ADDRESSES = 5
+    for i in range(20):
+        f.add(str(i))
+    assert len(f._seen) == 5
+
+
 # ---------------------------------------------------------------- nothing lost, nothing counted twice
 
 def slow(seconds):
@@ -639,7 +692,7 @@ def test_kill_9_while_grading_then_restart_grades_each_submission_once(place):
     course = _course_folder(place / "course-restart")
     data = place / "data-restart"
     toks = tokens(course, data)
-    first = Service(course, data).start()
+    first = Service(course, data, "--workers", "1").start()  # one thread: the second upload waits in the queue
     try:
         alice = first.client(toks["alice"])
         slow_id = submit(alice, "slow.py", slow(8)).json()["id"]
@@ -718,6 +771,62 @@ def test_a_service_without_grading_threads_accepts_and_leaves_grading_to_another
     finally:
         front.stop()
     assert f"grading {sid} " not in front.log() and f"grading {sid} " in grader.log()
+
+
+def test_an_upload_is_claimed_at_once_and_the_default_is_a_process_per_core(place):
+    """--poll 120: the queue is read every two minutes for others' uploads, yet an upload this
+    service accepts starts grading at once (the upload route wakes a grading thread)."""
+    import os
+
+    course = _course_folder(place / "course-wake")
+    data = place / "data-wake"
+    toks = tokens(course, data)
+    service = Service(course, data, "--poll", "120").start()
+    try:
+        assert f", {os.cpu_count()} grading process(es)" in service.log()
+        alice = service.client(toks["alice"])
+        time.sleep(2)  # the grading threads are idle, waiting
+        for _ in range(2):
+            r = submit(alice, "masks.py", SOLUTION)
+            assert r.status_code == 202, r.text
+            sid, start = r.json()["id"], time.monotonic()
+            while alice.get(f"api/submissions/{sid}").json()["status"] == "queued":
+                assert time.monotonic() - start < 10, "the upload waited for the next poll"
+                time.sleep(0.1)
+            assert wait_done(alice, sid)["score"] == 20
+    finally:
+        service.stop()
+    bad = subprocess.run(_cmd("serve", "--course", str(course), "--data", str(data), "--roster",
+                              str(course / "roster.csv"), "--poll", "0"), capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--poll" in bad.stderr
+
+
+def _grading_processes(pid):
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                if "autograder.batch\0--worker" in (p / "cmdline").read_text():
+                    out.append(int(p.name))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+def test_grading_processes_are_as_many_as_workers_whatever_the_assignments(place):
+    course = _course_folder(place / "course-pools")
+    data = place / "data-pools"
+    toks = tokens(course, data)
+    service = Service(course, data, "--workers", "1").start()
+    try:
+        prof = service.client(toks["prof"])  # an instructor may submit after the deadline of `closed`
+        for assignment in ("hw", "closed", "hw"):
+            r = submit(prof, "masks.py", SOLUTION, assignment=assignment)
+            assert r.status_code == 202, r.text
+            assert wait_done(prof, r.json()["id"])["score"] == 20
+            assert len(_grading_processes(service.proc.pid)) == 1
+    finally:
+        service.stop()
 
 
 # ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses

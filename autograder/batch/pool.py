@@ -39,6 +39,7 @@ import functools
 import json
 import os
 import queue
+import re
 import selectors
 import signal
 import subprocess
@@ -421,6 +422,28 @@ A submission is sent to a process only when it is idle, so a process that dies (
             self._spare_warmed = True
         threading.Thread(target=self.warm_up, args=(self.processes + 1,), name="spare", daemon=True).start()
 
+    def size(self):
+        """How many processes are alive or starting."""
+        with self._cond:
+            return len(self._all) + self._starting + self._warming
+
+    def has_idle(self):
+        with self._cond:
+            return bool(self._idle)
+
+    def retire_idle(self):
+        """Stop one idle process (the one that graded least), for another pool's sake; False when
+        none is idle."""
+        with self._cond:
+            if not self._idle:
+                return False
+            w = min(self._idle, key=lambda p: p.answered)
+            self._idle.remove(w)
+            self._all.discard(w)
+            self._cond.notify_all()
+        w.kill()
+        return True
+
     def idle(self):
         """True when no submission is being graded (nor a process being started)."""
         with self._cond:
@@ -561,8 +584,17 @@ A submission is sent to a process only when it is idle, so a process that dies (
             log.close()
 
 
+# what a grading process never needs of its owner's environment: the service's database URL
+# (SEQGRADER_DB, with its password), JupyterHub's API token and the like; a grading process holds
+# student code's judge and the sandbox server's parent, so it holds no secret of the service
+_SECRET_NAMES = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY($|_)|^JUPYTERHUB_|^SEQGRADER_DB$",
+                           re.IGNORECASE)
+_PASSWORD_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
+
+
 def _child_env():
-    env = dict(os.environ)
+    """The grading processes' environment: this one's, less its secrets, with this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAMES.search(k) and not _PASSWORD_IN_URL.search(v)}
     root = str(PACKAGE_DIR.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

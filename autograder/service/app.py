@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import NotSignedIn, ServiceError
 from . import store
-from .auth import COOKIE, COOKIE_DAYS, User, check_csrf, current_user
+from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user
 from .views import UploadRefused, check_upload, csv_cell, shown_report
 
 MB = 1 << 20
@@ -46,6 +46,7 @@ class Service:
     authenticator: Any = None  # JupyterHub mode: see auth.py
     worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
     language: str = "both"
+    failures: Any = None  # auth.Failures: wrong tokens per client address (made by create_app)
 
     @property
     def uploads(self):
@@ -75,7 +76,8 @@ def _wants_page(request):
 def _local_next(svc, value):
     """`value` if it is a path of this service, else the home page (no open redirect)."""
     value = str(value or "")
-    if value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value:
+    if (value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value
+            and value.isprintable() and "/../" not in value + "/" and "%" not in value.split("?", 1)[0]):
         return value
     return svc.base_url
 
@@ -94,6 +96,8 @@ def _in(seconds):
 
 def create_app(svc: Service) -> FastAPI:
     svc.base_url = normalise_base(svc.base_url)
+    if svc.failures is None:
+        svc.failures = Failures()
     P = svc.prefix
     app = FastAPI(title="seqgrader", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = svc
@@ -131,6 +135,11 @@ def create_app(svc: Service) -> FastAPI:
         if e.status_code == 405:
             return error_response(ServiceError(405, "method_not_allowed", "这个地址不接受这种请求方法。",
                                                "This address does not take this method."))
+        if e.status_code == 400:  # the form parser's: too many fields or files, a field over 1 MB
+            return error_response(ServiceError(
+                400, "bad_form", f"表单无法读取：{e.detail}",
+                f"The form cannot be read: {e.detail} (a submission is multipart form data with the fields "
+                f"`assignment` and `file`)."))
         return error_response(ServiceError(e.status_code, "http_error", str(e.detail), str(e.detail)))
 
     @app.exception_handler(Exception)
@@ -162,6 +171,7 @@ def create_app(svc: Service) -> FastAPI:
         return response
 
     app.add_middleware(BodyLimit, limit=svc.max_upload + 64 * 1024)
+    app.add_middleware(HeadAsGet)
 
     public = APIRouter()
     protected = APIRouter(dependencies=[Depends(current_user)])
@@ -186,8 +196,16 @@ def create_app(svc: Service) -> FastAPI:
         if origin and origin not in allowed_origins(request):
             return error_response(ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
                                                "A form sent from another site is refused (cross-site request)."))
+        address = client_address(request)
+        wait = svc.failures.wait(address)
+        if wait:
+            e = svc.failures.refusal(wait)
+            response = page(request, "signin.html", status=429, next=_local_next(svc, next), error=(e.zh, e.en))
+            response.headers.update(e.headers)
+            return response
         row = svc.roster.by_token(token.strip())
         if row is None:
+            svc.failures.add(address)
             return page(request, "signin.html", status=401, next=_local_next(svc, next),
                         error=("令牌不对：请检查后再输入，或向教师索取。",
                                "This token is not right: check it, or ask your instructor for yours."))
@@ -430,8 +448,9 @@ async def _submit(svc, user, assignment, file):
     (charging an attempt) before answering; the answer's dict, or ServiceError."""
     names = svc.course.assignment_names()
     if assignment not in names:
-        raise ServiceError(422, "unknown_assignment", f"没有名为 “{assignment}” 的作业；可选：{', '.join(names)}。",
-                           f"There is no assignment {assignment!r}; choose one of: {', '.join(names)}.")
+        said = assignment if len(assignment) <= 80 else assignment[:80] + "…"  # never a megabyte echoed back
+        raise ServiceError(422, "unknown_assignment", f"没有名为 “{said}” 的作业；可选：{', '.join(names)}。",
+                           f"There is no assignment {said!r}; choose one of: {', '.join(names)}.")
     rules = svc.course.rules(assignment)
     at = datetime.now(timezone.utc)
     if rules.deadline and at > rules.deadline and not user.instructor:
@@ -518,6 +537,26 @@ def _attempts_used(e, rules, at):
                         f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
                         f"{_deadline_text(e.next_at)} (in {en_in}).",
                         {"Retry-After": str(max(1, int(wait + 0.999)))})
+
+
+class HeadAsGet:
+    """An ASGI middleware: HEAD is answered as GET is (same status and headers), without the body."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message):
+            if message["type"] == "http.response.body":
+                if not message.get("more_body"):
+                    await send({"type": "http.response.body", "body": b""})
+                return
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class BodyLimit:

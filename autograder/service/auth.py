@@ -35,7 +35,9 @@ import csv
 import hashlib
 import hmac
 import os
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -172,6 +174,58 @@ class Roster:
         return self._sign(f"forms:{user.name}:{user.nonce}")
 
 
+# ---------------------------------------------------------------- guessing tokens
+
+class Failures:
+    """Failed sign-ins (a wrong token on the sign-in page, an Authorization header that signs
+    nobody in: a Bearer token nobody has, a Hub token the Hub does not know) per client
+    address: `limit` of them within `window` seconds, and that address may try no token until the
+    oldest is `window` seconds old (429 with Retry-After).  A browser already signed in (its
+    cookie) is not stopped.  Behind a proxy the address is the client's only when the proxy is
+    believed (--forwarded-allow-ips); otherwise everyone behind it shares one limit."""
+
+    MAX_ADDRESSES = 10_000  # remembered at once; the oldest are forgotten first
+
+    def __init__(self, limit=10, window=60.0):
+        self.limit, self.window = limit, window
+        self._seen = {}
+        self._lock = threading.Lock()
+
+    def wait(self, address):
+        """Seconds until `address` may try a token again; 0 when it may now."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._seen.get(address)
+            if not times:
+                return 0
+            while times and times[0] <= now - self.window:
+                times.popleft()
+            if not times:
+                del self._seen[address]
+                return 0
+            return self.window - (now - times[0]) if len(times) >= self.limit else 0
+
+    def add(self, address):
+        now = time.monotonic()
+        with self._lock:
+            times = self._seen.pop(address, None) or deque(maxlen=self.limit)
+            times.append(now)
+            self._seen[address] = times  # the most recent last
+            while len(self._seen) > self.MAX_ADDRESSES:
+                del self._seen[next(iter(self._seen))]
+
+    def refusal(self, wait):
+        seconds = max(1, int(wait + 0.999))
+        return ServiceError(429, "too_many_failures",
+                            f"这个地址的错误令牌太多了：请在 {seconds} 秒后再试。",
+                            f"Too many wrong tokens from this address: try again in {seconds} s.",
+                            {"Retry-After": str(seconds)})
+
+
+def client_address(request):
+    return request.client.host if request.client else "unknown"
+
+
 # ---------------------------------------------------------------- the dependency
 
 def _bearer(request):
@@ -189,6 +243,12 @@ async def current_user(request: Request) -> User:
     app = request.app.state.service
     user = None
     token = _bearer(request)
+    failures = app.failures
+    sent = bool(request.headers.get("authorization"))  # a token of ours, or the Hub's ("token ...")
+    if sent:
+        wait = failures.wait(client_address(request))
+        if wait:
+            raise failures.refusal(wait)
     if token is not None:
         row = await run_in_threadpool(app.roster.by_token, token)
         if row is not None:
@@ -197,6 +257,8 @@ async def current_user(request: Request) -> User:
         user = await run_in_threadpool(app.roster.from_cookie, request.cookies[COOKIE])
     if user is None and app.authenticator is not None:
         user = await app.authenticator.user(request)  # a Hub token may come as Bearer too
+    if user is None and sent:
+        failures.add(client_address(request))
     if user is None and token is not None:
         raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
                            "This token is not valid (or was replaced): ask your instructor for yours.")

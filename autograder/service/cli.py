@@ -121,15 +121,20 @@ def cmd_serve(args):
         people = sync_roster(engine, read_roster(args.roster))
         log(f"roster {args.roster}: {len(people)} people")
     authenticator = _hub(base_url, engine, args.instructors_group) if hub_mode else None
-    if args.workers == 0:
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)  # as grade-batch
+    if workers < 0:
+        raise ConfigError(f"--workers {workers}: write 0 or more")
+    if args.poll <= 0:
+        raise ConfigError(f"--poll {args.poll:g}: write a number of seconds above 0")
+    if workers == 0:
         grader = None
     elif args.dask_scheduler:
         grader = DaskGrader(args.dask_scheduler, course, course_file)
     else:
-        grader = LocalGrader(course, course_file, args.workers or 1, data / "workers.log")
+        grader = LocalGrader(course, course_file, workers, data / "workers.log")
     worker = None
     if grader is not None:
-        worker = Worker(engine, grader, data / "submissions", threads=args.workers or 1, lease=args.lease)
+        worker = Worker(engine, grader, data / "submissions", threads=workers, lease=args.lease, poll=args.poll)
     svc = Service(engine=engine, course=course, data=data, roster=Roster(engine), base_url=base_url,
                   max_upload=max_upload, authenticator=authenticator, worker=worker, language=course.language)
     app = create_app(svc)
@@ -148,7 +153,7 @@ def cmd_serve(args):
     log(f"serving {Path(course_file).resolve()} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
         + ("JupyterHub sign-in" if authenticator else "roster tokens")
         + (f", grading on {args.dask_scheduler}" if args.dask_scheduler else
-           f", {args.workers or 1} grading process(es)" if worker else ", no grading here") + ")")
+           f", {workers} grading process(es)" if worker else ", no grading here") + ")")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
     server = _uvicorn_server()(config)
@@ -222,14 +227,18 @@ def add_parser(sub):
                    help="under JupyterHub: the hub group whose members (and the hub's admins) are instructors "
                         "(default: $SEQGRADER_INSTRUCTORS_GROUP, else instructors)")
     s.add_argument("--workers", type=int, metavar="N",
-                   help="submissions graded at once: grading threads and warm grading processes (default 1; "
-                        "0: this process accepts submissions and another one on the same database grades them)")
+                   help="submissions graded at once: grading threads and warm grading processes (default: the "
+                        "number of cores, as grade-batch; 0: this process accepts submissions and another one on "
+                        "the same database grades them)")
     s.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (tcp://HOST:8786) instead of local grading processes")
     s.add_argument("--max-upload", metavar="SIZE", default="5MB", help="largest file accepted (default 5MB)")
     s.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
                    help="how long a submission being graded stays claimed without news from its process; "
                         "renewed while it grades (default 60)")
+    s.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
+                   help="how often an idle grading thread reads the queue for uploads another service on the same "
+                        "database accepted; an upload this service accepts is graded at once (default 1)")
     s.add_argument("--forwarded-allow-ips", metavar="IPS", default="127.0.0.1",
                    help="proxies whose X-Forwarded-* headers are believed (default 127.0.0.1)")
     s.set_defaults(func=cmd_serve)

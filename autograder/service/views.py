@@ -97,6 +97,9 @@ def _notebook(text):
         data = json.loads(text)
     except ValueError:
         return None
+    except RecursionError:  # valid JSON nested deeper than Python can read: no notebook is
+        raise UploadRefused("这个文件的 JSON 嵌套太深，不是 Jupyter 笔记本。",
+                            "This file's JSON is nested too deeply to be a Jupyter notebook.") from None
     return isinstance(data, dict) and ("cells" in data or "nbformat" in data)
 
 

@@ -3,10 +3,15 @@
 
     LocalGrader    one LocalPool per assignment (batch/pool.py: the processes of grade-batch, each
                    importing torch once, sandboxing every submission, and running the self-check
-                   before its first score); `grade(assignment, path, student)` -> the pool's result
+                   before its first score), `processes` processes in all (an idle one of another
+                   assignment stops when one is needed); `grade(assignment, path, student)` -> the
+                   pool's result
     DaskGrader     the same on a Dask cluster (batch/cluster.py: run_dask, one submission at a time)
     Worker         `threads` loops claim -> grade -> store.finish, a lease renewer, and the
-                   requeueing of what a dead process left in `grading` (at start and every lease)
+                   requeueing of what a dead process left in `grading` (at start and every lease);
+                   an idle loop waits on `wake`, which the upload routes set, so an upload this
+                   process accepts is claimed at once; `poll` seconds otherwise (uploads another
+                   process on the same database accepted)
 
 A result becomes "graded" with its report, or "not_graded" with the reason, and then the
 submission's attempt is given back: a report where nothing could be graded (a corrupt notebook,
@@ -57,16 +62,35 @@ class LocalGrader:
             if assignment not in self.pools:
                 exercises = self.course.assignment(assignment)
                 options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
-                self.pools[assignment] = LocalPool(self.processes, 1, self.course_file, options,
-                                                   budget(self.course, exercises), self.log_path)
+                # cwd "/": nothing of the service's folders (the data, the course) is a grading
+                # process's own; it gets the course by its absolute path, and no secret of the
+                # service's environment (batch/pool.py's _child_env)
+                self.pools[assignment] = LocalPool(self.processes, 1, str(Path(self.course_file).resolve()), options,
+                                                   budget(self.course, exercises), self.log_path, cwd="/")
             return self.pools[assignment]
 
     def warm_up(self, assignments):
         for a in assignments:
+            with self.lock:
+                if sum(p.size() for p in self.pools.values()) >= self.processes:
+                    return  # no more than `processes` in all
             self.pool(a).warm_up(1)
 
     def grade(self, assignment, path, student):
-        return self.pool(assignment).grade(SimpleNamespace(path=Path(path), student=student))
+        pool = self.pool(assignment)
+        self._make_room(pool)
+        return pool.grade(SimpleNamespace(path=Path(path), student=student))
+
+    def _make_room(self, pool):
+        """`processes` grading processes in all, whatever the number of assignments: when `pool`
+        has no idle process and the others hold them all, one of theirs that is idle stops."""
+        with self.lock:
+            others = [p for p in self.pools.values() if p is not pool]
+        if pool.has_idle() or pool.size() + sum(p.size() for p in others) < self.processes:
+            return
+        for other in sorted(others, key=lambda p: -p.size()):
+            if other.retire_idle():
+                return
 
     def close(self):
         with self.lock:
@@ -149,14 +173,16 @@ class Worker:
 
     def _loop(self):
         while not self.stop.is_set():
+            # cleared before the queue is read: an upload accepted after that read sets it again,
+            # and the wait below returns at once (no upload waits for the next poll)
+            self.wake.clear()
             try:
                 row = store.claim(self.engine, self.owner, self.lease)
             except Exception as e:  # noqa: BLE001 - the database may be away a moment
                 log(f"could not read the queue: {type(e).__name__}: {one_line(e, 200)}")
                 row = None
             if row is None:
-                self.wake.wait(self.poll)
-                self.wake.clear()
+                self.wake.wait(self.poll)  # set by the upload routes (app.py), or `poll` seconds
                 continue
             try:
                 if row["claims"] > store.MAX_CLAIMS:  # released again and again: something here fails on it
