@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..load.submission import _notebook_cells, find_files
+from .normalize import aliases, resolve
 
 
 @dataclass
@@ -29,6 +30,12 @@ class Source:
     node: ast.AST  # its tree, with the line numbers of `where`
     where: str  # "alice/masks.py" or "alice.ipynb cell 4"
     first_line: int  # the definition's first line in `where` (a fingerprint's lines count from it: 1)
+    resolved: str = ""  # when the submission's aliases or helpers changed `node`: its tree, dumped
+
+    @property
+    def key(self):
+        """What the fingerprints depend on: the text, and what was resolved in it."""
+        return self.text + "\0" + self.resolved
 
 
 def contract_functions(course, exercises):
@@ -86,10 +93,24 @@ def definitions(text, where, names=None):
 
 
 def functions_of(path, names):
-    """{function: Source} of one submission (the last definition of each name wins)."""
-    out = {}
+    """{function: Source} of one submission (the last definition of each name wins).  Each
+    function's tree has the submission's module aliases written as the module (`th.matmul` as
+    `torch.matmul` after `import torch as th`, in whichever file or cell the import is) and the
+    calls of the student's own one-expression helper functions replaced by the expression."""
+    out, modules, helpers = {}, [], {}
     for where, text in chunks(path):
+        modules.append(_parse(text))
         out.update(definitions(text, where, names))
+        for node in modules[-1].body:
+            if isinstance(node, ast.FunctionDef) and node.name not in names:
+                helpers[node.name] = node
+    alias = aliases(modules)
+    for src in out.values():
+        before = ast.dump(src.node)
+        resolve(src.node, alias, helpers)
+        after = ast.dump(src.node)
+        if after != before:
+            src.resolved = after
     return out
 
 
