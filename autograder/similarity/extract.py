@@ -97,12 +97,19 @@ def functions_of(path, names):
     function's tree has the submission's module aliases written as the module (`th.matmul` as
     `torch.matmul` after `import torch as th`, in whichever file or cell the import is) and the
     calls of the student's own one-expression helper functions replaced by the expression."""
+    return _resolved(chunks(path), names, names)
+
+
+def _resolved(pieces, names, contract):
+    """{name: Source} of the definitions in `pieces` ([(where, code)]; only `names`, or all when
+    None), with the aliases and the helpers (the other top-level functions, not in `contract`) of
+    all the pieces resolved (normalize.resolve)."""
     out, modules, helpers = {}, [], {}
-    for where, text in chunks(path):
+    for where, text in pieces:
         modules.append(_parse(text))
         out.update(definitions(text, where, names))
         for node in modules[-1].body:
-            if isinstance(node, ast.FunctionDef) and node.name not in names:
+            if isinstance(node, ast.FunctionDef) and node.name not in contract:
                 helpers[node.name] = node
     alias = aliases(modules)
     for src in out.values():
@@ -118,17 +125,17 @@ def shared_sources(course, exercises, extra=()):
     """[(what, label, [Source])]: the code whose fingerprints are never evidence."""
     out = []
     stubs = []
+    contract = set(contract_functions(course, exercises))
     for ex in exercises:
         nb = Path(course.exercises_dir) / f"{ex}.ipynb"
         if nb.is_file():
-            for where, text in chunks(nb):
-                stubs.extend(definitions(text, where).values())
+            stubs.extend(_resolved(chunks(nb), None, contract).values())
     out.append(("starter", "exercises/*.ipynb", stubs))
     ref = []
     for ex in exercises:
         path = course.solutions_dir / f"{ex}.py"
         if path.is_file():
-            ref.extend(definitions(path.read_text(encoding="utf-8"), f"solutions/{ex}.py").values())
+            ref.extend(_resolved([(f"solutions/{ex}.py", path.read_text(encoding="utf-8"))], None, contract).values())
     out.append(("reference", "solutions/*.py", ref))
     from ..catalogue import load_catalogue
     mistakes = []
@@ -138,14 +145,14 @@ def shared_sources(course, exercises, extra=()):
         except Exception:  # noqa: BLE001 - an exercise without a catalogue
             continue
         for _, entry in entries:
-            mistakes.extend(definitions(entry.get("code") or "", f"catalogue {entry.get('id')}").values())
+            mistakes.extend(_resolved([(f"catalogue {entry.get('id')}", entry.get("code") or "")], None,
+                                      contract).values())
     out.append(("catalogue", "autograder/catalogue/*.yml", mistakes))
     for folder in extra:
         found = []
         folder = Path(folder)
         files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".ipynb"))
         for f in files:
-            for where, text in chunks(f):
-                found.extend(definitions(text, where).values())
+            found.extend(_resolved(chunks(f), None, contract).values())
         out.append(("excluded", str(folder), found))
     return out

@@ -592,7 +592,7 @@ def _returns_only(fn):
 def _inline_helpers(node, helpers, depth=0):
     if depth > 3:
         return
-    simple = {k: r for k, h in helpers.items() if (r := _returns_only(h))}
+    simple = {k: r for k, h in helpers.items() if (r := _returns_only(_Canon().visit(copy.deepcopy(h))))}
     if not simple:
         return
     for parent in list(ast.walk(node)):
@@ -778,7 +778,7 @@ class _Canon(ast.NodeTransformer):
 
 
 def _if_expressions(fn):
-    """An `if` that only picks one of two values to assign to one name, or to return, as the
+    """An `if` that only picks one of two values to assign to one name (or tuple), or to return, as the
     conditional expression it is (once dead code is gone from its branches)."""
     changed = False
     for block in _blocks(fn):
@@ -788,7 +788,9 @@ def _if_expressions(fn):
             b, o = node.body, node.orelse
             new = None
             if (len(b) == 1 and len(o) == 1 and isinstance(b[0], ast.Assign) and isinstance(o[0], ast.Assign)
-                    and len(b[0].targets) == len(o[0].targets) == 1 and isinstance(b[0].targets[0], ast.Name)
+                    and len(b[0].targets) == len(o[0].targets) == 1
+                    and all(isinstance(x, (ast.Name, ast.Tuple, ast.Starred)) for x in ast.walk(b[0].targets[0])
+                            if not isinstance(x, ast.expr_context))
                     and ast.dump(b[0].targets[0]) == ast.dump(o[0].targets[0])):
                 new = ast.Assign(b[0].targets, ast.copy_location(ast.IfExp(node.test, b[0].value, o[0].value), node))
             elif (len(b) == 1 and len(o) == 1 and isinstance(b[0], ast.Return) and isinstance(o[0], ast.Return)

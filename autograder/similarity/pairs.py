@@ -25,13 +25,15 @@ how much of what the two wrote is shared at all:
                same choices everywhere are not)
     overlap  = 2 sum_f shared_f / sum_f (mass of a's f + mass of b's f)   (the whole submissions'
                weighted Dice; a behaviour match counts as WHOLE shared on both sides)
-    score    = evidence * overlap ** 2
+    score    = evidence * overlap ** 2, or evidence alone when CASE (3) functions or more have
+               strength_f >= WHOLE_STRENGTH (shared whole, rare pieces and all)
 
 so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared and
 nothing else written apart is a suspicion (0.6), and three whole functions are a case (0.94); two
 students who happen to write two functions the same way but each write the rest their own way
 (their own checks, their own habits) score lower than one who hands in another's work, where
-everything rare is shared.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
+everything rare is shared -- unless they share CASE (three) whole functions: a student who copies
+three functions of another and writes the rest is a case however much else each wrote.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
 form a cluster.
 """
 import math
@@ -43,6 +45,8 @@ from .index import rarity
 WHOLE = 10.0  # the rarity-weighted fingerprints of a whole (short) function
 STRENGTH = 0.6  # what one whole function shared, and nothing else, scores
 FLAG = 0.5  # a pair at or above this is flagged
+WHOLE_STRENGTH = 0.75  # a function shared this strongly is shared whole (its rare pieces, all of them)
+CASE = 3  # whole functions shared that make a case, whatever else the two wrote
 GAP = 3  # fingerprints of a fragment may skip this many tokens' worth of k-grams
 
 
@@ -134,7 +138,11 @@ def compare(index, a, b, behaviour=None):
     both = sum(m.shared + WHOLE * m.behaviour for m in functions.values())
     whole = mass + 2 * WHOLE * sum(m.behaviour for m in functions.values())
     overlap = 2 * both / whole if whole else 0.0
-    return Pair(a, b, evidence * min(1.0, overlap) ** 2, keep)
+    # what is shared, as a part of everything the two wrote -- all of it when they share CASE whole
+    # functions: those make a case whatever else each wrote
+    shared_whole = sum(1 for m in keep.values() if m.strength >= WHOLE_STRENGTH)
+    part = 1.0 if shared_whole >= CASE else min(1.0, overlap)
+    return Pair(a, b, evidence * part ** 2, keep)
 
 
 def fragments(prints_a, prints_b, common):
