@@ -304,7 +304,8 @@ def test_similarity_json_follows_its_schema(tmp_path):
     scores = [p["score"] for p in data["pairs"]]
     assert scores == sorted(scores, reverse=True) and scores and all(0 <= s <= 1 for s in scores)
     for p in data["pairs"]:
-        assert set(p) == {"a", "b", "score", "functions", "evidence"}
+        assert set(p) == {"a", "b", "score", "functions", "summary", "evidence"}
+        assert all(set(x) == {"zh", "en"} for x in p["summary"])
         assert all(isinstance(f, str) and 0 <= s <= 1 for f, s in p["functions"].items())
         for e in p["evidence"]:
             assert e["kind"] in ("code", "behaviour") and e["function"] in p["functions"]
