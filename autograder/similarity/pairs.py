@@ -107,10 +107,12 @@ class Pair:
         if wrong:
             out.append(_say("wrong", fns=", ".join(wrong)))
         kinds, common = self.discounted, self.common
-        if kinds or common:
+        if kinds:
             zh = "、".join(f"{WHAT.get(w, (w, w))[0]} {n} 个" for w, n in sorted(kinds.items()))
             en = ", ".join(f"{n} from {WHAT.get(w, (w, w))[1]}" for w, n in sorted(kinds.items()))
-            out.append(_say("discounted", zh_list=zh or "无", en_list=en or "none", common=common))
+            out.append(_say("discounted", zh_list=zh, en_list=en))
+        if common:
+            out.append(_say("common", common=common))
         return out
 
     def evidence(self):
@@ -128,7 +130,7 @@ class Pair:
                 why = _say("rare", rare=m.rare, common=m.common)
                 zh, en = zh + "；" + why["zh"], en + "; " + why["en"]
                 if m.exact > 0 and m.exact_students:
-                    exact = _say("exact", k=m.exact_students)
+                    exact = _say("exact_only" if m.exact_students <= 2 else "exact", k=m.exact_students)
                     zh, en = zh + "；" + exact["zh"], en + "; " + exact["en"]
                 out.append({"kind": "code", "function": m.function, "score": round(m.score, 3),
                             "weight": round(min(1.0, m.shared / WHOLE), 3),
@@ -210,11 +212,13 @@ SAY = {
                "no function shared whole; partly shared: {fns}; about {pct}% of what the two wrote is shared"),
     "wrong": ("诊断探针上给出完全相同、且不在错误目录中的错误输出：{fns}",
               "identical wrong outputs on the diagnosis probes, from a mistake the catalogue does not hold: {fns}"),
-    "discounted": ("已排除、不算证据的共有片段：{zh_list}；另有 {common} 个片段很多学生都有，只算很少",
-                   "set aside, never evidence: {en_list}; {common} more shared fingerprint(s) that many students have "
-                   "count little"),
+    "discounted": ("两人都有、但已排除、不算证据的片段：{zh_list}",
+                   "shared but set aside, never evidence: {en_list}"),
+    "common": ("另有 {common} 个相同片段班上很多学生都有，只算很少",
+               "{common} more shared fingerprint(s) that many students of the class have count little"),
     "rare": ("{rare} 个相同片段班上只有这两人有，{common} 个是常见写法",
              "{rare} shared fingerprint(s) only these two of the class have, {common} common ones"),
+    "exact_only": ("班上没有别的学生把这个函数写成完全一样", "no other student of the class wrote this function exactly so"),
     "exact": ("全班只有 {k} 人把这个函数写成完全一样",
               "only {k} student(s) of the class wrote this function exactly so"),
 }
