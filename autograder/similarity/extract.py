@@ -79,11 +79,12 @@ def chunks(path):
     return out
 
 
-def definitions(text, where, names=None):
-    """{name: Source} of the top-level definitions in `text` (only `names` when given)."""
+def definitions(text, where, names=None, tree=None):
+    """{name: Source} of the top-level definitions in `text` (only `names` when given; `tree`:
+    the text already parsed)."""
     out = {}
     lines = text.splitlines()
-    for node in _parse(text).body:
+    for node in (tree if tree is not None else _parse(text)).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
                 names is None or node.name in names):
             start = node.lineno - len(node.decorator_list)
@@ -107,17 +108,21 @@ def _resolved(pieces, names, contract):
     out, modules, helpers = {}, [], {}
     for where, text in pieces:
         modules.append(_parse(text))
-        out.update(definitions(text, where, names))
+        out.update(definitions(text, where, names, modules[-1]))
         for node in modules[-1].body:
             if isinstance(node, ast.FunctionDef) and node.name not in contract:
                 helpers[node.name] = node
     alias = aliases(modules)
+    if not alias and not helpers:
+        return out
     for src in out.values():
-        before = ast.dump(src.node)
-        resolve(src.node, alias, helpers)
-        after = ast.dump(src.node)
-        if after != before:
-            src.resolved = after
+        used = {n.id for n in ast.walk(src.node) if isinstance(n, ast.Name)}
+        if used & set(alias) or used & set(helpers):
+            before = ast.dump(src.node)
+            resolve(src.node, alias, helpers)
+            after = ast.dump(src.node)
+            if after != before:
+                src.resolved = after
     return out
 
 
