@@ -153,6 +153,9 @@ def test_a_copy_disguised_in_ways_the_obfuscator_does_not_know_is_the_top_pair_a
     ("def f(x, m=None):\n    if m is None:\n        y = x\n    else:\n        y = x * m\n    return y.sum()\n",
      "def f(x: torch.Tensor, m=None) -> torch.Tensor:\n    assert x.dim() == 2\n    try:\n"
      "        return torch.sum(x if m is None else m * x)\n    except Exception:\n        raise\n"),
+    ("def f(x, m):\n    if m is None:\n        return x\n    return x * m\n",
+     "def f(x, m):\n    if m is not None:\n        return m * x\n    else:\n        return x\n"),
+    ("def f(x, n):\n    return x[x < n]\n", "def f(x, n):\n    return x[n > x]\n"),
 ])
 def test_other_equivalent_writings_have_one_canonical_form(a, b):
     import ast

@@ -698,6 +698,25 @@ class _Canon(ast.NodeTransformer):
             return node.body
         return node
 
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        flip = {ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+        if len(node.ops) == 1 and type(node.ops[0]) in flip:
+            return ast.copy_location(ast.Compare(node.comparators[0], [flip[type(node.ops[0])]()], [node.left]), node)
+        return node
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if node.orelse and _negated(node.test) is not None:
+            node.test, node.body, node.orelse = _negated(node.test), node.orelse, node.body
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if _negated(node.test) is not None:
+            node.test, node.body, node.orelse = _negated(node.test), node.orelse, node.body
+        return node
+
     def visit_JoinedStr(self, node):
         self.generic_visit(node)
         if all(isinstance(v, ast.Constant) for v in node.values):
@@ -786,6 +805,9 @@ def _if_expressions(fn):
             if not isinstance(node, ast.If):
                 continue
             b, o = node.body, node.orelse
+            if (not o and len(b) == 1 and isinstance(b[0], ast.Return) and k + 2 == len(block)
+                    and isinstance(block[k + 1], ast.Return)):
+                node.orelse = o = [block.pop(k + 1)]  # `if c: return a` then `return b`: an else
             new = None
             if (len(b) == 1 and len(o) == 1 and isinstance(b[0], ast.Assign) and isinstance(o[0], ast.Assign)
                     and len(b[0].targets) == len(o[0].targets) == 1
@@ -800,6 +822,17 @@ def _if_expressions(fn):
                 block[k] = ast.copy_location(new, node)
                 changed = True
     return changed
+
+
+def _negated(test):
+    """The plain test of a negated one (`not c`, `a is not b`, `a != b`), or None: an `if` with an
+    `else` reads the same with its test negated and its branches swapped."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    neg = {ast.IsNot: ast.Is, ast.NotEq: ast.Eq, ast.NotIn: ast.In}
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in neg:
+        return ast.copy_location(ast.Compare(test.left, [neg[type(test.ops[0])]()], test.comparators), test)
+    return None
 
 
 def _dotted_name(node):
