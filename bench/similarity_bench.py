@@ -46,6 +46,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from class_speed import EXERCISES, ingredients, notebook  # noqa: E402
 from obfuscate import KINDS, obfuscate  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "files" / "similarity_disguises"))
+from unseen import UNSEEN, disguise  # noqa: E402
+
+PARTIAL = "partial"  # an unseen copy of some exercises only, the rest the copier's own work
+
 WORDS = ["input", "tensor", "value", "shape", "expected", "wrong", "bad", "must", "be", "positive", "lengths",
          "dims", "batch", "size", "invalid", "check", "please", "given", "need", "non", "empty", "sequence"]
 
@@ -145,8 +150,10 @@ def write_student(root, sid, files, fmt):
         (root / f"{sid}.ipynb").write_text(notebook("\n\n".join(files.values())), encoding="utf-8")
 
 
-def make_class(root, n, n_copies, seed, parts):
+def make_class(root, n, n_copies, seed, parts, disguises="obfuscate"):
     """Writes the class; returns ([honest ids], {(copy, source): kinds}, {sid: {ex: source}})."""
+    if disguises == "unseen":
+        return _unseen_class(root, n, n_copies, seed, parts)
     rng = random.Random(seed)
     texts, ids = {}, []
     for i in range(n):
@@ -164,6 +171,39 @@ def make_class(root, n, n_copies, seed, parts):
         files = {ex: obfuscate(text, kinds, random.Random(seed * 1000 + k)) for ex, text in texts[src].items()}
         texts[cid] = files
         planted[(cid, src)] = "+".join(kinds) if len(kinds) < len(KINDS) else "all"
+        write_student(root, cid, files, rng.choice(["folder", "file", "notebook"]))
+    return ids, planted, texts
+
+
+def _unseen_class(root, n, n_copies, seed, parts):
+    """The same honest class; the copies made with tests/files/similarity_disguises/unseen.py:
+    each of its disguises on its own, all of them combined, and partial copies (two or three
+    exercises of another student, all disguises, the rest the copier's own honest work)."""
+    rng = random.Random(seed)
+    texts, ids = {}, []
+    for i in range(n):
+        sid = f"s{i:04d}"
+        files, _ = honest_student(rng, parts, sid)
+        texts[sid] = files
+        ids.append(sid)
+        write_student(root, sid, files, rng.choice(["folder", "file", "notebook"]))
+    planted = {}
+    sources = rng.sample(ids, n_copies)
+    kinds_of = [[k] for k in UNSEEN] * 2 + [list(UNSEEN)] * 6 + [PARTIAL] * 4
+    for k, src in enumerate(sources):
+        kinds = kinds_of[k % len(kinds_of)]
+        cid = f"c{k:04d}"
+        r = random.Random(seed * 1000 + k)
+        if kinds == PARTIAL:
+            own, _ = honest_student(rng, parts, cid)
+            taken = r.sample(EXERCISES, r.choice([2, 3]))
+            files = {ex: disguise(texts[src][ex], list(UNSEEN), r) if ex in taken else own[ex] for ex in EXERCISES}
+            label = f"partial {len(taken)}/{len(EXERCISES)}"
+        else:
+            files = {ex: disguise(text, kinds, r) for ex, text in texts[src].items()}
+            label = "+".join(kinds) if len(kinds) < len(UNSEEN) else "all unseen"
+        texts[cid] = files
+        planted[(cid, src)] = label
         write_student(root, cid, files, rng.choice(["folder", "file", "notebook"]))
     return ids, planted, texts
 
@@ -238,6 +278,9 @@ def main():
     ap.add_argument("--workers", type=int, default=2, help="processes of `analyse` (default 2)")
     ap.add_argument("--no-copydetect", action="store_true")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated class here")
+    ap.add_argument("--disguises", choices=["obfuscate", "unseen"], default="obfuscate",
+                    help="the planted copies' disguises: bench/obfuscate.py (default), or the set kept apart "
+                         "from it, tests/files/similarity_disguises/unseen.py")
     args = ap.parse_args()
 
     parts = ingredients()
@@ -245,7 +288,7 @@ def main():
     try:
         root = work / "class"
         root.mkdir()
-        ids, planted, texts = make_class(root, args.students, args.copies, args.seed, parts)
+        ids, planted, texts = make_class(root, args.students, args.copies, args.seed, parts, args.disguises)
         print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} core(s), "
               f"Python {platform.python_version()}")
         print(f"class: {len(ids)} honest students + {len(planted)} planted copies "
@@ -266,13 +309,21 @@ def main():
         for name, _, f, _ in rows:
             print(f"ranks of the planted pairs, {name}: "
                   + " ".join(f"{r if r < 10**9 else '-'}({k})" for r, k in f["ranks"]))
+        if args.disguises == "unseen":
+            key = {tuple(sorted(p)): k for p, k in planted.items()}
+            honest = max((s for p, s in scores.items() if tuple(sorted(p)) not in key), default=0.0)
+            print(f"per planted pair, seqgrader similarity (flag {flag}, highest honest {honest:.3f}):")
+            for p, k in sorted(key.items(), key=lambda kv: kv[1]):
+                sc = scores.get(p, scores.get(p[::-1], 0.0))
+                print(f"  {k:<22} {p[0]}-{p[1]}  {sc:.3f}  {'flagged' if sc >= flag else 'not flagged':<11} "
+                      f"{'above every honest pair' if sc > honest else 'NOT above every honest pair'}")
         if args.keep:
             shutil.copytree(root, Path(args.keep) / "class", dirs_exist_ok=True)
         if args.scale:
             big = work / "scale"
             big.mkdir()
             n_copies = round(args.scale * args.copies / max(1, args.students + args.copies))
-            _, big_planted, _ = make_class(big, args.scale - n_copies, n_copies, args.seed + 1, parts)
+            _, big_planted, _ = make_class(big, args.scale - n_copies, n_copies, args.seed + 1, parts, args.disguises)
             seconds, scores, flag, result = run_ours(big, args.workers)
             f = figures(scores, big_planted, flag)
             print(f"scale: {args.scale} students ({n_copies} of them planted copies), `analyse` on {args.workers} "

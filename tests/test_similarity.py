@@ -38,6 +38,16 @@ def _obfuscator():
 OBF = _obfuscator()
 
 
+def _disguises():
+    spec = importlib.util.spec_from_file_location("unseen", ROOT / "tests" / "files" / "similarity_disguises" / "unseen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+UNSEEN = _disguises()
+
+
 def reference(ex):
     return (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
 
@@ -113,6 +123,74 @@ def test_an_obfuscated_copy_is_the_top_pair_and_flagged(tmp_path, kinds):
     assert top.score >= FLAG
     assert all(p.score < FLAG for p in result.pairs[1:]), [(p.a, p.b, p.score) for p in result.pairs[1:4]]
     assert result.clusters == [["alice", "mallory"]]
+
+
+@pytest.mark.parametrize("kinds", [[k] for k in UNSEEN.UNSEEN] + [list(UNSEEN.UNSEEN)], ids=lambda k: "+".join(k))
+def test_a_copy_disguised_in_ways_the_obfuscator_does_not_know_is_the_top_pair_and_flagged(tmp_path, kinds):
+    """The same, with the second set of disguises (tests/files/similarity_disguises/unseen.py:
+    operands swapped, `+=`, torch's function for the method, module aliases, `while` loops,
+    keywords, constants, annotations and asserts, f-strings, helper functions)."""
+    rng = random.Random(11)
+    alice = {ex: variant(1, ex) for ex in EXERCISES}
+    mallory = {ex: UNSEEN.disguise(src, kinds, rng) for ex, src in alice.items()}
+    assert mallory != alice
+    root = honest_class(tmp_path / "class", {"alice": alice, "mallory": mallory})
+    result = analyse(root)
+    top = result.pairs[0]
+    assert {top.a, top.b} == {"alice", "mallory"}, [(p.a, p.b, p.score) for p in result.pairs[:3]]
+    assert top.score >= FLAG
+    assert all(p.score < FLAG for p in result.pairs[1:]), [(p.a, p.b, p.score) for p in result.pairs[1:4]]
+
+
+@pytest.mark.parametrize("a, b", [
+    ("def f(x, y):\n    return x * y + 1\n", "def f(x, y):\n    return 1 + y * x\n"),
+    ("def f(x, y):\n    x = x + y\n    return x\n", "def f(x, y):\n    x += y\n    return x\n"),
+    ("def f(q, k):\n    return torch.matmul(q, k.transpose(-1, -2))\n", "def f(q, k):\n    return q @ k.mT\n"),
+    ("def f(s, m):\n    return torch.masked_fill(s, m, -1e9).softmax(dim=-1)\n",
+     "def f(s, m):\n    return F.softmax(s.masked_fill(m, -10 ** 9), -1)\n"),
+    ("def f(x, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(x[i])\n        i += 1\n    return out\n",
+     "def f(x, n):\n    return [x[j] for j in range(n)]\n"),
+    ("def f(x, m=None):\n    if m is None:\n        y = x\n    else:\n        y = x * m\n    return y.sum()\n",
+     "def f(x: torch.Tensor, m=None) -> torch.Tensor:\n    assert x.dim() == 2\n    try:\n"
+     "        return torch.sum(x if m is None else m * x)\n    except Exception:\n        raise\n"),
+    ("def f(x, m):\n    if m is None:\n        return x\n    return x * m\n",
+     "def f(x, m):\n    if m is not None:\n        return m * x\n    else:\n        return x\n"),
+    ("def f(x, n):\n    return x[x < n]\n", "def f(x, n):\n    return x[n > x]\n"),
+])
+def test_other_equivalent_writings_have_one_canonical_form(a, b):
+    import ast
+    na, nb = (ast.unparse(normalize(ast.parse(s).body[0])) for s in (a, b))
+    assert na == nb
+
+
+def _with_checks(source, who):
+    """`source` with a check of the student's own at the top of every function."""
+    import ast
+    tree = ast.parse(source)
+    for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        params = [a.arg for a in fn.args.args if a.arg not in ("self", "cls")]
+        if params:
+            fn.body.insert(0, ast.parse(f"if {params[0]} is None:\n    raise TypeError('{who}: {fn.name} "
+                                        f"wants {params[0]} given, not None')").body[0])
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def test_three_whole_functions_copied_and_the_rest_written_apart_is_a_case(tmp_path):
+    """mallory copies alice's three recurrent functions (her own way of writing them, disguised)
+    and writes every other function another way, with checks of her own: three whole functions
+    shared make a case however little else the two share; two students who share one whole
+    function and write everything else apart do not."""
+    alice = {ex: variant(1, ex) for ex in EXERCISES}
+    own = {ex: _with_checks(reference(ex), "mallory") for ex in EXERCISES}
+    mallory = dict(own, recurrent=UNSEEN.disguise(alice["recurrent"], ["commute", "calls", "annotate"],
+                                                 random.Random(4)))
+    root = honest_class(tmp_path / "class", {"alice": alice, "mallory": mallory})
+    result = analyse(root)
+    pair = pair_of(result, "alice", "mallory")
+    assert pair is not None and pair.score >= FLAG, [(p.a, p.b, p.score) for p in result.pairs[:3]]
+    whole = sorted(f for f, m in pair.functions.items() if m.strength >= 0.75)
+    assert whole == ["gru_cell", "lstm_cell", "lstm_sequence"], pair.functions
+    assert all(p.score < FLAG for p in result.pairs if {p.a, p.b} != {"alice", "mallory"})
 
 
 def test_functions_pasted_into_other_files_and_cells_are_compared_by_name(tmp_path):
@@ -229,7 +307,8 @@ def test_similarity_json_follows_its_schema(tmp_path):
     scores = [p["score"] for p in data["pairs"]]
     assert scores == sorted(scores, reverse=True) and scores and all(0 <= s <= 1 for s in scores)
     for p in data["pairs"]:
-        assert set(p) == {"a", "b", "score", "functions", "evidence"}
+        assert set(p) == {"a", "b", "score", "functions", "summary", "evidence"}
+        assert all(set(x) == {"zh", "en"} for x in p["summary"])
         assert all(isinstance(f, str) and 0 <= s <= 1 for f, s in p["functions"].items())
         for e in p["evidence"]:
             assert e["kind"] in ("code", "behaviour") and e["function"] in p["functions"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..load.submission import _notebook_cells, find_files
+from .normalize import aliases, resolve
 
 
 @dataclass
@@ -29,6 +30,12 @@ class Source:
     node: ast.AST  # its tree, with the line numbers of `where`
     where: str  # "alice/masks.py" or "alice.ipynb cell 4"
     first_line: int  # the definition's first line in `where` (a fingerprint's lines count from it: 1)
+    resolved: str = ""  # when the submission's aliases or helpers changed `node`: its tree, dumped
+
+    @property
+    def key(self):
+        """What the fingerprints depend on: the text, and what was resolved in it."""
+        return self.text + "\0" + self.resolved
 
 
 def contract_functions(course, exercises):
@@ -72,11 +79,12 @@ def chunks(path):
     return out
 
 
-def definitions(text, where, names=None):
-    """{name: Source} of the top-level definitions in `text` (only `names` when given)."""
+def definitions(text, where, names=None, tree=None):
+    """{name: Source} of the top-level definitions in `text` (only `names` when given; `tree`:
+    the text already parsed)."""
     out = {}
     lines = text.splitlines()
-    for node in _parse(text).body:
+    for node in (tree if tree is not None else _parse(text)).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
                 names is None or node.name in names):
             start = node.lineno - len(node.decorator_list)
@@ -86,10 +94,35 @@ def definitions(text, where, names=None):
 
 
 def functions_of(path, names):
-    """{function: Source} of one submission (the last definition of each name wins)."""
-    out = {}
-    for where, text in chunks(path):
-        out.update(definitions(text, where, names))
+    """{function: Source} of one submission (the last definition of each name wins).  Each
+    function's tree has the submission's module aliases written as the module (`th.matmul` as
+    `torch.matmul` after `import torch as th`, in whichever file or cell the import is) and the
+    calls of the student's own one-expression helper functions replaced by the expression."""
+    return _resolved(chunks(path), names, names)
+
+
+def _resolved(pieces, names, contract):
+    """{name: Source} of the definitions in `pieces` ([(where, code)]; only `names`, or all when
+    None), with the aliases and the helpers (the other top-level functions, not in `contract`) of
+    all the pieces resolved (normalize.resolve)."""
+    out, modules, helpers = {}, [], {}
+    for where, text in pieces:
+        modules.append(_parse(text))
+        out.update(definitions(text, where, names, modules[-1]))
+        for node in modules[-1].body:
+            if isinstance(node, ast.FunctionDef) and node.name not in contract:
+                helpers[node.name] = node
+    alias = aliases(modules)
+    if not alias and not helpers:
+        return out
+    for src in out.values():
+        used = {n.id for n in ast.walk(src.node) if isinstance(n, ast.Name)}
+        if used & set(alias) or used & set(helpers):
+            before = ast.dump(src.node)
+            resolve(src.node, alias, helpers)
+            after = ast.dump(src.node)
+            if after != before:
+                src.resolved = after
     return out
 
 
@@ -97,17 +130,17 @@ def shared_sources(course, exercises, extra=()):
     """[(what, label, [Source])]: the code whose fingerprints are never evidence."""
     out = []
     stubs = []
+    contract = set(contract_functions(course, exercises))
     for ex in exercises:
         nb = Path(course.exercises_dir) / f"{ex}.ipynb"
         if nb.is_file():
-            for where, text in chunks(nb):
-                stubs.extend(definitions(text, where).values())
+            stubs.extend(_resolved(chunks(nb), None, contract).values())
     out.append(("starter", "exercises/*.ipynb", stubs))
     ref = []
     for ex in exercises:
         path = course.solutions_dir / f"{ex}.py"
         if path.is_file():
-            ref.extend(definitions(path.read_text(encoding="utf-8"), f"solutions/{ex}.py").values())
+            ref.extend(_resolved([(f"solutions/{ex}.py", path.read_text(encoding="utf-8"))], None, contract).values())
     out.append(("reference", "solutions/*.py", ref))
     from ..catalogue import load_catalogue
     mistakes = []
@@ -117,14 +150,14 @@ def shared_sources(course, exercises, extra=()):
         except Exception:  # noqa: BLE001 - an exercise without a catalogue
             continue
         for _, entry in entries:
-            mistakes.extend(definitions(entry.get("code") or "", f"catalogue {entry.get('id')}").values())
+            mistakes.extend(_resolved([(f"catalogue {entry.get('id')}", entry.get("code") or "")], None,
+                                      contract).values())
     out.append(("catalogue", "autograder/catalogue/*.yml", mistakes))
     for folder in extra:
         found = []
         folder = Path(folder)
         files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".ipynb"))
         for f in files:
-            for where, text in chunks(f):
-                found.extend(definitions(text, where).values())
+            found.extend(_resolved(chunks(f), None, contract).values())
         out.append(("excluded", str(folder), found))
     return out

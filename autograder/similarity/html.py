@@ -28,6 +28,7 @@ tr.flagged td.score{font-weight:600;color:#c0162c}
 section.pair{background:#fff;border:1px solid #e3e6eb;border-radius:8px;padding:12px 16px;margin:14px 0}
 section.pair h2{margin-top:0}
 ul.evidence{margin:4px 0 10px;padding-left:20px}
+ul.summary{margin:6px 0 10px;padding:8px 12px 8px 28px;background:#fff;border-left:4px solid #c0392b;color:#1d2330;font-size:15px}
 table.side{width:100%;table-layout:fixed;border:1px solid #e3e6eb}
 table.side th{background:#eef0f4;padding:4px 8px;text-align:left;font-weight:600}
 table.side td{vertical-align:top;padding:0;border-top:1px solid #e3e6eb;width:50%}
@@ -132,6 +133,8 @@ def render_similarity(result, language="both"):
         out.append(f'<section class="pair" id="pair-{i}" data-a="{escape(p.a)}" data-b="{escape(p.b)}">'
                    f'<h2>#{i} {escape(p.a)} – {escape(p.b)}: {p.score:.2f}'
                    f'{" · " + _t("similarity.flagged", language) if p.score >= FLAG else ""}</h2>'
+                   + '<ul class="summary">' + "".join(f'<li>{_words(x, language)}</li>' for x in p.summary())
+                   + "</ul>"
                    f'<h3>{_t("similarity.evidence", language)}</h3><ul class="evidence">'
                    + "".join(f'<li data-kind="{e["kind"]}">{_words(e, language)}</li>' for e in p.evidence())
                    + "</ul>")

@@ -40,8 +40,8 @@ class Unit:
 def fingerprint_source(source, memo=None):
     """The Fingerprints of one definition (its canonical tree's).  `memo`: a dict shared by the
     calls of one index, so that the same text (the reference pasted by many) is read once."""
-    if memo is not None and source.text in memo:
-        return memo[source.text]
+    if memo is not None and source.key in memo:
+        return memo[source.key]
     try:
         found = fingerprints(tokens(normalize(source.node)), offset=source.first_line - 1)
     except (RecursionError, MemoryError):
@@ -49,17 +49,22 @@ def fingerprint_source(source, memo=None):
     except Exception:  # noqa: BLE001 - code no canonical form foresaw must not cost the class its report
         found = []
     if memo is not None:
-        memo[source.text] = found
+        memo[source.key] = found
     return found
 
 
-def _fingerprint_text(text):
-    """fingerprint_source of a definition's text (parsed again: a worker process gets text only)."""
+def _fingerprint_text(item):
+    """fingerprint_source of a definition's text (parsed again: a worker process gets text only),
+    or of its tree when the submission's aliases or helpers changed it (item: (text, tree or None))."""
     import ast
-    try:
-        node = ast.parse(text).body[0]
-    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
-        return []
+    text, tree = item
+    if tree is not None:
+        node = tree
+    else:
+        try:
+            node = ast.parse(text).body[0]
+        except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+            return []
     from .extract import Source
     return fingerprint_source(Source("", text, node, "", 1))
 
@@ -67,7 +72,7 @@ def _fingerprint_text(text):
 def fingerprint_all(sources, workers=1):
     """{text: [Fingerprint]} of every distinct text among `sources`, on `workers` processes
     (forked; pure parsing, nothing of a student's is run) when there are enough of them."""
-    todo = {s.text: s for s in sources}
+    todo = {s.key: s for s in sources}
     if workers <= 1 or len(todo) < 200:
         memo = {}
         for s in todo.values():
@@ -76,10 +81,11 @@ def fingerprint_all(sources, workers=1):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    texts = list(todo)
+    keys = list(todo)
+    items = [(todo[k].text, todo[k].node if todo[k].resolved else None) for k in keys]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        found = pool.map(_fingerprint_text, texts, chunksize=max(1, len(texts) // (8 * workers)))
-        return dict(zip(texts, found))
+        found = pool.map(_fingerprint_text, items, chunksize=max(1, len(keys) // (8 * workers)))
+        return dict(zip(keys, found))
 
 
 def rarity(df):

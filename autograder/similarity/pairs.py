@@ -25,13 +25,15 @@ how much of what the two wrote is shared at all:
                same choices everywhere are not)
     overlap  = 2 sum_f shared_f / sum_f (mass of a's f + mass of b's f)   (the whole submissions'
                weighted Dice; a behaviour match counts as WHOLE shared on both sides)
-    score    = evidence * overlap ** 2
+    score    = evidence * overlap ** 2, or evidence alone when CASE (3) functions or more have
+               strength_f >= WHOLE_STRENGTH (shared whole, rare pieces and all)
 
 so one shared one-liner (weight ~0.2) is not a case (~0.1), one whole function shared and
 nothing else written apart is a suspicion (0.6), and three whole functions are a case (0.94); two
 students who happen to write two functions the same way but each write the rest their own way
 (their own checks, their own habits) score lower than one who hands in another's work, where
-everything rare is shared.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
+everything rare is shared -- unless they share CASE (three) whole functions: a student who copies
+three functions of another and writes the rest is a case however much else each wrote.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
 form a cluster.
 """
 import math
@@ -43,6 +45,8 @@ from .index import rarity
 WHOLE = 10.0  # the rarity-weighted fingerprints of a whole (short) function
 STRENGTH = 0.6  # what one whole function shared, and nothing else, scores
 FLAG = 0.5  # a pair at or above this is flagged
+WHOLE_STRENGTH = 0.75  # a function shared this strongly is shared whole (its rare pieces, all of them)
+CASE = 3  # whole functions shared that make a case, whatever else the two wrote
 GAP = 3  # fingerprints of a fragment may skip this many tokens' worth of k-grams
 
 
@@ -64,6 +68,10 @@ class FunctionMatch:
     fragments: list = field(default_factory=list)
     behaviour: float = 0.0  # 0..1: same wrong outputs (uncatalogued), times their rarity
     exact: float = 0.0  # 0..1: the same whole function, times how rare that whole is
+    rare: int = 0  # shared fingerprints no other student of the class has
+    common: int = 0  # shared fingerprints many students have (counted little)
+    discounted: dict = field(default_factory=dict)  # {"starter" / "reference" / ...: shared fingerprints set aside}
+    exact_students: int = 0  # students who have this function exactly so (when exact)
 
     @property
     def strength(self):
@@ -77,6 +85,35 @@ class Pair:
     b: str
     score: float
     functions: dict  # function -> FunctionMatch
+    overlap: float = 0.0  # the part of all the two wrote (rarity-weighted) that is shared
+    whole: list = field(default_factory=list)  # functions shared whole (strength >= WHOLE_STRENGTH)
+    discounted: dict = field(default_factory=dict)  # {what: shared fingerprints set aside}, all functions
+    common: int = 0  # shared fingerprints many students have, all functions
+
+    def summary(self):
+        """What an instructor reads first: which functions are shared whole, why that is evidence,
+        and what was set aside: [{zh, en}]."""
+        out = []
+        if self.whole:
+            fns = ", ".join(self.whole)
+            rare = sum(self.functions[f].rare for f in self.whole)
+            out.append(_say("whole", fns=fns, n=len(self.whole), rare=rare))
+            if len(self.whole) >= CASE:
+                out.append(_say("case", n=CASE))
+        else:
+            part = [f for f, m in self.functions.items() if m.strength >= 0.2]
+            out.append(_say("partly", fns=", ".join(part) or "-", pct=round(100 * min(1.0, self.overlap))))
+        wrong = [f for f, m in self.functions.items() if m.behaviour > 0]
+        if wrong:
+            out.append(_say("wrong", fns=", ".join(wrong)))
+        kinds, common = self.discounted, self.common
+        if kinds:
+            zh = "、".join(f"{WHAT.get(w, (w, w))[0]} {n} 个" for w, n in sorted(kinds.items()))
+            en = ", ".join(f"{n} from {WHAT.get(w, (w, w))[1]}" for w, n in sorted(kinds.items()))
+            out.append(_say("discounted", zh_list=zh, en_list=en))
+        if common:
+            out.append(_say("common", common=common))
+        return out
 
     def evidence(self):
         """The evidence in words, strongest first: [{kind, function, zh, en, ...}]."""
@@ -90,6 +127,11 @@ class Pair:
                 lines = sum(f.a[1] - f.a[0] + 1 for f in m.fragments)
                 zh, en = words("similarity.same_structure", fn=m.function, pct=round(100 * m.score),
                                n=len(m.fragments), lines=lines)
+                why = _say("rare", rare=m.rare, common=m.common)
+                zh, en = zh + "；" + why["zh"], en + "; " + why["en"]
+                if m.exact > 0 and m.exact_students:
+                    exact = _say("exact_only" if m.exact_students <= 2 else "exact", k=m.exact_students)
+                    zh, en = zh + "；" + exact["zh"], en + "; " + exact["en"]
                 out.append({"kind": "code", "function": m.function, "score": round(m.score, 3),
                             "weight": round(min(1.0, m.shared / WHOLE), 3),
                             "fragments": [f.to_dict() for f in m.fragments], "zh": zh, "en": en})
@@ -98,7 +140,7 @@ class Pair:
     def to_dict(self):
         return {"a": self.a, "b": self.b, "score": round(self.score, 4),
                 "functions": {f: round(m.strength, 4) for f, m in sorted(self.functions.items())},
-                "evidence": self.evidence()}
+                "summary": self.summary(), "evidence": self.evidence()}
 
 
 def compare(index, a, b, behaviour=None):
@@ -115,9 +157,17 @@ def compare(index, a, b, behaviour=None):
         mass += total
         m = FunctionMatch(function, score, shared)
         if common and ua.hashes == ub.hashes:
-            m.exact = rarity(index.whole[function][frozenset(common)]) * min(1.0, len(common) / WHOLE)
+            m.exact_students = index.whole[function][frozenset(common)]
+            m.exact = rarity(m.exact_students) * min(1.0, len(common) / WHOLE)
         if shared > 0:
             m.fragments = fragments(ua.prints, ub.prints, {h for h in common if index.rarity(function, h) > 0})
+        m.rare = sum(1 for h in common if index.df[function].get(h, 0) <= 2)
+        m.common = sum(1 for h in common if index.rarity(function, h) < RARE_ENOUGH)
+        both_all = {fp.hash for fp in ua.prints} & {fp.hash for fp in ub.prints}
+        for h in both_all:
+            what = index.ignored.get(h)
+            if what:
+                m.discounted[what] = m.discounted.get(what, 0) + 1
         functions[function] = m
     if behaviour is not None:
         for function, weight in behaviour.same(a, b).items():
@@ -134,7 +184,49 @@ def compare(index, a, b, behaviour=None):
     both = sum(m.shared + WHOLE * m.behaviour for m in functions.values())
     whole = mass + 2 * WHOLE * sum(m.behaviour for m in functions.values())
     overlap = 2 * both / whole if whole else 0.0
-    return Pair(a, b, evidence * min(1.0, overlap) ** 2, keep)
+    # what is shared, as a part of everything the two wrote -- all of it when they share CASE whole
+    # functions: those make a case whatever else each wrote
+    shared_whole = sum(1 for m in keep.values() if m.strength >= WHOLE_STRENGTH)
+    part = 1.0 if shared_whole >= CASE else min(1.0, overlap)
+    whole_fns = [f for f, m in sorted(keep.items(), key=lambda kv: -kv[1].strength) if m.strength >= WHOLE_STRENGTH]
+    discounted = {}
+    for m in functions.values():
+        for what, n in m.discounted.items():
+            discounted[what] = discounted.get(what, 0) + n
+    return Pair(a, b, evidence * part ** 2, keep, overlap, whole_fns, discounted,
+                sum(m.common for m in functions.values()))
+
+
+RARE_ENOUGH = 0.25  # a shared fingerprint of lower rarity (more than 8 students have it) counts little
+
+WHAT = {"starter": ("起始代码", "the starter code"), "reference": ("参考答案", "the reference solutions"),
+        "catalogue": ("错误目录中的常见错误", "the catalogue of common mistakes"),
+        "excluded": ("--exclude 给出的公开代码", "the public code given with --exclude")}
+
+SAY = {
+    "whole": ("两人有 {n} 个函数整体相同：{fns}（其中只有这两人有的片段共 {rare} 个）",
+              "{n} function(s) shared whole: {fns} ({rare} fingerprint(s) that no other student of the class has)"),
+    "case": ("按规则，{n} 个或更多完整函数相同即构成案例，与两人其余代码无关",
+             "{n} or more whole functions shared make a case, whatever else each wrote"),
+    "partly": ("没有整体相同的函数；部分相同：{fns}；两人所写内容中相同部分约占 {pct}%",
+               "no function shared whole; partly shared: {fns}; about {pct}% of what the two wrote is shared"),
+    "wrong": ("诊断探针上给出完全相同、且不在错误目录中的错误输出：{fns}",
+              "identical wrong outputs on the diagnosis probes, from a mistake the catalogue does not hold: {fns}"),
+    "discounted": ("两人都有、但已排除、不算证据的片段：{zh_list}",
+                   "shared but set aside, never evidence: {en_list}"),
+    "common": ("另有 {common} 个相同片段班上很多学生都有，只算很少",
+               "{common} more shared fingerprint(s) that many students of the class have count little"),
+    "rare": ("{rare} 个相同片段班上只有这两人有，{common} 个是常见写法",
+             "{rare} shared fingerprint(s) only these two of the class have, {common} common ones"),
+    "exact_only": ("班上没有别的学生把这个函数写成完全一样", "no other student of the class wrote this function exactly so"),
+    "exact": ("全班只有 {k} 人把这个函数写成完全一样",
+              "only {k} student(s) of the class wrote this function exactly so"),
+}
+
+
+def _say(key, **fields):
+    zh, en = SAY[key]
+    return {"zh": zh.format(**fields), "en": en.format(**fields)}
 
 
 def fragments(prints_a, prints_b, common):
