@@ -270,9 +270,11 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "similarity.unmatched": ("其余的行", "the other lines"),
     "similarity.flagged": ("已标记", "flagged"),
     "similarity.same_structure": (
-        "`{fn}`：改名、去掉注释和无用代码、调整语句顺序后，结构相同的部分占 {pct}%（{n} 个片段，{lines} 行）",
-        "`{fn}`: {pct}% of the structure is the same once names, comments, dead code and the order of "
-        "independent statements are set aside ({n} fragment(s), {lines} line(s))"),
+        "`{fn}`：统一写法后（改名、注释、无用代码、语句顺序、循环与推导式、临时变量、别名、等价的运算与调用），"
+        "结构相同的部分占 {pct}%（{n} 个片段，{lines} 行）",
+        "`{fn}`: {pct}% of the structure is the same once written one way (names, comments, dead code, the "
+        "order of independent statements, loops and comprehensions, temporaries, aliases, equivalent "
+        "operators and calls) ({n} fragment(s), {lines} line(s))"),
     "similarity.same_wrong_outputs": (
         "`{fn}`：在诊断的探针输入上给出完全相同的错误输出，而这个错误不在错误目录里",
         "`{fn}`: exactly the same wrong outputs on the diagnosis' probe inputs, from a mistake that is "
