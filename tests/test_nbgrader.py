@@ -102,6 +102,7 @@ def _build_course(tmp, installed):
     course_file = tmp / "src" / "course.yml"
     data = yaml.safe_load(course_file.read_text(encoding="utf-8"))
     data["assignments"] = {ASSIGNMENT: EXERCISES}
+    data.pop("service", None)  # the grading service's rules name the built-in course's assignments
     for ex in data["exercises"].values():  # the endless loop costs seconds, not minutes (6 tests x 5 s)
         ex["timeout"] = 90
         for t in ex["tests"].values():
