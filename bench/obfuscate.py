@@ -25,6 +25,8 @@ import copy
 import random
 import re
 
+from autograder.similarity.normalize import replace_node
+
 KINDS = ("rename", "comments", "format", "reorder", "deadcode", "loops", "temporaries")
 WORDS = ["val", "tmp", "res", "acc", "buf", "item", "data", "cur", "node", "part", "piece", "thing", "elem",
          "stuff", "blob", "hold", "keep", "x", "y", "z", "q", "w", "u", "aux", "mid", "step"]
@@ -220,7 +222,7 @@ def _temporaries(fn, rng):
                 nxt = block[i + 1]
                 if (len(uses) == 1 and any(u is n for n in ast.walk(nxt) for u in uses)
                         and isinstance(nxt, (ast.Return, ast.Assign)) and not _in_fn(fn, name, s)):
-                    _swap(nxt, uses[0], s.value)
+                    replace_node(nxt, uses[0], s.value)
                     del block[i]
                     continue
             value = s.value if isinstance(s, (ast.Return, ast.Assign)) else None
@@ -245,19 +247,6 @@ def _temporaries(fn, rng):
 def _in_fn(fn, name, assign):
     """`name` is assigned elsewhere in fn too (then it is not a simple temporary)."""
     return sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)) > 1
-
-
-def _swap(root, old, new):
-    for parent in ast.walk(root):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list):
-                for k, v in enumerate(value):
-                    if v is old:
-                        value[k] = new
-                        return
 
 
 # ---------------------------------------------------------------- text

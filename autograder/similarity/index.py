@@ -138,8 +138,6 @@ class Index:
 
     def candidates(self):
         """{(a, b)} with a < b: the pairs that share rare fingerprints in some function."""
-        from datasketch import MinHash, MinHashLSH
-
         pairs = set()
         for function, by_student in self.units.items():
             rare = {s: [h for h in u.hashes if self.rarity(function, h) >= RARE] for s, u in by_student.items()}
@@ -147,16 +145,7 @@ class Index:
             if len(rare) < 2:
                 continue
             names = sorted(rare)
-            sketches = MinHash.bulk([[h & 0xFFFFFFFF for h in rare[s]] for s in names], num_perm=NUM_PERM,
-                                    hashfunc=int)
-            lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
-            with lsh.insertion_session() as session:
-                for s, m in zip(names, sketches):
-                    session.insert(s, m)
-            for s, m in zip(names, sketches):
-                for other in lsh.query(m):
-                    if other != s:
-                        pairs.add((min(s, other), max(s, other)))
+            pairs |= _lsh_pairs(names, [[h & 0xFFFFFFFF for h in rare[s]] for s in names], LSH_THRESHOLD)
         # ... and the students who have most of their functions exactly alike, however common
         # each of those functions is (the same choices everywhere): one MinHash per student of
         # its whole functions
@@ -167,13 +156,22 @@ class Index:
                     wholes.setdefault(s, []).append(hash((function, frozenset(u.hashes))) & 0xFFFFFFFF)
         names = sorted(s for s, hs in wholes.items() if len(hs) >= 2)
         if len(names) >= 2:
-            sketches = MinHash.bulk([wholes[s] for s in names], num_perm=NUM_PERM, hashfunc=int)
-            lsh = MinHashLSH(threshold=WHOLE_THRESHOLD, num_perm=NUM_PERM)
-            with lsh.insertion_session() as session:
-                for s, m in zip(names, sketches):
-                    session.insert(s, m)
-            for s, m in zip(names, sketches):
-                for other in lsh.query(m):
-                    if other != s:
-                        pairs.add((min(s, other), max(s, other)))
+            pairs |= _lsh_pairs(names, [wholes[s] for s in names], WHOLE_THRESHOLD)
         return pairs
+
+
+def _lsh_pairs(names, hash_sets, threshold):
+    """The pairs of `names` whose sets of 32-bit hashes MinHash LSH finds at `threshold` or above."""
+    from datasketch import MinHash, MinHashLSH
+
+    sketches = MinHash.bulk(hash_sets, num_perm=NUM_PERM, hashfunc=int)
+    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    with lsh.insertion_session() as session:
+        for s, m in zip(names, sketches):
+            session.insert(s, m)
+    pairs = set()
+    for s, m in zip(names, sketches):
+        for other in lsh.query(m):
+            if other != s:
+                pairs.add((min(s, other), max(s, other)))
+    return pairs

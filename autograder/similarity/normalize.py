@@ -343,7 +343,7 @@ def _inline_temporaries(fn, names=None):
                     block[target], uses[0]):
                 i += 1
                 continue
-            _replace(block[target], uses[0], s.value)
+            replace_node(block[target], uses[0], s.value)
             del block[i]
             stores.pop(name, None)
             loads.pop(name, None)
@@ -356,7 +356,8 @@ def _inside_loop_body(loop, use):
     return any(use is n for s in loop.body for n in ast.walk(s))
 
 
-def _replace(root, old, new):
+def replace_node(root, old, new):
+    """Put `new` where the node `old` is in the tree `root` (in place)."""
     for parent in ast.walk(root):
         for field, value in ast.iter_fields(parent):
             if value is old:
