@@ -157,8 +157,8 @@ class Course(BaseModel):
         return _course_part(self.root, "exercises")
 
     def reference(self, exercise):
-        """solutions/<exercise>.py of this course; a ConfigError when it is missing (the diagnosis,
-        replay and the nbgrader course need it)."""
+        """solutions/<exercise>.py of this course; a ConfigError when it is missing (the diagnosis
+        and the nbgrader course need it)."""
         path = self.solutions_dir / f"{exercise}.py"
         if not path.is_file():
             raise ConfigError(f"no reference solution for exercise {exercise!r}: {path} is missing (the diagnosis "

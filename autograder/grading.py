@@ -3,6 +3,7 @@ import re
 import time
 from pathlib import Path
 
+from . import safe
 from .errors import ConfigError
 from .properties import load_all
 from .properties._harness import grading_profile
@@ -57,7 +58,7 @@ def run_plan(path, course, runner, plan, progress=None):
     known_exercises(course, plan)
     grading_profile(course.max_examples)  # before the property modules are imported: @given keeps it
     registry = check_course(course, list(plan))
-    for ex in plan:  # the diagnosis and replay compare with the course's reference: missing is an error
+    for ex in plan:  # the diagnosis compares with the course's reference: missing is an error
         course.reference(ex)
     from .catalogue import use_solutions
     use_solutions(course.solutions_dir)
@@ -82,14 +83,16 @@ def build_report(path, course, ids, registry, raw, start):
     for ex in ids:
         cfg = course.exercises[ex]
         got = raw.get(ex, {"tests": {}, "load_errors": []})
-        for e in got["load_errors"]:
-            if e not in errors:
+        load_errors = [safe.cap(e, LOAD_ERROR_CHARS, 2) for e in got["load_errors"][:MAX_LOAD_ERRORS]]
+        for e in load_errors:
+            if e not in errors and len(errors) < MAX_LOAD_ERRORS:
                 errors.append(e)
         tests = []
         for name, tcfg in cfg.tests.items():
             p = registry[f"{ex}/{name}"]
             o = got["tests"].get(name) or {"status": "error", "zh": "测试没有运行。", "en": "The test did not run.",
                                           "details": []}
+            o = clean_outcome(o)
             passed = o["status"] == "passed"
             res = TestResult(
                 name=f"{ex}/{name}", function=p.function, score=tcfg.points if passed else 0.0,
@@ -101,20 +104,43 @@ def build_report(path, course, ids, registry, raw, start):
                 explained_by_part=o.get("explained_by_part") or [])
             res.feedback = feedback_text(res, course.language)
             tests.append(res)
-        exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests,
-                                            got["load_errors"]))
+        exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests, load_errors))
+    from .load.reader import peak_mib
+    from .sandbox.runner import PEAKS
     timing = {}
     for got in raw.values():
         for k, v in (got.get("timing") or {}).items():
-            timing[k] = round(timing.get(k, 0.0) + v, 4)
-    reused = sum(1 for got in raw.values() if got.get("reused"))
-    if reused:
-        timing["reused"] = reused
-    report = Report(submission=str(Path(path)), score=sum(e.score for e in exercises_out),
+            timing[k] = max(timing.get(k, 0.0), v) if k in PEAKS else round(timing.get(k, 0.0) + v, 4)
+    if raw:
+        timing["grader_peak_mib"] = peak_mib()  # the most memory this grading process has held yet
+    report = Report(submission=safe.cap(str(Path(path)), 1000, 1), score=sum(e.score for e in exercises_out),
                     max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
                     errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels),
                     language=course.language, timing=timing)
     return mark_not_graded(report, course.language)
+
+
+# Every text of a report passes through safe.cap here, whatever produced it: a report, and every
+# page, terminal and spreadsheet made from it, stays within these sizes and holds no control
+# character (the judge caps what it takes of a worker already: sandbox/remote.py)
+TEXT_CHARS, TEXT_LINES = 4000, 80  # one text of an outcome (a message, a detail, a hint)
+LOAD_ERROR_CHARS, MAX_LOAD_ERRORS = 600, 50
+MAX_ITEMS, MAX_DEPTH = 500, 12  # of a list or dict in an outcome (a counterexample's values)
+
+
+def clean_outcome(outcome):
+    """A runner's outcome of one test with every text made safe and short (see TEXT_CHARS)."""
+    def clean(v, depth=0):
+        if isinstance(v, str):
+            return safe.cap(v, TEXT_CHARS, TEXT_LINES)
+        if isinstance(v, (bool, int, float)) or v is None or depth > MAX_DEPTH:
+            return v if depth <= MAX_DEPTH else None
+        if isinstance(v, (list, tuple)):
+            return [clean(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
+        if isinstance(v, dict):
+            return {safe.cap(k, 200, 1): clean(x, depth + 1) for k, x in list(v.items())[:MAX_ITEMS]}
+        return safe.cap(v, TEXT_CHARS, TEXT_LINES)
+    return clean(outcome)
 
 
 def mark_not_graded(report, language):
@@ -153,6 +179,6 @@ def _describe(levels):
         return "in-process (no isolation)"
     from .sandbox.limits import describe
     try:
-        return re.sub(r" \(worker uid \d+\)", "", describe(levels))  # the same report every time
+        return safe.cap(re.sub(r" \(worker uid \d+\)", "", describe(levels)), 1000, 2)  # the same report every time
     except Exception:  # noqa: BLE001 - a description must never cost a report
         return "sandboxed worker"

@@ -186,20 +186,12 @@ def _points(course, plan):
 
 
 def run_reference(course, runner, plan):
-    """(the runner's raw outcomes of `plan` on the reference solutions, seconds): run as a
-    student's would be, except that nothing the runner remembers of earlier code is reused
-    (sandbox/reuse.py)."""
+    """(the runner's raw outcomes of `plan` on the reference solutions, seconds): run exactly as a
+    student's would be."""
     from .grading import run_plan
 
     start = time.monotonic()
-    saved = getattr(runner, "reuse", None)
-    if saved is not None:
-        runner.reuse = None
-    try:
-        _registry, raw = run_plan(course.solutions_dir, course, runner, plan)
-    finally:
-        if saved is not None:
-            runner.reuse = saved
+    _registry, raw = run_plan(course.solutions_dir, course, runner, plan)
     return raw, time.monotonic() - start
 
 

@@ -15,13 +15,13 @@ cache folders of SKIP_DIRS are never a submission's.
 import hashlib
 import json
 import os
-import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
 
 from . import __version__
 from .errors import GraderError
+from .safe import one_line  # noqa: F401 - the batch imports it from here
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", ".venv", "node_modules"}  # as load/ does
@@ -77,12 +77,21 @@ def settings_digest(course_file, course, exercises):
 
 
 def fingerprint(path, settings):
+    """A hash of the submission's files (their names, sizes and bytes) and `settings`, read a
+    MiB at a time; a file larger than any the loader reads counts by its size and time only."""
+    from .load.submission import MAX_FILE_BYTES
+
     h = hashlib.sha256(settings.encode())
     h.update(b"file\0" if Path(path).is_file() else b"dir\0")
     for rel, p in submission_files(path):
-        data = p.read_bytes()
-        h.update(f"{rel}\0{len(data)}\0".encode())
-        h.update(data)
+        st = p.stat()
+        h.update(os.fsencode(rel) + f"\0{st.st_size}\0".encode())
+        if st.st_size > MAX_FILE_BYTES:
+            h.update(f"{st.st_mtime_ns}\0".encode())
+            continue
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
     return h.hexdigest()
 
 
@@ -136,11 +145,6 @@ def lock_folder(out):
         f.close()
         raise GraderError(f"another grade-batch is writing to {out}; wait for it or use another --out") from None
     return f
-
-
-def one_line(text, limit=300):
-    text = re.sub(r"\s+", " ", str(text)).strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def now():

@@ -1,7 +1,7 @@
 """Benchmark: a whole class graded with `grade-batch`, as a real class looks.
 
     .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
-                                          [--compare K] [--kinds] [--dask [--pairs P]]
+                                          [--distinct] [--compare K] [--kinds] [--dask [--pairs P]]
 
 Generates N distinct submissions of the first assignment (the five core exercises), each
 function drawn the way a class writes them: most from the reference solution or one of the
@@ -9,17 +9,22 @@ correct variants written differently (tests/files/correct/alt*), one or two cata
 in most students (autograder/catalogue/*.yml), a few submissions with an unloadable file (a
 syntax error) or an endless loop.  Formats mix as in a class: a folder of one .py per exercise,
 one .py holding everything, or a folder of notebooks (one cell per definition).  No two
-submissions are the same bytes.  Then it grades them with `grade-batch --workers W` (a fresh
+submissions are the same bytes, but many share functions byte for byte (every function comes from
+a small pool).  --distinct writes every student's files in their own way (bench/obfuscate.py:
+local names, docstrings and comments, layout), so that no two students share a function byte
+for byte, as in a real class; the same seed draws the same recipes, so the two classes must get
+the same scores (the same checksum).  Then it grades them with `grade-batch --workers W` (a fresh
 output folder) and prints
 
   total        wall time of the command, CPU time of all its processes (cpuacct cgroup when this
                machine lets us make one)
   CPU split    the judges' and the workers' CPU (the reports' `timing`) and the rest
-  wall split   worker start, tests and diagnosis, and how many exercises were reused
+  wall split   worker start, tests and diagnosis
   start-up     from the start until the first submission is written (imports, warm-up)
   marginal     the time per submission after that: (last - first) / (N - 1), the figure that
                decides how long a class of 1,000 takes
-  checksum     sha256 of every student's per-exercise scores (the same class must give the same)
+  checksum     sha256 of every student's per-exercise scores and whether it was graded (the same
+               class must give the same, and so must the same seed with and without --distinct)
   self-check   how many of the reference's tests were run again because a student's test ended in
                an error the grading process had not seen yet (selfcheck.verify), and their time
   --compare K  grades K submissions alone with `grade` and checks the same scores in the two JSON
@@ -91,7 +96,22 @@ def ingredients():
     return out
 
 
-def student_files(rng, parts, sid):
+DISTINCT = ("rename", "comments", "format")  # --distinct: what changes the bytes and never the behaviour
+
+
+def signed(source, sid):
+    """`source` with a comment of the student's own at the top of every top-level definition's body
+    (a one-line function written the same way by two students is still two students' bytes)."""
+    lines = source.splitlines()
+    for node in sorted(ast.parse(source).body, key=lambda n: -n.lineno):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            first = node.body[0]
+            indent = " " * first.col_offset
+            lines.insert(first.lineno - 1, f"{indent}# written by student {sid:04d}")
+    return "\n".join(lines) + "\n"
+
+
+def student_files(rng, parts, sid, distinct=False):
     """{exercise: source} of one student, and what went into it."""
     n_wrong = rng.choices([0, 1, 2], weights=[35, 40, 25])[0]
     wrong = rng.sample(EXERCISES, n_wrong)
@@ -116,11 +136,34 @@ def student_files(rng, parts, sid):
         name = rng.choice(parts[ex]["functions"])
         files[ex] += LOOP.format(name=name)
         recipe.append(f"{ex}.{name}=loop")
+    if distinct:  # its own rng: the recipes stay those of the class without --distinct
+        from obfuscate import obfuscate
+        files = {ex: f"# submission of student {sid:04d}: {ex}\n"
+                 + signed(obfuscate(src, DISTINCT, random.Random(f"{sid}/{ex}")), sid) for ex, src in files.items()}
     if broken:
         ex = rng.choice(EXERCISES)
         files[ex] += "\n\ndef unfinished(:\n"
         recipe.append(f"{ex}=syntax error")
     return files, recipe
+
+
+def shared_functions(klass):
+    """How many top-level function texts appear, byte for byte, in the files of two students or more."""
+    owners = {}
+    for f in klass.rglob("*"):
+        if f.suffix not in (".py", ".ipynb"):
+            continue
+        student = f.relative_to(klass).parts[0].split(".")[0]
+        text = f.read_text(encoding="utf-8")
+        if f.suffix == ".ipynb":
+            text = "\n".join(c["source"] for c in json.loads(text)["cells"])
+        try:
+            defs = top_level_defs(text)
+        except SyntaxError:
+            continue
+        for body in defs.values():
+            owners.setdefault(body, set()).add(student)
+    return sum(1 for who in owners.values() if len(who) > 1)
 
 
 def notebook(source):
@@ -138,13 +181,13 @@ def notebook(source):
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
 
 
-def write_class(folder, n, seed):
+def write_class(folder, n, seed, distinct=False):
     rng = random.Random(seed)
     parts = ingredients()
     recipes = {}
     for i in range(n):
         sid = f"s{i:04d}"
-        files, recipe = student_files(rng, parts, i)
+        files, recipe = student_files(rng, parts, i, distinct)
         kind = rng.choices(["folder", "single", "notebooks"], weights=[50, 30, 20])[0]
         if kind == "single":
             (folder / f"{sid}.py").write_text("\n\n".join(files[ex] for ex in EXERCISES), encoding="utf-8")
@@ -234,31 +277,29 @@ def start_and_marginal(log, t0):
 
 
 def report_timing(out):
-    """({timing key: sum over the reports}, exercises reused, exercises graded) of a grade-batch output."""
-    split, reused, graded_ex = {}, 0, 0
+    """({timing key: sum over the reports, the largest for a peak}, exercises graded) of a grade-batch output."""
+    split, graded_ex = {}, 0
     for p in (out / "reports").glob("*.json"):
         rep = json.loads(p.read_text(encoding="utf-8"))
-        t = rep.get("timing") or {}
-        for k, v in t.items():
-            split[k] = split.get(k, 0.0) + v
-        reused += int(t.get("reused", 0))
+        for k, v in (rep.get("timing") or {}).items():
+            split[k] = max(split.get(k, 0.0), v) if k.endswith("_peak_mib") else split.get(k, 0.0) + v
         graded_ex += len(rep.get("exercises", []))
-    return split, reused, graded_ex
+    return split, graded_ex
 
 
 def outcome(out, t0):
     """What both modes report of a grade-batch output folder (the run started at `t0`): start-up,
     marginal, the scores' checksum and rows, the grading processes that graded a submission, and
-    the reports' timing summed (split), exercises reused and graded."""
+    the reports' timing summed (split), exercises graded."""
     lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
     start = max(i for i, ln in enumerate(lines) if " start: " in ln)
     procs = {m.group(1) for ln in lines[start:] if (m := re.search(r" process=(\S+)#\d+", ln))}
     checks = [m for ln in lines[start:] if (m := re.search(r" checked=(\d+)@([\d.]+)s", ln))]
     first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, rows = checksum(out / "grades.csv")
-    split, reused, graded = report_timing(out)
+    split, graded = report_timing(out)
     return {"first": first, "marginal": marginal, "checksum": digest, "rows": rows, "processes": len(procs),
-            "split": split, "reused": reused, "graded": graded,
+            "split": split, "graded": graded,
             "checked": (len(checks), sum(int(m.group(1)) for m in checks), sum(float(m.group(2)) for m in checks))}
 
 
@@ -273,7 +314,7 @@ def grade_locally(klass, out, args):
         shutil.rmtree(out)
     meter = cpu_meter()
     cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
-           str(args.workers), "-q"] + (["--no-reuse"] if args.no_reuse else [])
+           str(args.workers), "-q"]
     sampler = ProcessCpu() if args.dask or args.kinds else None
     t0 = datetime.now()
     wall, cpu = meter.run(cmd)
@@ -285,7 +326,8 @@ def grade_locally(klass, out, args):
 
 def checksum(grades_csv):
     rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
-    text = "\n".join(",".join(r[k] for k in ["student", *EXERCISES, "total", "status"]) for r in rows)
+    text = "\n".join(",".join([*(r[k] for k in ["student", *EXERCISES, "total"]), r["status"].split(":")[0]])
+                     for r in rows)  # graded or not (the reason names a line, which --distinct moves)
     return hashlib.sha256(text.encode()).hexdigest()[:16], rows
 
 
@@ -295,7 +337,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", metavar="DIR", help="generate the class (and the grades) here and keep them")
-    ap.add_argument("--no-reuse", action="store_true", help="pass --no-reuse to grade-batch (grade every exercise)")
+    ap.add_argument("--distinct", action="store_true",
+                    help="every student's functions written their own way: no two students share one byte for byte")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="also grade K random submissions alone with `grade` and compare the scores")
     ap.add_argument("--kinds", action="store_true",
@@ -315,14 +358,15 @@ def main():
     if klass.exists():
         shutil.rmtree(klass)
     klass.mkdir(parents=True)
-    recipes = write_class(klass, args.students, args.seed)
+    recipes = write_class(klass, args.students, args.seed, args.distinct)
     digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in klass.rglob("*") if p.is_file()}
     kinds = {k: sum(1 for r in recipes.values() if r["format"] == k) for k in ("folder", "single", "notebooks")}
     wrong = sum(1 for r in recipes.values() for x in r["recipe"] if ":" in x)
     print(f"class: {args.students} submissions in {klass} ({kinds}); {wrong} catalogued mistakes, "
           f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('=loop'))} endless loops, "
           f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('syntax error'))} syntax errors; "
-          f"{len(digests)} distinct files")
+          f"{len(digests)} distinct files; {shared_functions(klass)} functions shared byte for byte by two "
+          f"students or more")
     (base / "recipes.json").write_text(json.dumps(recipes, indent=1), encoding="utf-8")
 
     local = grade_locally(klass, out, args)
@@ -332,7 +376,7 @@ def main():
     print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
           f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
     errors = sum(1 for r in rows if r["status"] != "graded")
-    split, reused, graded_ex = local["split"], local["reused"], local["graded"]
+    split, graded_ex = local["split"], local["graded"]
     judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
     rest = cpu - judge - worker
     if local["complete"] and rest >= 0:
@@ -345,8 +389,8 @@ def main():
               f"cgroup here, so the total counts only the processes waited for); per submission "
               f"{judge / args.students:.2f} + {worker / args.students:.2f} s")
     print(f"wall split   worker start {split.get('start', 0):.1f} s, tests {split.get('tests', 0):.1f} s, "
-          f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over exercises); {reused} of {graded_ex} "
-          f"exercises reused (the same code graded before, with a result that depends on the code alone)")
+          f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over {graded_ex} exercises); the largest judge "
+          f"held {split.get('judge_peak_mib', 0):.0f} MiB")
     print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
     subs, tests, secs = local["checked"]
     print(f"self-check   {tests} tests of the reference run again for {subs} submissions whose errors were new to "
@@ -384,7 +428,7 @@ def main():
             print(f"  {name:6s} {r['wall']:.1f} s wall, {r['first']:.1f} s until the first; "
                   f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
                   f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}; "
-                  f"{r['processes']} grading processes, {r['reused']} exercises reused")
+                  f"{r['processes']} grading processes")
         print("  ratio  dask / local: {:.2f} overall, {:.2f} marginal; checksums ".format(*ratios(local, remote))
               + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
         print("  CPU by kind of process (s)       local     dask")
@@ -417,7 +461,7 @@ def grade_on_dask(klass, out, args):
         shutil.rmtree(out)
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out),
-               "--dask-scheduler", cluster.scheduler_address, "-q"] + (["--no-reuse"] if args.no_reuse else [])
+               "--dask-scheduler", cluster.scheduler_address, "-q"]
         sampler = ProcessCpu()  # the cluster's start-up not counted (above)
         t0 = datetime.now()
         start = time.perf_counter()

@@ -353,46 +353,12 @@ def test_a_grading_process_gets_the_others_diagnosis_exports_once(tmp_path):
     finally:
         pool.close()
     pool = fake_pool(tmp_path, 1, source=SHARING_WORKER)
-    pool.keep_reuse = True  # a Dask worker's pool: the client passes them on (cluster._share_reuse)
+    pool.keep_shared = True  # a Dask worker's pool: the client passes them on (cluster._share_exports)
     try:
         res = pool.grade(Namespace(student="a", path=tmp_path / "a.py"))
         assert res["share"] == [f"a.py:{res['pid']}", "same"] and res["report"]["got"] == []
     finally:
         pool.close()
-
-
-@pytest.mark.slow
-def test_what_one_grading_process_graded_the_other_reuses(tmp_path):
-    """Two warm grading processes of one pool (the real ones): the reuse entries one stores reach
-    the other with its next submission, so the same code written differently (comments) is not
-    graded again there, and its report is the one grading gives; no entry ends in a result."""
-    for name, header in (("a", ""), ("b", "# my own notes\n\n")):
-        (tmp_path / name).mkdir()
-        for ex in ("masks", "masked_loss"):
-            text = (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
-            (tmp_path / name / f"{ex}.py").write_text(header + text, encoding="utf-8")
-    options = {"language": None, "max_examples": None, "exercises": ["masks", "masked_loss"], "reuse": True}
-    pool = LocalPool(2, 1, ROOT / "course.yml", options, budget=300, log_path=tmp_path / "workers.log")
-    try:
-        pool.warm_up()
-        first = pool.grade(Namespace(student="a", path=tmp_path / "a"))
-        assert first.get("reused") == 0 and "reuse" not in first, first.get("error")
-        with pool._cond:  # the next submission goes to the process that did not grade a
-            other = next(w for w in pool._idle if w.proc.pid != first["pid"])
-            pool._idle.remove(other)
-            pool._busy.add(other)
-        second = pool.grade(Namespace(student="b", path=tmp_path / "b"), process=other)
-        assert second["pid"] != first["pid"] and second["warm"] == 0
-        assert second["reused"] == 2 and "reuse" not in second
-    finally:
-        pool.close()
-
-    def view(report):
-        return [(e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
-                for e in report["exercises"]]
-
-    assert view(second["report"]) == view(first["report"])
-    assert second["report"]["score"] == second["report"]["max_score"] > 0
 
 
 @pytest.mark.slow
@@ -407,7 +373,7 @@ def test_what_one_grading_process_diagnosed_warms_the_other(tmp_path):
     for name, case in zip("ab", cases):
         (tmp_path / name).mkdir()
         (tmp_path / name / "masks.py").write_text(case.source, encoding="utf-8")
-    options = {"language": None, "max_examples": None, "exercises": ["masks"], "reuse": True}
+    options = {"language": None, "max_examples": None, "exercises": ["masks"], "share": True}
     pool = LocalPool(2, 1, ROOT / "course.yml", options, budget=300, log_path=tmp_path / "workers.log")
     try:
         pool.warm_up()
@@ -438,7 +404,7 @@ def test_what_one_grading_process_diagnosed_warms_the_other(tmp_path):
 
 
 def test_the_course_travels_as_bytes_and_stays_private(tmp_path):
-    """The Dask path sends course.yml and the reference solutions (what the diagnosis and replay
+    """The Dask path sends course.yml and the reference solutions (what the diagnosis
     read), written on the worker into a private folder that the grading processes hide from the
     submissions; a submission's files are written into its own folder, never outside it."""
     from autograder.batch.cluster import course_bundle, materialise_course, write_submission
@@ -848,17 +814,13 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
                     "entries": {p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode)
                                 for p in os.listdir(plugin.root)},
                     "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all],
-                    "reuse": {k: sorted(json.dumps(e[:3]) for e in v) for k, v in plugin.reuse.items()},
                     "exports": {k: sorted(v) for k, v in plugin.exports.items()}}
 
         with distributed.Client(cluster.scheduler_address) as client:
             states = client.run(plugin_state)
         assert len(states) == 2
-        # what one worker's processes graded reaches the other's (through the client): both hold
-        # every reuse entry, those of alice's and sol's exercises among them
-        first, second = (st["reuse"] for st in states.values())
-        assert first == second and len(first) == 1 and len(next(iter(first.values()))) >= len(EXERCISES), states
-        # ... and so do the exports of the judges' diagnoses (bob's mistakes were diagnosed)
+        # what one worker's judges' diagnoses observed reaches the other's (through the client):
+        # both hold the exports (bob's mistakes were diagnosed)
         first, second = (st["exports"] for st in states.values())
         assert first == second and len(first) == 1 and next(iter(first.values())), [len(v) for v in first.values()]
         for st in states.values():  # a private folder; the course in it, no submission left behind

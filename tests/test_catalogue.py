@@ -31,8 +31,8 @@ def test_catalogue_is_large_and_unique():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{entry id: report}: every catalogued mistake graded with its whole assignment (so that it
-    costs points in its own exercise only) by `grade-batch` -- 2 grading processes, replay, and
-    reuse: the assignment's other exercises, the reference's files, are graded once per process."""
+    costs points in its own exercise only) by `grade-batch` -- 2 grading processes, each
+    submission graded from scratch."""
     course = load_course()
     base = tmp_path_factory.mktemp("catalogue")
     by_assignment = {}

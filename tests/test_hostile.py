@@ -9,8 +9,8 @@ limit and every bomb in the catalogue is bounded.
 """
 import json
 import os
+import re
 import resource
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +34,7 @@ ESCAPES = ["/tmp/pwned", "/var/tmp/pwned-by-hostile-submission", "/dev/shm/pwned
            "/tmp/seqgrader-hostile-heartbeat", str(ROOT / "PWNED-by-hostile-submission")]
 PARALLEL = 3
 SAFETY_AS = 6 << 30  # bytes of address space per process of a grade command
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t and \n
 
 
 def _course(path):
@@ -244,6 +245,9 @@ def test_hostile_submission(name, graded, request):
     for text, where in ((g.stdout, "stdout"), (g.stderr, "stderr"), (json.dumps(g.report), "report")):
         assert "Traceback" not in text, f"a traceback reached the {where}"
     assert len(g.stdout) < 50_000, "the submission's output reached the report"
+    assert len(json.dumps(g.report)) < 100_000, "the report grew with what the submission sent"
+    for text, where in ((g.stdout, "stdout"), (g.stderr, "stderr")):  # nothing a terminal acts on
+        assert not CONTROL.search(text), f"a control character reached the {where}: {CONTROL.search(text)!r}"
     tests = {t["name"].split("/", 1)[1]: t for t in g.report["exercises"][0]["tests"]}
     failed = {n for n, t in tests.items() if not t["passed"]}
     expected = _expected_failures(entry)

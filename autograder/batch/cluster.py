@@ -6,20 +6,20 @@
                       reference solutions   folder (0700) <root>/course-<digest>/, and a LocalPool
                       as bytes, one task    of `nthreads` warm grading processes (the same
                       that holds them       `python -m autograder.batch --worker` processes as the
-                                            local mode: torch imported once, replay, reuse cache)
+                                            local mode: torch imported once)
     grade_task()      one task per          the submission's bytes written into a private folder
                       submission: its       (0700) <root>/submission-XXXX/ of its own, graded by
                       files as bytes        an idle warm process (LocalPool.grade), the folder
                                             removed; the same result dict as the local pool, plus
                                             the worker's host name, as JSON bytes
 
-What a worker's grading processes stored for reuse (sandbox/reuse.py) and what their judges'
-diagnoses observed of trusted code (diagnose/share.py) comes back with the results; the client
-passes it on to every worker (_share_reuse, one client.run for many results), so that each
-worker's processes, a spare started late among them, start from what the whole cluster learnt.
+What a worker's judges' diagnoses observed of trusted code (diagnose/share.py) comes back with the
+results; the client passes it on to every worker (_share_exports, one client.run for many
+results), so that each worker's processes, a spare started late among them, start from what the
+whole cluster learnt.  Nothing of one submission's grading stands for another's.
 
 The worker needs no shared file system and no copy of the course: the reference solutions (which
-the diagnosis and replay compare with) travel with the course.yml.  The grading processes sandbox
+the diagnosis compares with) travel with the course.yml.  The grading processes sandbox
 every submission exactly as on one machine (sandbox/limits.py: a new root holding Python and the
 submission only); the course folder is the one the processes load, so it is among the paths they
 hide (runner.hidden_paths: the course folder, the working directory, the submission's parents),
@@ -36,7 +36,6 @@ comes back as {"fatal": reason}, which stops the batch as in the local mode.
 """
 import hashlib
 import json
-import os
 import shutil
 import socket
 import sys
@@ -140,8 +139,7 @@ class GradingPlugin(WorkerPlugin):
         self.pools = {}
         self.nthreads = 1
         self.lock = None
-        self.reuse = {}  # pool key -> reuse entries the client passed on (_share_reuse), for a pool made later too
-        self.exports = {}  # pool key -> the diagnosis' exports passed on the same way
+        self.exports = {}  # pool key -> the diagnosis' exports the client passed on (_share_exports), for a pool made later too
         self.quiet = _Quiet("worker")
 
     def setup(self, worker=None):
@@ -181,8 +179,8 @@ class GradingPlugin(WorkerPlugin):
             pool.spare = True  # one process more while one waits on a stalled test (_secede), started
             # then: a worker that meets no endless loop never pays for it (on two cores shared by
             # two workers, two spares started ahead cost ~8 s of CPU that the local pool's one does not)
-            pool.keep_reuse = True  # the client passes them on to the other workers (_share_reuse)
-            pool.absorb({"reuse": list(self.reuse.get(key, ())), "share": list(self.exports.get(key, ()))})
+            pool.keep_shared = True  # the client passes them on to the other workers (_share_exports)
+            pool.absorb({"share": list(self.exports.get(key, ()))})
             self.pools[key] = (pool, folder)
         pool.warm_up()  # every process of this worker starts importing torch now
         return pool
@@ -355,14 +353,13 @@ def _bundle_value(bundle):
     return bundle
 
 
-SHARE_BATCH, SHARE_SECONDS = 64, 1.0  # reuse entries go to the workers when this many wait, or this often
+SHARE_BATCH, SHARE_SECONDS = 64, 1.0  # exports go to the workers when this many wait, or this often
 
 
-def _share(client, entries, exports, key):
-    """What workers graded, and what their diagnoses observed, for all of them (an optimisation:
-    never fatal)."""
+def _share(client, exports, key):
+    """What the workers' diagnoses observed, for all of them (an optimisation: never fatal)."""
     try:
-        client.run(_share_reuse, entries, key, exports)
+        client.run(_share_exports, exports, key)
     except Exception:  # noqa: BLE001 - a worker gone: the others still grade
         pass
 
@@ -372,18 +369,15 @@ def pool_key(course_digest, options):
     return hashlib.sha256(f"{course_digest}\0{json.dumps(options, sort_keys=True)}".encode()).hexdigest()
 
 
-def _share_reuse(entries, key, exports=(), dask_worker=None):
-    """Run on every worker by the client (client.run): reuse entries that a worker's grading
-    processes stored (reuse.py) for the course and options `key`, and the exports of their judges'
-    diagnoses (diagnose/share.py), for this worker's processes of that key to take with their next
-    submission (a pool made later takes them as it starts)."""
+def _share_exports(exports, key, dask_worker=None):
+    """Run on every worker by the client (client.run): the exports of the judges' diagnoses
+    (diagnose/share.py) for the course and options `key`, for this worker's processes of that key
+    to take with their next submission (a pool made later takes them as it starts)."""
     plugin = _plugin(dask_worker) if dask_worker is not None else None
-    if plugin is None or not isinstance(entries, list):
+    if plugin is None or not isinstance(exports, list):
         return 0
-    exports = [d for d in exports if isinstance(d, str)] if isinstance(exports, list) else []
+    exports = [d for d in exports if isinstance(d, str)]
     with plugin.lock:
-        held = plugin.reuse.setdefault(key, [])
-        held.extend(entries[:max(0, LocalPool.MAX_REUSE - len(held))])
         held = plugin.exports.setdefault(key, [])
         room = LocalPool.MAX_EXPORT_BYTES - sum(map(len, held))
         for data in exports:
@@ -392,24 +386,33 @@ def _share_reuse(entries, key, exports=(), dask_worker=None):
                 room -= len(data)
         pool = plugin.pools.get(key, (None, None))[0]
     if pool is not None:
-        pool.absorb({"reuse": entries, "share": exports})
-    return len(entries) + len(exports)
+        pool.absorb({"share": exports})
+    return len(exports)
 
 
 # ---------------------------------------------------------------- the client's side
 
-def run_dask(address, items, course_file, course, options, timeout):
-    """Connects to the scheduler (raises GraderError if it cannot), then returns a generator of
-    (item, result dict) as the cluster's tasks finish."""
+def connect(address):
+    """A client of the scheduler at `address`; GraderError if there is none."""
     try:
         from distributed import Client
     except ImportError:
         raise GraderError("--dask-scheduler needs dask's distributed package: pip install 'dask[distributed]'") from None
     try:
-        client = Client(address, timeout=30)
+        return Client(address, timeout=30)
     except (OSError, TimeoutError) as e:
         raise GraderError(f"cannot reach the Dask scheduler at {address}: {e}") from None
-    return _dask_results(client, address, items, course_file, course, options, timeout)
+
+
+def run_dask(address, items, course_file, course, options, timeout, client=None):
+    """A generator of (item, result dict) as the cluster's tasks finish.  It connects to the
+    scheduler (GraderError if it cannot) and closes its client at the end, unless it is given one:
+    a process that grades from several threads (the service) shares one client, which is
+    thread-safe, rather than one per call (several clients of one process share its I/O loop, and
+    one's close could leave another's finished task unannounced)."""
+    own = client is None
+    client = connect(address) if own else client
+    return _dask_results(client, address, items, course_file, course, options, timeout, own)
 
 
 def register_plugins(client):
@@ -421,14 +424,14 @@ def register_plugins(client):
         pass
 
 
-def _dask_results(client, address, items, course_file, course, options, timeout):
+def _dask_results(client, address, items, course_file, course, options, timeout, own=True):
     from distributed import as_completed
 
     from ..load import find_files
 
-    futures = {}
+    futures, course_future = {}, None
     quieted = False
-    pending, exports, last_share = [], [], 0.0  # reuse entries and exports not passed on to the workers yet
+    exports, last_share = [], 0.0  # exports not passed on to the workers yet
     try:
         if not client.scheduler_info().get("workers"):
             print(f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
@@ -461,19 +464,21 @@ def _dask_results(client, address, items, course_file, course, options, timeout)
             except Exception as e:  # noqa: BLE001 - a lost worker, a task error: this row only
                 res = {"error": f"the Dask task failed: {type(e).__name__}: {one_line(e, 200)}", "retry": True}
             fut.release()
-            shared = res.pop("reuse", None)
-            if isinstance(shared, list):
-                pending += shared
             shared = res.pop("share", None)
             if isinstance(shared, list):
                 exports += shared
-            if ((pending or exports) and (len(pending) >= SHARE_BATCH or time.monotonic() >= last_share + SHARE_SECONDS)):
-                _share(client, pending, exports, pool_key(digest, options))  # one round trip for many results
-                pending, exports, last_share = [], [], time.monotonic()
+            if exports and (len(exports) >= SHARE_BATCH or time.monotonic() >= last_share + SHARE_SECONDS):
+                _share(client, exports, pool_key(digest, options))  # one round trip for many results
+                exports, last_share = [], time.monotonic()
             yield item, res
-        if pending or exports:  # for the workers' next batch of this course (their processes stay warm)
-            _share(client, pending, exports, pool_key(digest, options))
+        if exports:  # for the workers' next batch of this course (their processes stay warm)
+            _share(client, exports, pool_key(digest, options))
     finally:
         if quieted and client.status == "running":
             quiet_scheduler(client, False)
-        client.close()
+        if own:
+            client.close()
+        else:  # a shared client: what this call submitted goes, the client stays
+            for fut in [*futures, course_future]:
+                if fut is not None:
+                    fut.release()

@@ -6,12 +6,19 @@ folder itself; --assignment picks one when there are several), or a flat folder 
 folder's name.  Hidden names (dot-files, the cache folders of store.SKIP_DIRS) are never a
 submission, and symbolic links are never followed: a link to a classmate's folder or to the
 reference solutions must not be graded as a student's own work (discover warns about them).
+
+A student's id comes from a name the student chose: it is made safe before anything shows or
+writes it (`student_id`: no control character, a name that is not UTF-8 shown as \\xNN, at most
+ID_BYTES bytes, unique in the class), while the item keeps the real path.
 """
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safe
 from ..errors import GraderError, SubmissionNotFound
 from ..store import SKIP_DIRS, hidden as _hidden  # noqa: F401 - the hidden-name rule, shared with the store
+
+ID_BYTES = 180  # a student id's UTF-8 bytes at most: reports/<id>.json must be a valid file name
 
 CODE_SUFFIXES = (".py", ".ipynb")
 
@@ -42,7 +49,8 @@ def discover(root, layout="auto", assignment=None, exclude=()):
         items, warnings = _discover_flat(root, excluded)
     if _LINKS:
         warnings.append(f"{len(_LINKS)} symbolic link(s) not followed, not graded: "
-                        + ", ".join(str(p.relative_to(root)) for p in _LINKS[:5]) + (" ..." if len(_LINKS) > 5 else ""))
+                        + ", ".join(safe.name(p.relative_to(root)) for p in _LINKS[:5]) + (" ..." if len(_LINKS) > 5 else ""))
+    items = _unique_ids(items)
     if not items:
         raise SubmissionNotFound(
             f"no submissions in {root}: expected .py / .ipynb files or sub-folders (one per student), "
@@ -78,15 +86,16 @@ def _discover_nbgrader(root, assignment, excluded):
                                  f"submitted/<student>/<assignment>/)")
     if assignment is None:
         if len(names) > 1:
-            raise GraderError(f"{sub} holds several assignments ({', '.join(names)}): "
-                              f"choose one with --assignment NAME")
+            raise GraderError(f"{safe.name(sub, 500)} holds several assignments "
+                              f"({', '.join(map(safe.name, names[:20]))}): choose one with --assignment NAME")
         assignment = names[0]
     elif assignment not in names:
-        raise SubmissionNotFound(f"no student submitted {assignment!r} in {sub}; "
-                                 f"assignments found: {', '.join(names)}")
+        raise SubmissionNotFound(f"no student submitted {safe.name(assignment)!r} in {safe.name(sub, 500)}; "
+                                 f"assignments found: {', '.join(map(safe.name, names[:20]))}")
     items = [Item(s.name, s / assignment) for s in students if assignment in have[s.name]]
-    missing = [s.name for s in students if assignment not in have[s.name]]
-    warnings = [f"{len(missing)} student(s) have no {assignment!r} folder (no row): {', '.join(missing)}"] if missing else []
+    missing = [safe.name(s.name) for s in students if assignment not in have[s.name]]
+    warnings = [f"{len(missing)} student(s) have no {safe.name(assignment)!r} folder (no row): "
+                f"{', '.join(missing[:20])}" + (" ..." if len(missing) > 20 else "")] if missing else []
     return items, warnings
 
 
@@ -102,10 +111,33 @@ def _discover_flat(root, excluded):
     for p, stem in zip(found, stems):
         # alice.py next to alice/ or alice.ipynb: keep both, named by their full names
         items.append(Item(p.name if stems.count(stem) > 1 else stem, p))
-    clashes = sorted({s for s in stems if stems.count(s) > 1})
+    clashes = sorted({safe.name(s) for s in stems if stems.count(s) > 1})
     if clashes:
-        warnings.append(f"several submissions share a name ({', '.join(clashes)}): their ids keep the suffix")
+        warnings.append(f"several submissions share a name ({', '.join(clashes[:20])}): their ids keep the suffix")
     if ignored:
-        warnings.append(f"ignored {len(ignored)} file(s) that are not .py / .ipynb: {', '.join(ignored[:5])}"
-                        + (" ..." if len(ignored) > 5 else ""))
+        warnings.append(f"ignored {len(ignored)} file(s) that are not .py / .ipynb: "
+                        f"{', '.join(map(safe.name, ignored[:5]))}" + (" ..." if len(ignored) > 5 else ""))
     return items, warnings
+
+
+def student_id(name):
+    """A student's id from the name of their file or folder: safe to show and to write as a file
+    name (safe.name; at most ID_BYTES bytes of UTF-8)."""
+    text = safe.name(name, ID_BYTES)
+    while len(text.encode("utf-8")) > ID_BYTES:
+        text = text[:-2] + "…"
+    return text or "_"
+
+
+def _unique_ids(items):
+    """The items with safe ids (student_id), made unique with a suffix where two names give one id."""
+    out, taken = [], set()
+    for item in items:
+        base = sid = student_id(item.student)
+        n = 1
+        while sid in taken:
+            n += 1
+            sid = f"{base}~{n}"
+        taken.add(sid)
+        out.append(Item(sid, item.path))
+    return out

@@ -5,11 +5,14 @@
     error_report()         a report in the contract's shape for a submission that was not graded
     gradescope_results()   Gradescope's autograder results.json, in the course's language
     csv_row(), write_csv() grades.csv: one row per student, one column per exercise, total,
-                           max_score, status, note
+                           max_score, status, note; no cell a spreadsheet would run as a formula
+                           (safe.csv_cell: a student named "=HYPERLINK(...)" is text)
 """
 import csv
 import io
 
+from .. import safe
+from ..safe import csv_cell
 from ..store import one_line, write_atomic
 
 
@@ -40,7 +43,7 @@ def error_report(item, course, exercises, reason):
                   "max_score": t.points, "passed": False, "status": "error",
                   "feedback": f"not graded: {reason}", "seconds": 0.0} for name, t in cfg.tests.items()]
         exs.append({"id": ex, "score": 0.0, "max_score": cfg.max_score, "tests": tests, "load_errors": []})
-    return {"submission": str(item.path), "score": 0.0, "max_score": sum(e["max_score"] for e in exs),
+    return {"submission": safe.cap(str(item.path), 1000, 1), "score": 0.0, "max_score": sum(e["max_score"] for e in exs),
             "exercises": exs, "errors": [f"not graded: {reason}"], "seconds": 0.0}
 
 
@@ -99,5 +102,5 @@ def write_csv(path, rows, exercises):
                        lineterminator="\n")
     w.writeheader()
     for student in sorted(rows):
-        w.writerow(rows[student])
+        w.writerow({k: csv_cell(v) for k, v in rows[student].items()})
     write_atomic(path, buf.getvalue())

@@ -3,7 +3,7 @@ submission at a time each.
 
     worker_main()   a grading process: imports torch once (and starts its sandbox server beside
                     that import), then grades submission after submission with a ForkRunner
-                    (replay and the reuse cache on), one JSON line in (a path), one JSON line out
+                    (each from scratch), one JSON line in (a path), one JSON line out
                     (the result dict)
     LocalPool       N such processes and the rules around them.  ``grade(item)`` grades one
                     submission, synchronously, on an idle process (several threads may call it at
@@ -16,10 +16,10 @@ reason} when course.yml and the properties disagree), with "seconds" and "grader
 carries "pid" (the grading process) and "warm" (how many submissions that process had graded
 before this one: 0 means this one paid the start-up).
 
-What a process learns that the others can use goes to them with their next submission: the reuse
-entries it stored (sandbox/reuse.py: the outcomes of code it graded) and the exports of its
-judges' diagnoses (diagnose/share.py: what the probes observed of the reference and the catalogued
-mistakes), both computed on the judge's side only; neither ever enters a report.
+What a process learns that the others can use goes to them with their next submission: the
+exports of its judges' diagnoses (diagnose/share.py: what the probes observed of the reference and
+the catalogued mistakes), computed on the judge's side from trusted code only; never a report.
+Nothing of one submission's grading stands for another's: every submission is graded from scratch.
 
 A submission is sent to a process only when it is idle, so a process that dies (or that the
 watchdog kills after the budget) costs exactly the submission it was grading, and a new process
@@ -27,9 +27,8 @@ takes its place.  A process that waits on a stalled test (every exercise it runs
 runner.STALL_AFTER seconds for one test: an endless loop, most likely, burning its core until the
 time limit) says so ({"event": "stalled"}); meanwhile `run` grades on one process more, started
 after the first submission of a batch of WARM_SPARE or more (else the first time it is needed)
-and idle otherwise.  The time limits do not change: the loop keeps its wall-clock limit; once it
-has run a quarter of it, its worker runs at SCHED_IDLE (runner.IDLE_SHARE), so it takes only the
-CPU nothing else wants.
+and idle otherwise.  The time limits and the workers' priority never change: a worker cannot tell
+a batch from `grade`.
 
 Processes are started from one long-lived thread of the pool, so that PR_SET_PDEATHSIG (which
 fires when the *thread* that started a process ends) kills them only when the pool's owner dies:
@@ -97,8 +96,7 @@ def worker_main(config_json):
     from ..sandbox import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
-    runner = ForkRunner(course, workers=cfg["runner_workers"], replay=True,  # many submissions
-                        reuse=cfg.get("reuse", True), share=cfg.get("reuse", True))
+    runner = ForkRunner(course, workers=cfg["runner_workers"], share=cfg.get("share", True), many=True)
     fatal = None
     try:  # before the first score: the reference solutions get full marks here (selfcheck.py)
         from ..selfcheck import ensure
@@ -120,28 +118,21 @@ def worker_main(config_json):
             proto.flush()
             continue
         runner.on_stall = functools.partial(stalled, job_id=job["id"])
-        if runner.reuse and job.get("reuse"):  # what the batch's other processes graded
-            runner.reuse.absorb(job["reuse"])
-        # ... and what their judges' diagnoses observed of trusted code (a warm start, same reports)
+        # what the other processes' judges' diagnoses observed of trusted code (a warm start, same reports)
         merged = runner.merge_exports(job["share"]) if job.get("share") else 0
-        hits = runner.reuse.hits if runner.reuse else 0
         from ..selfcheck import VERIFY
         checks = dict(VERIFY)
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
-        out["reused"] = (runner.reuse.hits if runner.reuse else 0) - hits  # exercises not graded again
         if VERIFY["runs"] > checks["runs"]:  # errors checked on the reference (selfcheck.verify)
             out["checked"] = {"tests": VERIFY["tests"] - checks["tests"],
                               "seconds": round(VERIFY["seconds"] - checks["seconds"], 3)}
         if merged:
             out["merged"] = merged  # trusted observations taken from the others before it
-        new = runner.reuse.take_new() if runner.reuse else []
-        if new:
-            out["reuse"] = new  # for the other processes (LocalPool.grade), never in a report
         exports = runner.take_exports()
         if exports:
-            out["share"] = exports  # the same
-        proto.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
+            out["share"] = exports  # for the other processes (LocalPool.grade), never in a report
+        proto.write(json.dumps(out, default=str) + "\n")  # ASCII: whatever a report holds
         proto.flush()
 
 
@@ -161,13 +152,13 @@ class _Worker:
         self.on_stall = on_stall
 
     def send(self, job_id, item, deadline, given=None):
-        """The submission `item`, with what the pool's other processes made for it ({"reuse":
-        entries, "share": exports}: LocalPool._outboxes)."""
+        """The submission `item`, with what the pool's other processes made for it ({"share":
+        exports}: LocalPool._outboxes)."""
         self.job = (job_id, item, deadline)
         job = {"id": job_id, "path": str(item.path)}
         job.update((name, items) for name, items in (given or {}).items() if items)
         try:
-            self.proc.stdin.write((json.dumps(job, ensure_ascii=False) + "\n").encode())
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())  # ASCII: any file name
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             pass  # it died (or was stopped): its EOF says so
@@ -279,19 +270,17 @@ def _text(item):
 class LocalPool:
     """Up to `processes` grading processes; each runs ForkRunner(workers=runner_workers).
 
-    What a process learns that the others can use goes to them with their next submission: the reuse
-entries it stored (sandbox/reuse.py: the outcomes of code it graded) and the exports of its
-judges' diagnoses (diagnose/share.py: what the probes observed of the reference and the catalogued
-mistakes), both computed on the judge's side only; neither ever enters a report.
+    What a process learns that the others can use goes to them with their next submission: the
+    exports of its judges' diagnoses (diagnose/share.py: what the probes observed of the reference
+    and the catalogued mistakes), computed on the judge's side from trusted code; never a report.
 
-A submission is sent to a process only when it is idle, so a process that dies (or that the
+    A submission is sent to a process only when it is idle, so a process that dies (or that the
     watchdog kills after `budget` seconds) costs exactly the submission it was grading, and a new
     process takes its place.  A process that dies on its very first submission may have died
     starting up: that submission is tried once more before it is charged.  Processes live until
     ``close()`` (``run`` closes the pool when it ends); `log_path` None: their stderr is ours."""
 
     STARTUP = 60.0  # extra seconds for a process's first submission (imports torch)
-    MAX_REUSE = 20_000  # reuse entries passed between the processes (reuse.Reuse's own limit)
     MAX_EXPORT_BYTES = 64 << 20  # the diagnosis' exports passed between them, at most (base64)
     WARM_SPARE = 20  # submissions from which run() starts the spare process ahead of the first stall
 
@@ -315,13 +304,12 @@ A submission is sent to a process only when it is idle, so a process that dies (
         self._spawner = None  # the one thread that starts processes (see the module's docstring)
         self._job_id = 0
         self.answers = self.deaths = 0
-        # what a process made for the others, by the name it has in results and jobs: the reuse
-        # entries it stored (reuse.py) and its judges' diagnosis exports (diagnose/share.py: what
-        # the probes observed of the reference and the catalogued mistakes); `keep_reuse`: also
-        # left in the results (a Dask worker's client passes them on to the other workers)
-        self._outboxes = {"reuse": _Outbox(lambda e: json.dumps(e[:3]), self.MAX_REUSE),
-                          "share": _Outbox(_text, self.MAX_EXPORT_BYTES, size=len)}
-        self.keep_reuse = False
+        # what a process made for the others, by the name it has in results and jobs: its judges'
+        # diagnosis exports (diagnose/share.py: what the probes observed of the reference and the
+        # catalogued mistakes); `keep_shared`: also left in the results (a Dask worker's client
+        # passes them on to the other workers)
+        self._outboxes = {"share": _Outbox(_text, self.MAX_EXPORT_BYTES, size=len)}
+        self.keep_shared = False
 
     # ---- processes
 
@@ -473,7 +461,7 @@ A submission is sent to a process only when it is idle, so a process that dies (
             w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), given)
             res = w.answer(on_stall)
             if res is not None:
-                self.absorb({name: res.get(name) if self.keep_reuse else res.pop(name, None)
+                self.absorb({name: res.get(name) if self.keep_shared else res.pop(name, None)
                              for name in self._outboxes}, source=w)
                 res["pid"], res["warm"] = w.proc.pid, w.answered
                 w.answered += 1
@@ -501,9 +489,9 @@ A submission is sent to a process only when it is idle, so a process that dies (
             return {"error": f"the grading process died ({reason})", "retry": True}
 
     def absorb(self, given, source=None):
-        """What a process (`source`, or None: from elsewhere) made for the others, {"reuse": reuse
-        entries (reuse.Reuse.take_new), "share": diagnosis exports (ForkRunner.take_exports)}: each
-        passed to every process but `source` with its next submission (_Outbox)."""
+        """What a process (`source`, or None: from elsewhere) made for the others, {"share":
+        diagnosis exports (ForkRunner.take_exports)}: each passed to every process but `source`
+        with its next submission (_Outbox)."""
         with self._cond:
             for name, box in self._outboxes.items():
                 box.add(given.get(name), source)

@@ -54,7 +54,7 @@ class Batch:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
             self.course.reference(ex)  # missing: one clear error now, not an error row per student
         self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
-                        "reuse": not getattr(args, "no_reuse", False)}
+                        "share": not getattr(args, "no_share", False)}
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
         self.out = Path(args.out)
         self.reports = self.out / "reports"
@@ -116,6 +116,23 @@ class Batch:
             self.write_html(item.student, report, log)
         log.write(f"{_now()} kept {item.student} (report up to date)\n")
 
+    def record_safely(self, item, fp, res, log):
+        """record(), and whatever goes wrong there (a file that cannot be written, a report the
+        grader could not make sense of) becomes this student's error row: the class goes on."""
+        try:
+            return self.record(item, fp, res, log)
+        except Exception as e:  # noqa: BLE001 - one student's failure is one row
+            reason = one_line(f"the grader could not record this submission: {type(e).__name__}: {e}")
+            log.write(f"{_now()} {reason} ({item.student})\n")
+        try:
+            return self.record(item, fp, {"error": reason, "retry": True}, log)
+        except Exception:  # noqa: BLE001 - not even that: the row alone
+            report = error_report(item, self.course, self.exercises, reason)
+            report["batch"] = {"status": f"error: {reason}", "note": ""}
+            self.rows[item.student] = csv_row(item.student, report, self.exercises)
+            self.counts["error"] += 1
+            return f"error: {reason}", report
+
     def record(self, item, fp, res, log):
         """Write the files of one finished submission; return (status, report)."""
         if res.get("report") is not None:
@@ -152,7 +169,7 @@ class Batch:
         log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]}{process} score={report['score']:g} "
                   f"status={status}"
                   + (f" checked={res['checked']['tests']}@{res['checked']['seconds']}s" if res.get("checked") else "")
-                  + (f" reused={res['reused']}" if res.get("reused") else "") + "\n")
+                  + "\n")
         log.flush()
         return status, report
 
@@ -203,7 +220,12 @@ def _run(args, batch, layout, items, console, log):
     # 1. what is up to date stays
     todo, fps = [], {}
     for item in items:
-        fps[item.student] = fp = fingerprint(item.path, batch.settings)
+        try:
+            fps[item.student] = fp = fingerprint(item.path, batch.settings)
+        except OSError as e:  # a file that cannot be read: this student's error row, the class goes on
+            batch.record_safely(item, "", {"error": f"cannot read the submission ({type(e).__name__}: "
+                                                    f"{e.strerror or e})", "retry": True}, log)
+            continue
         kept = None if args.force else batch.kept_report(item, fp)
         if kept is None:
             todo.append(item)
@@ -243,7 +265,7 @@ def _run(args, batch, layout, items, console, log):
                         progress.console.print(f"[yellow]warning:[/] {escape(res.get('host', 'a worker'))} runs grader "
                                                f"{escape(res['grader'])}, this machine {grader_version()}: "
                                                f"update it (the reports record which version graded them)")
-                    status, report = batch.record(item, fps[item.student], res, log)
+                    status, report = batch.record_safely(item, fps[item.student], res, log)
                     done += 1
                     progress.advance(task)
                     if status == "graded":
@@ -389,10 +411,10 @@ def add_parser(sub):
                    help="grade N submissions at a time, one exercise at a time each (default), "
                         "or one submission at a time with N exercises in parallel")
     b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
-    b.add_argument("--no-reuse", action="store_true",
-                   help="grade every exercise of every submission, even when its code is the same as one already "
-                        "graded (see autograder/sandbox/reuse.py; the scores are the same), and let no judge start "
-                        "from the diagnosis' observations of an earlier one (autograder/diagnose/share.py)")
+    b.add_argument("--no-share", action="store_true",
+                   help="let no judge start from what the diagnosis observed of the reference and the catalogued "
+                        "mistakes in an earlier one (autograder/diagnose/share.py; the reports are the same, only "
+                        "slower)")
     b.add_argument("--dask-scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
     b.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "

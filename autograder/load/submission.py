@@ -237,6 +237,8 @@ def _notebook_cells(path):
         data = json.loads(_read_bytes(path).decode("utf-8", errors="replace"))
     except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"the notebook is not valid JSON ({str(e)[:200]})") from None
+    except MemoryError:
+        raise ValueError("the notebook is too large to read") from None
     except OSError as e:
         raise ValueError(f"the notebook cannot be read ({type(e).__name__}: {e})") from None
     if not isinstance(data, dict):
@@ -267,17 +269,29 @@ def _notebook_cells(path):
     return cells
 
 
+MAX_FILES = 64  # code files of a folder submission that are read (the rest: a load problem each)
+MAX_CODE_BYTES = 256 << 10  # bytes of code in one file (a notebook's code cells together): more is not read
+MAX_TOTAL_CODE_BYTES = 1 << 20  # ... and in the whole submission
+MAX_CELLS = 1000  # code cells of one notebook
+
+
 def read_sources(path):
     """Read (never run) the submission: [(label, module name, file, [(chunk label, filename, code)])]
-    and the problems met (a corrupt notebook).  Safe to call in the trusted judge."""
+    and the problems met (a corrupt notebook, a file too large).  It parses notebooks and holds
+    what it read: in a trusted process, call it through `load.reader.read_submission`, which runs
+    it in a child process whose memory and time are limited."""
     files = find_files(path)
     root = Path(path) if Path(path).is_dir() else Path(path).parent
-    sources, errors = [], []
+    sources, errors, total = [], [], 0
     for link in symlinks(path):
         errors.append(f"{link.relative_to(root)}: a symbolic link, not read (submit the file itself) / "
                       f"符号链接，未读取（请提交文件本身）")
-    for f in files:
+    for n_file, f in enumerate(files):
         label = str(f.relative_to(root)) if f != root else f.name
+        if n_file >= MAX_FILES:
+            errors.append(f"{label}: not read: a submission holds at most {MAX_FILES} code files / "
+                          f"未读取：一份提交最多读取 {MAX_FILES} 个代码文件")
+            continue
         try:
             if f.suffix == ".py":
                 try:
@@ -288,10 +302,21 @@ def read_sources(path):
                     raise ValueError(f"cannot be read ({why})") from None
                 chunks = [(label, str(f), text)]
             else:
-                chunks = [(f"{label} cell {n}", f"{f}#cell{n}", src) for n, src in _notebook_cells(f)]
+                cells = _notebook_cells(f)
+                if len(cells) > MAX_CELLS:
+                    raise ValueError(f"cannot be read (more than {MAX_CELLS} code cells)")
+                chunks = [(f"{label} cell {n}", f"{f}#cell{n}", src) for n, src in cells]
+            size = sum(len(code.encode("utf-8", "surrogatepass")) for _, _, code in chunks)
+            if size > MAX_CODE_BYTES:
+                raise ValueError(f"cannot be read (more than {MAX_CODE_BYTES >> 10} KiB of code; "
+                                 f"代码超过 {MAX_CODE_BYTES >> 10} KiB)")
+            if total + size > MAX_TOTAL_CODE_BYTES:
+                raise ValueError(f"not read: a submission holds at most {MAX_TOTAL_CODE_BYTES >> 20} MiB of code / "
+                                 f"未读取：一份提交最多读取 {MAX_TOTAL_CODE_BYTES >> 20} MiB 代码")
         except ValueError as e:
             errors.append(f"{label}: {e}")
             continue
+        total += size
         sources.append((label, f"submission_{f.stem}", str(f), chunks))
     return sources, errors, str(root)
 

@@ -20,7 +20,18 @@ from pathlib import Path
 
 
 def notebook_problem(path):
-    """Why the notebook at `path` cannot be graded (one line), or None when it reads."""
+    """Why the notebook at `path` cannot be graded (one line), or None when it reads; read in a
+    child process of bounded memory (load/reader.run_limited), as every submission is."""
+    from ..load.reader import run_limited
+
+    got = run_limited(_notebook_problem, str(path))
+    if got is None or (isinstance(got, str) and got.startswith(Path(path).name + ": ")):
+        return got
+    return f"{Path(path).name}: the notebook cannot be read ({got})"
+
+
+def _notebook_problem(path):
+    """(In the limited child.)  What notebook_problem says."""
     from ..load.submission import _notebook_cells
 
     try:

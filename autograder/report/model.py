@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from enum import Enum
 from pathlib import Path
 
+from ..safe import one_line  # noqa: F401 - the renderers import it from here
 from .messages import pair, pick  # noqa: F401 - pick: the renderers' and the dashboard's import
 
 
@@ -106,7 +107,8 @@ class Report:
     student: str = ""  # whose submission (grade --student); the reports' title, else the file's name
     language: str = "both"  # the language of the feedback texts (course.yml's, or --language)
     # where the grading time went, summed over exercises (for the instructor and bench/class_speed.py):
-    # start / tests / diagnosis wall seconds, judge_cpu / worker_cpu CPU seconds, reused exercises
+    # start / tests / diagnosis wall seconds, judge_cpu / worker_cpu CPU seconds; the most memory
+    # a judge and the grading process held (judge_peak_mib, grader_peak_mib)
     timing: dict = field(default_factory=dict)
 
     def to_dict(self):
@@ -154,11 +156,6 @@ def cell_text(v):
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
-
-
-def one_line(text, limit=300):
-    text = re.sub(r"\s+", " ", str(text)).strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def not_graded_reason(report):

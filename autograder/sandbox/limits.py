@@ -84,7 +84,7 @@ def _unshare(flags):
 
 
 def _mount(source, target, fstype, flags, data=None):
-    enc = (lambda s: s.encode() if isinstance(s, str) else s)
+    enc = (lambda s: os.fsencode(s) if isinstance(s, str) else s)
     _check(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {target}")
 
@@ -133,7 +133,7 @@ def _cgroup_mounts():
     """{"v2": mount point, "pids": v1 pids mount point} for the hierarchies mounted here."""
     found = {}
     try:
-        with open("/proc/self/mountinfo") as f:
+        with open("/proc/self/mountinfo", errors="surrogateescape") as f:
             for line in f:
                 left, _, right = line.partition(" - ")
                 fstype, _src, opts = (right.split() + ["", "", ""])[:3]
@@ -246,7 +246,7 @@ def _join_cgroups(max_procs, levels):
 
 def _mount_points():
     pts = []
-    with open("/proc/self/mountinfo") as f:
+    with open("/proc/self/mountinfo", errors="surrogateescape") as f:
         for line in f:
             p = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])  # \040: space
             pts.append(p)
@@ -430,7 +430,7 @@ def _home_like():
 def _mapped_library_dirs():
     dirs = set()
     try:
-        with open("/proc/self/maps") as f:
+        with open("/proc/self/maps", errors="surrogateescape") as f:
             for line in f:
                 parts = line.split(None, 5)
                 if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
@@ -513,12 +513,12 @@ def _pivot_root(new, old):
     nr = SYS_PIVOT_ROOT.get(os.uname().machine)
     if nr is None:
         raise OSError(errno.ENOSYS, f"pivot_root: unknown syscall number on {os.uname().machine}")
-    enc = (lambda s: s.encode())
+    enc = os.fsencode
     _check(_libc().syscall(ctypes.c_long(nr), enc(new), enc(old)), "pivot_root")
 
 
 def _umount(target, flags=0):
-    _check(_libc().umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+    _check(_libc().umount2(os.fsencode(target), ctypes.c_int(flags)), f"umount {target}")
 
 
 def _etc_text(uid):

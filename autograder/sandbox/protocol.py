@@ -33,9 +33,12 @@ from socket import MSG_WAITALL
 
 import numpy as np
 
-MAX_HEADER = 4 << 20  # bytes of JSON in one frame
-MAX_ARRAY = 64 << 20  # bytes in one array
-MAX_FRAME = 256 << 20  # bytes of arrays in one frame
+# what one frame may hold: far more than any property exchanges (the reference's largest frame
+# over the whole course is 0.5 MiB of arrays), and little enough that a judge stays within its
+# memory whatever a worker sends (runner.JUDGE_MEMORY_MB)
+MAX_HEADER = 1 << 20  # bytes of JSON in one frame
+MAX_ARRAY = 16 << 20  # bytes in one array
+MAX_FRAME = 32 << 20  # bytes of arrays in one frame
 MAX_ARRAYS = 4096
 MAX_NDIM = 32
 MAX_STR = 2000
@@ -47,7 +50,7 @@ ALLOWED_DTYPES = set(DTYPES.values())
 META_DTYPES = set(DTYPES) | {"bfloat16"}  # a meta tensor crosses as its dtype's name and shape only
 _NAME = {dt: name for name, dt in DTYPES.items()}  # np.dtype -> its name on the wire
 DEVICE = re.compile(r"[a-z]{1,12}(:[0-9]{1,3})?\Z")  # a tensor's "dev": "cuda:0", "meta", "elsewhere"
-_json_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_json_encode = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode  # ASCII: any file name
 _json_decode = json.JSONDecoder().decode
 
 

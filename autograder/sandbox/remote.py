@@ -17,14 +17,13 @@ import functools
 import gc
 import json
 import os
-import select
-import signal
 import socket
 import struct
 import time
 
 import torch
 
+from .. import safe
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import argument_position, fmt, fmt_call, raise_container_mutated
 from . import protocol as P
@@ -86,18 +85,6 @@ class Zygote:
         if len(msg) != 8 or len(fds) != 1:
             raise RuntimeError("the zygote did not start a worker")
         return struct.unpack("<q", msg)[0], socket.socket(fileno=fds[0])
-
-    def idle(self, pid, on):
-        """Run the worker `pid` at SCHED_IDLE (on) or at SCHED_OTHER again (server.set_idle); True
-        if it took.  SIGALRM waits meanwhile: a test's alarm must not cut the exchange in half."""
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-        try:
-            self.sock.sendall(b"idle" + struct.pack("<qB", pid, 1 if on else 0))
-            return self.sock.recv(1) == b"\x01"
-        except OSError:
-            return False
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def reap(self, pid, grace=0.0):
         """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
@@ -171,6 +158,40 @@ def _rg_flags(enc, out):
     return out
 
 
+# ---------------------------------------------------------------- what the judge takes of the worker's word
+
+# Everything a worker says is data, and every text of it is capped here, in the judge: a worker
+# whose code was replaced by the student's still cannot make a report, a page or a log line grow
+# past these (and safe.py takes out what a terminal or a spreadsheet would act on).
+MESSAGE_CHARS, MESSAGE_LINES = 300, 4  # an exception's message
+WHERE_CHARS, WHERE_LINES = 600, 6  # the student's own frames of a traceback (3 frames, 2 lines each)
+LOAD_ERROR_CHARS, MAX_LOAD_ERRORS = 600, 50  # the problems met loading the submission
+TYPE_CHARS = 100  # a type's name
+MAX_NAME_CHARS, MAX_NAMES = 200, 5000  # the names a submission defines
+MAX_MRO = 20  # the classes of an exception
+MAX_CHILDREN = 32  # the sub-modules of an object the student's class made
+
+
+def _linear(d, arrays):
+    """The judge's replica of an nn.Linear child of the student's module, built from the arrays the
+    worker sent (already allocated within the protocol's caps), never from sizes it claims; None
+    for anything that is not a weight matrix (and a bias vector) of floats."""
+    try:
+        w = P.decode(d.get("weight"), arrays)
+        b = P.decode(d.get("bias"), arrays) if d.get("bias") is not None else None
+    except P.ProtocolError:
+        return None
+    if not isinstance(w, torch.Tensor) or w.dim() != 2 or not w.is_floating_point() or w.is_meta:
+        return None
+    if b is not None and (not isinstance(b, torch.Tensor) or b.shape != (w.shape[0],) or not b.is_floating_point()):
+        return None
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=b is not None, device="meta")  # allocates nothing
+    lin.weight = torch.nn.Parameter(w.detach().float(), requires_grad=False)
+    if b is not None:
+        lin.bias = torch.nn.Parameter(b.detach().float(), requires_grad=False)
+    return lin
+
+
 # ---------------------------------------------------------------- the student, seen from the judge
 
 class RemoteObject:
@@ -238,12 +259,6 @@ class RemoteStudent:
         self.last_call = ""
         self.skip = []  # [[chunk, line, seconds]]: top-level statements that ran out of CPU time
         self.partial = False  # the worker ran only the exercise's own file (see load.exec_sources)
-        # grade-batch: seconds to wait on the worker's answer to a call before it runs at SCHED_IDLE
-        # until it answers (an endless loop, most likely: the batch's other grading processes get
-        # the core); None: never.  Never while it loads: a slow top-level statement would cost
-        # every test, not one
-        self.idle_after = None
-        self.unidle_failed = False  # it answered but could not be set back: the next test needs a new one
         from ..properties import load_all
         self.needed = sorted({p.function for p in load_all().values() if p.exercise == exercise})
 
@@ -282,15 +297,21 @@ class RemoteStudent:
             raise StudentCrash(*self.fatal, kind="error") from None
 
     def _loaded(self, header):
-        """What the worker said about loading: its problems, the names defined, whether files wait."""
-        loaded = [str(e)[:600] for e in header.get("loaded", [])][:50] if isinstance(header.get("loaded"), list) else []
+        """What the worker said about loading: its problems, the names defined, whether files wait.
+        All of it is the worker's word, capped here (safe.py) whatever the worker did to its own code."""
+        loaded = header.get("loaded")
+        loaded = [safe.cap(e, LOAD_ERROR_CHARS, 2) for e in loaded[:MAX_LOAD_ERRORS]] if isinstance(loaded, list) else []
         # the worker's list starts with the read errors it was given: keep each problem once
-        self.load_errors = list(dict.fromkeys(self.read_errors + loaded))
-        self.names = {str(n) for n in header.get("names", [])} if isinstance(header.get("names"), list) else set()
+        self.load_errors = list(dict.fromkeys(self.read_errors + loaded))[:MAX_LOAD_ERRORS]
+        names = header.get("names")
+        self.names = {n for n in names[:MAX_NAMES] if isinstance(n, str) and len(n) <= MAX_NAME_CHARS
+                      and n.isidentifier()} if isinstance(names, list) else set()
         self.partial = header.get("partial") is True
         timed_out = header.get("timed_out")
         if isinstance(timed_out, list):  # statements a restarted worker skips at once
-            self.skip = [t for t in timed_out[:50] if isinstance(t, list) and len(t) == 3]
+            self.skip = [[safe.cap(t[0], LOAD_ERROR_CHARS, 1), t[1], t[2]] for t in timed_out[:50]
+                         if isinstance(t, list) and len(t) == 3 and isinstance(t[1], int)
+                         and isinstance(t[2], (int, float))]
 
     def _load_rest(self):
         """The worker ran only the exercise's own file and `name` is not in it: run the others."""
@@ -325,33 +346,11 @@ class RemoteStudent:
         self.pid = self.sock = None
         return reason
 
-    def _recv(self):
-        """The worker's answer to a call.  After `idle_after` seconds without one, the worker runs
-        at SCHED_IDLE until it comes (then at SCHED_OTHER again): a loop stops taking a core from
-        the rest of the batch, and code that is only slow still runs whenever a core is free.
-        (A test's own alarm ends the wait; loads keep their own deadline in `start`.)"""
-        if self.idle_after is None or self.sock.pending or select.select([self.sock], [], [], self.idle_after)[0]:
-            return self.sock.recv()
-        idled = self.zygote.idle(self.pid, True)
-        out = self.sock.recv()  # a time-out or a crash here: the worker is replaced
-        if idled and not self.zygote.idle(self.pid, False):
-            self.unidle_failed = True
-        return out
-
-    def renew_if_stuck(self):
-        """Before the next test: a new worker if the last one answered at SCHED_IDLE and the
-        zygote could not set it back (unidle_failed)."""
-        if self._device is not None:
-            self._device.renew_if_stuck()
-        if self.unidle_failed:
-            self.abort()
-            self.unidle_failed = False
-
     def _request(self, header, arrays):
         self.start()
         try:
             self.sock.send(header, arrays)
-            return self._recv()
+            return self.sock.recv()  # a test's own alarm ends the wait
         except P.ChannelClosed:
             reason = self.abort(grace=1.0)
             raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",
@@ -366,15 +365,7 @@ class RemoteStudent:
                                [("原因 reason", str(e)[:200])], kind="error") from None
 
     # -- the Student interface
-    def take_lookups(self):
-        """The names looked up since the last call (what a test depended on: reuse.py)."""
-        names, self.looked_up = sorted(getattr(self, "looked_up", set())), set()
-        return names
-
     def lookup(self, name):
-        if not hasattr(self, "looked_up"):
-            self.looked_up = set()
-        self.looked_up.add(name)
         self.start()
         if name not in self.names and self.partial:
             self._load_rest()
@@ -397,19 +388,15 @@ class RemoteStudent:
             return None  # this worker, on the simulated device
         if self._device is None:
             self._device = RemoteStudent(self.zygote, self.exercise, self.load_timeout, self.read_errors, devices=True)
-        self._device.idle_after = self.idle_after
         return self._device
 
     def _routed(self, target, method, *args, **kwargs):
-        """`target`'s method, as if it were this student's: its call and lookups become ours."""
+        """`target`'s method, as if it were this student's: its call becomes ours."""
         try:
             return method(target, *args, **kwargs)
         finally:
             self.last_call = target.last_call
             self.elsewhere, self.device_problem = target.elsewhere, target.device_problem
-            if not hasattr(self, "looked_up"):
-                self.looked_up = set()
-            self.looked_up.update(target.take_lookups())
 
     @_may_run_on_the_device
     def call(self, name, *args, **kwargs):
@@ -446,7 +433,8 @@ class RemoteStudent:
         raised = answer.get("raised")
         if not isinstance(raised, dict):
             return False
-        mro = raised.get("mro") or []
+        mro = raised.get("mro") if isinstance(raised.get("mro"), list) else []
+        mro = [m for m in mro[:MAX_MRO] if isinstance(m, str)]
         if "NotImplementedError" in mro:
             raise self._crash(name, raised)
         return exc_type.__name__ in mro
@@ -479,12 +467,13 @@ class RemoteStudent:
         answer, out_arrays = self._request(header, arrays)
         self._device_answer(answer)
         if "missing" in answer:
-            self.lookup(str(answer["missing"]))
+            self.lookup(safe.name(answer["missing"], MAX_NAME_CHARS))
             raise MissingFunction(f"提交中找不到 `{label}`。", f"`{label}` is not defined in your submission.",
                                   kind="missing")
         if "not_callable" in answer:
-            raise StudentCrash(f"`{label}` 不是函数（是 {answer['not_callable']}）。",
-                               f"`{label}` is not callable (it is a {answer['not_callable']}).", kind="missing")
+            what = safe.name(answer["not_callable"], TYPE_CHARS)
+            raise StudentCrash(f"`{label}` 不是函数（是 {what}）。", f"`{label}` is not callable (it is a {what}).",
+                               kind="missing")
         if "raised" in answer:
             raise self._crash(label, answer["raised"] if isinstance(answer["raised"], dict) else {})
         try:
@@ -536,31 +525,21 @@ class RemoteStudent:
         if isinstance(where, str) and P.DEVICE.match(where):
             self.elsewhere = where
             problem = answer.get("device_problem")
-            self.device_problem = str(problem)[:300] if problem else None
+            self.device_problem = safe.cap(problem, MESSAGE_CHARS, MESSAGE_LINES) if problem else None
 
     def _remote_object(self, ok, arrays):
-        if not isinstance(ok, dict) or "handle" not in ok:
+        if not isinstance(ok, dict) or type(ok.get("handle")) is not int:
             raise P.ProtocolError("bad handle")
         children = {}
-        for name, d in (ok.get("children") or {}).items():
-            name = str(name)[:100]
-            if not name.isidentifier() or name.startswith("_"):
+        given = ok.get("children")
+        for name, d in list(given.items())[:MAX_CHILDREN] if isinstance(given, dict) else ():
+            if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isidentifier() \
+                    or name.startswith("_"):
                 continue
-            if isinstance(d, dict) and "linear" in d:
-                fan_in, fan_out, bias = d["linear"]
-                lin = torch.nn.Linear(int(fan_in), int(fan_out), bias=bool(bias)).requires_grad_(False)
-                with torch.no_grad():
-                    w = P.decode(d["weight"], arrays)
-                    if w.shape == lin.weight.shape:
-                        lin.weight.copy_(w)
-                    if bias and d.get("bias") is not None:
-                        b = P.decode(d["bias"], arrays)
-                        if b.shape == lin.bias.shape:
-                            lin.bias.copy_(b)
-                children[name] = lin
-            else:
-                children[name] = P.Opaque(str(d.get("obj", "object")) if isinstance(d, dict) else "object")
-        obj = RemoteObject(int(ok["handle"]), str(ok.get("type", "object"))[:100], children)
+            lin = _linear(d, arrays) if isinstance(d, dict) and "linear" in d else None
+            children[name] = lin if lin is not None else P.Opaque(
+                safe.name(d.get("obj", "object"), TYPE_CHARS) if isinstance(d, dict) else "object")
+        obj = RemoteObject(ok["handle"], safe.name(ok.get("type", "object"), TYPE_CHARS), children)
         obj._student = self
         return obj
 
@@ -583,15 +562,16 @@ class RemoteStudent:
         return result
 
     def _crash(self, label, raised):
-        mro = raised.get("mro") or []
-        typ = str(raised.get("type", "Exception"))
-        msg = f"{typ}: {raised.get('message', '')}"
+        mro = raised.get("mro") if isinstance(raised.get("mro"), list) else []
+        mro = [m for m in mro[:MAX_MRO] if isinstance(m, str)]
+        typ = safe.name(raised.get("type", "Exception"), TYPE_CHARS)
+        msg = f"{typ}: {safe.cap(raised.get('message', ''), MESSAGE_CHARS, MESSAGE_LINES)}"
         if "NotImplementedError" in mro:
             return StudentCrash(
                 f"`{label}` 还没有实现（仍然抛出 NotImplementedError）。",
                 f"`{label}` is not implemented yet (it still raises NotImplementedError).",
                 [("调用 call", self.last_call)], kind="missing")
-        where = str(raised.get("where", ""))
+        where = safe.cap(raised.get("where", ""), WHERE_CHARS, WHERE_LINES)
         if label == "backward":
             return StudentCrash(
                 f"对你的函数的结果反向传播（backward）时抛出了异常 {typ}：前向计算成功了，梯度却算不出来。",

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 from ..errors import PropertyFailure, TestTimeout
-from . import replay
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
+JUDGE_MEMORY_MB = 2048  # address space a judge may add to its grading process's (load/reader.bound_memory)
+MAX_EVENT_BYTES = 16 << 20  # a judge's line of JSON, at most (its outcomes are capped far below that)
 DIAGNOSIS_BUDGET = 5.0  # CPU seconds of the judge an exercise may spend naming catalogued mistakes (autograder/diagnose/)
 DIAGNOSIS_WALL = 20.0  # ... and wall-clock seconds at most (a loaded machine: the same diagnosis, only later)
 
@@ -56,8 +57,6 @@ def _run_one(prop, student, timeout, herr):
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        if replay.replay(prop, student):  # recorded inputs all passed: what hypothesis would say
-            return {"status": "passed"}
         prop.run(student)
         return {"status": "passed"}
     except PropertyFailure as f:
@@ -194,11 +193,6 @@ def _warm_up():
         warm_forward()
     from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
     from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
-    try:  # hypothesis reads the constants of every module it has not seen yet, in each judge again
-        from hypothesis.internal.conjecture.providers import _get_local_constants
-        _get_local_constants()
-    except Exception:  # noqa: BLE001 - a private helper of hypothesis: only an optimisation
-        pass
     gc.collect(1)  # the young generations: a full collection of torch's heap costs ~0.12 s and finds nothing
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
@@ -250,13 +244,12 @@ def _warm_up_optimizers():
     gc.freeze()
 
 
-def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, share=False, idle=False):
-    """Body of a forked child: never returns.  `prior`: outcomes of this exercise's tests run by
+def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=None, share=False):
+    """Body of a forked child: never returns.  `reading`: the submission as read (load.Reading,
+    by the grading process, in a limited child).  `prior`: outcomes of this exercise's tests run by
     an earlier child (after a restart), so the diagnosis sees every failure.  `share`: the
     diagnosis starts from the trusted observations earlier judges sent, and sends its own
-    (diagnose/share.py).  `idle` (grade-batch): a worker that keeps the judge waiting
-    max(IDLE_AFTER, IDLE_SHARE * the test's limit) seconds runs at SCHED_IDLE until it answers
-    (RemoteStudent._recv)."""
+    (diagnose/share.py)."""
     try:
         from .forkcheck import role
         role("judge")
@@ -267,22 +260,22 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
 
-        def emit(obj):
-            data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
+        def emit(obj):  # ASCII JSON: a file name that is not UTF-8 travels too
+            data = (json.dumps(obj, default=str) + "\n").encode()
             while data:
                 data = data[os.write(fd, data):]
 
         from ..errors import PropertyFailure
-        from ..load import find_files, read_sources
         from ..properties import REGISTRY
         from ..properties._harness import grading_profile
         from .remote import RemoteStudent, Zygote
 
+        from ..load.reader import bound_memory, peak_mib
         from .worker import die_with_parent
         die_with_parent()  # a judge outlives neither its grading process nor the batch
+        bound_memory(JUDGE_MEMORY_MB)  # whatever the worker sends, this judge stays within it
         grading_profile(course.max_examples)
-        sources, read_errors, root = read_sources(path)
-        roots = [str(p) for p in find_files(path)]
+        sources, read_errors, root, roots = reading.sources, reading.errors, reading.root, reading.files
         options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
                    "view": os.environ.get("SEQGRADER_SANDBOX_VIEW") or "new root"}  # "deny-list": the fallback
         cpu0, t0 = time.process_time(), time.monotonic()
@@ -296,11 +289,8 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
         outcomes = {k: dict(v) for k, v in (prior or {}).items()}
-        calls = None  # {function: the submission's top-level names it may call}, read when needed
         for name in tests:
             emit({"event": "start", "test": name})
-            student.renew_if_stuck()  # a worker left at SCHED_IDLE: a new one
-            student.take_lookups()
             prop, limit = REGISTRY[f"{exercise}/{name}"], ex.tests[name].timeout
             timed_out = _timed_out(exercise, outcomes)
             if len(timed_out.get(prop.function, ())) >= 2:  # it did not return twice: its other tests are not run
@@ -313,20 +303,16 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
                                          for f, names in timed_out.items()) if t}
             via = None
             if hung and prop.function not in hung:  # a function that calls one that hung
-                calls = calls if calls is not None else _calls(sources)
-                via = next((f for f in sorted(hung) if f in calls.get(prop.function, ())), None)
+                via = next((f for f in sorted(hung) if f in reading.calls.get(prop.function, ())), None)
             hung = hung.get(via or prop.function)
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
-            if idle:  # grade-batch: a quarter of its limit, and at least IDLE_AFTER, at full priority
-                student.idle_after = max(IDLE_AFTER, IDLE_SHARE * limit)
             try:
                 outcome = run_one(prop, student, limit)
             except TestTimeout:
                 outcome = _timeout(limit)
             if hung and outcome.get("status") == "timeout":
                 outcome = _timeout_after_hang(prop.function, hung, limit, via)
-            outcome["looked_up"] = student.take_lookups()  # what the test depended on (reuse.py)
             if student.elsewhere:  # the device its device sentences ran on (elsewhere.py; self-check prints it)
                 outcome["device"] = student.elsewhere
                 if student.device_problem:
@@ -337,15 +323,12 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
             emit({"event": "result", "test": name, "outcome": outcome})
             outcomes[name] = outcome
         # every result is out: the diagnosis can only add to them (the parent gives it its own deadline)
-        t_tests, cpu_diag = time.monotonic(), time.process_time()
+        t_tests = time.monotonic()
         wall = DIAGNOSIS_WALL
         if ex_deadline is not None:
             wall = min(wall, ex_deadline - time.monotonic() - GRACE)
         if wall > 0.5 and any(o.get("status") in ("failed", "error", "timeout") for o in outcomes.values()):
             emit({"event": "diagnose", "seconds": wall})
-            if idle:
-                student.idle_after = max(IDLE_AFTER, IDLE_SHARE * wall)
-            student.renew_if_stuck()
             if share:
                 from ..diagnose import share as shared
                 shared.enable()
@@ -363,17 +346,11 @@ def _child(fd, path, exercise, tests, course, prior=None, ex_deadline=None, shar
                 if data:
                     emit({"event": "share", "data": base64.b64encode(data).decode("ascii")})
         t_diag = time.monotonic()
-        diag_cpu = time.process_time() - cpu_diag
-        looked_up = student.take_lookups()  # what the diagnosis' probes called (reuse.py)
         student.abort()  # the last worker, reaped now: its CPU time is counted
         emit({"event": "timing", "timing": {
             "start": round(t_loaded - t0, 4), "tests": round(t_tests - t_loaded, 4),
             "diagnosis": round(t_diag - t_tests, 4), "judge_cpu": round(time.process_time() - cpu0, 4),
-            "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4)}})
-        # settled: the diagnosis stayed well inside its budgets, so grading this code again would
-        # give the same names (a failure is remembered for reuse only then: reuse.py)
-        settled = diag_cpu < DIAGNOSIS_BUDGET / 2 and t_diag - t_tests < DIAGNOSIS_WALL / 4
-        emit({"event": "done", "looked_up": looked_up, "settled": settled})
+            "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4), "judge_peak_mib": peak_mib()}})
     except BaseException:  # noqa: BLE001 - the parent notices the missing results
         pass
     finally:
@@ -400,7 +377,7 @@ def _not_run_after_hangs(function, tests):
     would cost the short limit and a new worker each, and decide nothing.  Decided by what timed
     out, never by how long this test would take, so the score does not depend on the machine."""
     a, b = tests
-    return {"status": "timeout", "hung": a, "not_run": True, "looked_up": [],
+    return {"status": "timeout", "hung": a, "not_run": True,
             "zh": f"未运行：`{function}` 在测试 {a} 和 {b} 中都没有在时限内返回（死循环？），"
                   f"所以它的其他测试没有运行。先修好这个循环。",
             "en": f"Not run: `{function}` did not return within the time limit in tests {a} and {b} (an "
@@ -409,12 +386,6 @@ def _not_run_after_hangs(function, tests):
 
 
 STALL_AFTER = 1.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
-# grade-batch only: a call that has not answered after max(IDLE_AFTER, IDLE_SHARE * the test's
-# limit) seconds runs at SCHED_IDLE until it does (remote.RemoteStudent._recv).  The reference's
-# slowest test takes 0.95 s of its 30 s limit, the others 0.2 s of 10 s at most: correct code
-# runs at full priority 8 to 12 times as long as the reference needs
-IDLE_AFTER = STALL_AFTER
-IDLE_SHARE = 0.25
 HUNG_LIMIT = 2.0  # seconds: the least a test gets after its function hung in another test
 HUNG_SHARE = 0.25  # ... or this share of its own limit, if more
 
@@ -433,37 +404,6 @@ def _timeout_after_hang(function, test, limit, via=None):
             "en": f"Time-out: {who_en} did not return within the time limit in test {test} (an endless "
                   f"loop?), so {rest_en} get {limit:g} s, and this one did not finish either.",
             "details": []}
-
-
-def _calls(sources):
-    """{top-level function or class of the submission: every top-level name it may reach by
-    calling, itself included}, read from the source text (never run).  Generous on purpose: any
-    name or attribute in a definition counts, as a call of the top-level definition of that name in
-    any file.  Unparsable text counts for nothing."""
-    import ast
-
-    from .reuse import names_used
-
-    uses = {}
-    for _label, _mod, _filename, chunks in sources:
-        for _chunk, _fn, code in chunks:
-            try:
-                body = ast.parse(code).body
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            for node in body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    uses.setdefault(node.name, set()).update(names_used(node))
-    out = {}
-    for name in uses:
-        seen, todo = {name}, [name]
-        while todo:
-            for ref in uses.get(todo.pop(), ()):
-                if ref in uses and ref not in seen:
-                    seen.add(ref)
-                    todo.append(ref)
-        out[name] = seen
-    return out
 
 
 def hidden_paths(path, course=None):
@@ -486,8 +426,9 @@ def hidden_paths(path, course=None):
 
 # what a judge reports of its time: seconds of wall time starting the worker (zygote, limits, the
 # submission's top-level code), in the tests, in the diagnosis; CPU seconds of the judge and of
-# its workers (summed over restarts)
-TIMING = ("start", "tests", "diagnosis", "judge_cpu", "worker_cpu")
+# its workers (summed over restarts); and the most memory the judge held (MiB: the largest of them)
+TIMING = ("start", "tests", "diagnosis", "judge_cpu", "worker_cpu", "judge_peak_mib")
+PEAKS = ("judge_peak_mib",)  # the largest over judges, not a sum
 
 
 class _Job:
@@ -506,9 +447,6 @@ class _Job:
         self.levels = {}
         self.timing = {}  # TIMING keys, summed over the judges of this exercise
         self.starts = 0  # judges started (1 unless one crashed or ran out of time)
-        self.settled = False  # the last judge said "done" (every result and the diagnosis are out),
-        #                       its diagnosis well inside its budget
-        self.diagnosis_looked_up = []  # the student's names the diagnosis called
         self.behaviour = {}  # function -> {"outputs": hash, "named": bool} (similarity/behaviour.py)
         self.waiting_since = now  # when the current test (or the load) started: see ForkRunner.on_stall
 
@@ -529,11 +467,11 @@ def _merge_export(data):
 class ForkRunner:
     """A child process per exercise (and per restart), up to `workers` at once.
 
-    replay: record each property's inputs once against the reference solutions (replay.py), so
-    that the submissions this process grades next pass a property without hypothesis' engine
-    (worth it in a process that grades many submissions: recording costs about a second)."""
+    Every submission is graded from scratch: the same tests, from the same state, whatever this
+    process graded before.  `many` (a process that grades many submissions): what every judge
+    would pay again is paid once here, before forking (the properties' seeds, the catalogues)."""
 
-    def __init__(self, course, workers=None, replay=False, reuse=False, share=False):
+    def __init__(self, course, workers=None, share=False, many=False):
         self.course = course
         # on_stall(True) when every running exercise has waited STALL_AFTER seconds for one test
         # or its load (an endless loop, most likely: the worker burns a core until the time
@@ -541,24 +479,23 @@ class ForkRunner:
         # work meanwhile (pool.py)
         self.on_stall = None
         self.workers = workers or os.cpu_count() or 1
-        self.replay = replay
+        self.many = many
         self.share = share  # the diagnosis' trusted observations passed from judge to judge (diagnose/share.py)
         self.exports = []  # the judges' exports that were new here (base64): for the batch's other processes
-        self.reuse = None
-        if reuse:
-            from .reuse import Reuse
-            self.reuse = Reuse()
 
     def run_many(self, path, plan, progress=None):
         """plan: {exercise: [test names]} -> {exercise: {"tests", "load_errors"}}."""
         import torch
 
+        from ..load import read_submission
         from ..properties import load_all
         from ..properties._harness import prepare
 
         from . import server
 
         registry = load_all()
+        # read once, in a limited child: the judges forked below inherit it (load/reader.py)
+        reading = read_submission(path, {p.function for p in registry.values()})
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()  # while the sandbox server warms up in its own process
         if server.connect() is None:  # ready before any judge forks (each judge asks it for its zygote)
@@ -566,18 +503,11 @@ class ForkRunner:
         if TRAINING & set(plan):
             _warm_up_optimizers()
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
-        if self.replay or self.reuse is not None:  # a process that grades many: once, before forking
-            prepare(props)  # (one `grade`: each judge prepares its own properties, side by side)
-        if self.replay:
-            replay.record(props, self.course.max_examples, reference=self.course.solutions_dir)
+        if self.many:  # once, before forking (one `grade`: each judge prepares its own, side by side)
+            prepare(props)
         if self.share:
             _read_catalogues()
-        out, reusable = {}, None
-        if self.reuse is not None:  # an exercise whose code was graded before, all passed: its outcomes
-            reusable = self._reusable(path, plan, registry)
-            for ex, hit in reusable["hits"].items():
-                out[ex] = hit
-            plan = {ex: tests for ex, tests in plan.items() if ex not in out}
+        out = {}
         now = time.monotonic()
         pending = [_Job(ex, tests, self.course.exercises[ex], now) for ex, tests in plan.items()]
         running = {}
@@ -586,7 +516,7 @@ class ForkRunner:
             while pending and len(running) < self.workers:
                 job = pending.pop(0)
                 job.ex_deadline = time.monotonic() + job.cfg.timeout
-                self._start(path, job)
+                self._start(path, reading, job)
                 running[job.fd] = job
             now = time.monotonic()
             deadline = min(self._deadline(j) for j in running.values())
@@ -602,13 +532,18 @@ class ForkRunner:
             for fd in ready:
                 job = running[fd]
                 chunk = os.read(fd, 65536)
-                if chunk:
+                if chunk and len(job.buf) + len(chunk) <= MAX_EVENT_BYTES:
                     job.buf += chunk
                     self._parse(job, progress)
                     continue
                 del running[fd]
-                self._finish(job, reason=self._exit_reason(job))
-                if self._restart(path, job):
+                if chunk:  # a judge that says this much is broken: it is stopped, as a crash
+                    self._kill(job)
+                    reason = "a judge's output over its limit"
+                else:
+                    reason = self._exit_reason(job)
+                self._finish(job, reason=reason)
+                if self._restart(path, reading, job):
                     running[job.fd] = job
                 else:
                     out[job.exercise] = self._result(job)
@@ -618,35 +553,13 @@ class ForkRunner:
                     del running[fd]
                     self._kill(job)
                     self._finish(job, reason="timeout")
-                    if self._restart(path, job):
+                    if self._restart(path, reading, job):
                         running[job.fd] = job
                     else:
                         out[job.exercise] = self._result(job)
         if stalled:
             self.on_stall(False)
-        if reusable is not None:
-            for ex in plan:
-                if ex in out:
-                    self.reuse.store(reusable["sources"], ex, reusable["needed"][ex], out[ex], reusable["read_errors"],
-                                     models=reusable["models"])
         return out
-
-    def _reusable(self, path, plan, registry):
-        """Exercises of this submission whose outcomes the process remembers (reuse.py)."""
-        from ..load import read_sources
-
-        needed = {ex: sorted({p.function for p in registry.values() if p.exercise == ex}) for ex in plan}
-        hits = {}
-        try:
-            sources, read_errors, _root = read_sources(path)
-        except Exception:  # noqa: BLE001 - no reuse: graded as usual
-            return {"hits": {}, "sources": [], "needed": needed, "read_errors": [], "models": {}}
-        models = self.reuse.models(sources)  # once per submission: for looking up and for storing
-        for ex, tests in plan.items():
-            hit = self.reuse.lookup(sources, ex, needed[ex], read_errors, models)
-            if hit is not None and set(hit["tests"]) == set(tests):
-                hits[ex] = hit
-        return {"hits": hits, "sources": sources, "needed": needed, "read_errors": read_errors, "models": models}
 
     def take_exports(self):
         """The judges' exports (diagnose/share.py, base64) that added something since the last
@@ -662,16 +575,16 @@ class ForkRunner:
         return sum(_merge_export(data) for data in exports)
 
     # -- helpers
-    def _start(self, path, job):
+    def _start(self, path, reading, job):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child(w, path, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline,
-                   share=self.share, idle=self.on_stall is not None)
+            _child(w, path, reading, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline,
+                   share=self.share)
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
-        job.loaded = job.settled = False
+        job.loaded = False
         job.starts += 1
         job.done_at_start = len(job.results)
         job.waiting_since = time.monotonic()
@@ -709,15 +622,11 @@ class ForkRunner:
                 job.test_deadline = time.monotonic() + max(0.0, seconds) + GRACE
             elif kind == "share" and self.share and _merge_export(ev.get("data")):
                 self.exports.append(ev["data"])
-            elif kind == "done":
-                job.settled = ev.get("settled") is True
-                names = ev.get("looked_up")
-                if isinstance(names, list):
-                    job.diagnosis_looked_up = [n for n in names if isinstance(n, str)]
             elif kind == "timing" and isinstance(ev.get("timing"), dict):
                 for k, v in ev["timing"].items():
                     if isinstance(v, (int, float)) and k in TIMING:
-                        job.timing[k] = job.timing.get(k, 0.0) + float(v)
+                        job.timing[k] = max(job.timing.get(k, 0.0), float(v)) if k in PEAKS else \
+                            job.timing.get(k, 0.0) + float(v)
             elif kind == "diagnosis" and isinstance(ev.get("tests"), dict):
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
@@ -796,7 +705,7 @@ class ForkRunner:
                                      "en": f"The grading process ended between tests ({reason}).", "details": []}
             job.left = []
 
-    def _restart(self, path, job):
+    def _restart(self, path, reading, job):
         if not job.left:
             return False
         if time.monotonic() >= job.ex_deadline:
@@ -807,7 +716,7 @@ class ForkRunner:
                                      "details": []}
             job.left = []
             return False
-        self._start(path, job)
+        self._start(path, reading, job)
         return True
 
     def _result(self, job):
@@ -815,6 +724,4 @@ class ForkRunner:
                "timing": {k: round(v, 4) for k, v in job.timing.items()}}
         if job.behaviour:
             out["behaviour"] = job.behaviour
-        if job.starts == 1 and job.settled:  # one judge, ended normally: may be reused
-            out["settled"] = {"looked_up": list(job.diagnosis_looked_up)}
         return out

@@ -287,7 +287,7 @@ class _Failed:
 
 def send_init(sock, init):
     """The first frame a zygote reads: b"init" + u64 length + JSON."""
-    data = json.dumps(init, ensure_ascii=False).encode()
+    data = json.dumps(init).encode()  # ASCII: a file name that is not UTF-8 travels too
     if len(data) > MAX_INIT:
         raise ValueError(f"the submission's sources are too large ({len(data) >> 20} MiB)")
     sock.sendall(b"init" + struct.pack("<Q", len(data)) + data)
@@ -515,11 +515,6 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
             workdirs[pid] = workdir
             socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
             a.close()
-        elif cmd.startswith(b"idle"):
-            # b"idle" + i64 pid + u8 on: the judge has waited IDLE_AFTER seconds on this worker
-            # (remote.py); it runs at SCHED_IDLE until it answers (on=0 sets SCHED_OTHER again)
-            pid, on = struct.unpack("<qB", cmd[4:13])
-            sock.sendall(b"\x01" if pid in workdirs and set_idle(pid, bool(on)) else b"\x00")
         elif cmd.startswith(b"reap"):
             pid, grace = struct.unpack("<qd", cmd[4:20])
             status, cpu = kill_and_wait(pid, limit_options, grace)
@@ -528,39 +523,6 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
     for pid in list(workdirs):
         kill_and_wait(pid, limit_options)
         _rmtree(workdirs.pop(pid))
-
-
-def set_idle(pid, on):
-    """Every thread of the worker `pid` at SCHED_IDLE (on) or back at SCHED_OTHER, and, where the
-    kernel groups sessions (sched_autogroup), the worker's own session at nice 19 or back at 0: a
-    worker idled gets only the CPU that nothing else of the machine wants.  (The worker leads a
-    session of its own, and the scheduler shares the CPU between sessions first: SCHED_IDLE alone
-    would leave a looping worker the share of a whole session.)  True if everything took it (back
-    to SCHED_OTHER needs CAP_SYS_NICE or an RLIMIT_NICE that allows nice 0)."""
-    policy = os.SCHED_IDLE if on else os.SCHED_OTHER
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except (OSError, ValueError):
-        tids = [pid]
-    ok = True
-    for tid in tids:
-        try:
-            os.sched_setscheduler(tid, policy, os.sched_param(0))
-        except ProcessLookupError:
-            pass  # a thread that ended meanwhile
-        except OSError:
-            ok = False
-    try:
-        own_session = os.getsid(pid) == pid  # never the session of the zygote, the judge or the batch
-    except OSError:
-        own_session = False
-    if own_session and os.path.exists(f"/proc/{pid}/autogroup"):
-        try:
-            with open(f"/proc/{pid}/autogroup", "w") as f:
-                f.write("19" if on else "0")
-        except OSError:
-            ok = False
-    return ok
 
 
 def _rmtree(path):

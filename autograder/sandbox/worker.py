@@ -379,9 +379,6 @@ def forget_the_grader():
                     pass
     for attr in ("properties", "diagnose", "catalogue", "grading", "report", "batch", "store", "nbgrader_course"):
         autograder.__dict__.pop(attr, None)
-    replay = sys.modules.get("autograder.sandbox.replay")
-    if replay is not None:  # the inputs recorded for replay (inputs only, but none of its business)
-        replay.RECORDED.clear()
     gc.collect()
 
 

@@ -25,9 +25,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import NotSignedIn, ServiceError
+from ..safe import csv_cell
 from . import store
 from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user
-from .views import UploadRefused, check_upload, csv_cell, shown_report
+from .views import UploadRefused, check_upload, shown_report
 
 MB = 1 << 20
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "

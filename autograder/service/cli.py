@@ -101,6 +101,10 @@ def cmd_serve(args):
         for ex in course.assignment(name):
             course.reference(ex)  # a missing reference: one clear error now
     max_upload = parse_size(args.max_upload)
+    from ..load.submission import MAX_FILE_BYTES
+    if max_upload > MAX_FILE_BYTES:  # the service parses what it accepts: its memory is bounded by this
+        raise ConfigError(f"--max-upload {args.max_upload}: at most {MAX_FILE_BYTES >> 20}MB (the grader reads no "
+                          f"larger file)")
     hub_mode = args.jupyterhub or bool(os.environ.get("JUPYTERHUB_API_TOKEN"))
     if not hub_mode and not args.roster:
         raise ConfigError("nobody could sign in: give --roster CSV (columns student,role), or run under JupyterHub "

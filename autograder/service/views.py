@@ -7,7 +7,6 @@
                    removed, their feedback written again without them)
     check_upload(name, data)   "py" | "ipynb" | "corrupt-ipynb", or UploadRefused: the content
                    decides, not only the name
-    csv_cell(value)  a CSV cell a spreadsheet does not run as a formula
 """
 import copy
 import json
@@ -92,17 +91,25 @@ def check_upload(name, data):
 
 
 def _notebook(text):
-    """True: JSON with a notebook's keys; False: JSON of something else; None: not JSON at all."""
+    """True: JSON with a notebook's keys; False: JSON of something else; None: not JSON at all.
+    Parsed in a child process of bounded memory (load/reader.run_limited): JSON of tiny objects
+    costs its parser about 25 bytes a byte, and the service's memory must not depend on an upload."""
+    from ..load.reader import run_limited
+
+    got = run_limited(_notebook_keys, text, memory_mb=256, seconds=20)
+    if isinstance(got, bool) or got is None:
+        return got
+    if "nested too deeply" in got:  # valid JSON nested deeper than Python can read: no notebook is
+        raise UploadRefused("这个文件的 JSON 嵌套太深，不是 Jupyter 笔记本。",
+                            "This file's JSON is nested too deeply to be a Jupyter notebook.")
+    raise UploadRefused("这个文件的 JSON 太大，无法读取：请清除笔记本的输出后再上传。",
+                        "This file's JSON is too large to read: clear the notebook's outputs and upload it again.")
+
+
+def _notebook_keys(text):
+    """(In the limited child.)  What _notebook says of `text`."""
     try:
         data = json.loads(text)
     except ValueError:
         return None
-    except RecursionError:  # valid JSON nested deeper than Python can read: no notebook is
-        raise UploadRefused("这个文件的 JSON 嵌套太深，不是 Jupyter 笔记本。",
-                            "This file's JSON is nested too deeply to be a Jupyter notebook.") from None
     return isinstance(data, dict) and ("cells" in data or "nbformat" in data)
-
-
-def csv_cell(value):
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
+from .. import safe
 from ..report.model import not_graded_reason
 from ..store import one_line
 from . import store
@@ -38,7 +39,9 @@ GRADER_FAULT = "the grader cannot grade here"
 
 
 def log(message):
-    print(f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {message}", file=sys.stderr, flush=True)
+    """One line on stderr: safe to show (a path or a name a student sent holds no escape) and short."""
+    print(f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {safe.one_line(message, 2000)}",
+          file=sys.stderr, flush=True)
 
 
 def budget(course, exercises):
@@ -61,7 +64,7 @@ class LocalGrader:
         with self.lock:
             if assignment not in self.pools:
                 exercises = self.course.assignment(assignment)
-                options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
+                options = {"language": None, "max_examples": None, "exercises": exercises, "share": True}
                 # cwd "/": nothing of the service's folders (the data, the course) is a grading
                 # process's own; it gets the course by its absolute path, and no secret of the
                 # service's environment (batch/pool.py's _child_env)
@@ -100,22 +103,33 @@ class LocalGrader:
 
 
 class DaskGrader:
-    """A Dask cluster's warm grading processes (batch/cluster.py), one submission per call."""
+    """A Dask cluster's warm grading processes (batch/cluster.py), one submission per call; one
+    client of the scheduler for every grading thread (made at the first call, again if it closed)."""
 
     def __init__(self, address, course, course_file):
         self.address, self.course, self.course_file = address, course, course_file
+        self.client = None
+        self.lock = threading.Lock()
 
     def warm_up(self, assignments):
         pass
+
+    def _client(self):
+        from ..batch.cluster import connect
+
+        with self.lock:
+            if self.client is None or self.client.status != "running":
+                self.client = connect(self.address)
+            return self.client
 
     def grade(self, assignment, path, student):
         from ..batch.cluster import run_dask
         from ..batch.discover import Item
 
         exercises = self.course.assignment(assignment)
-        options = {"language": None, "max_examples": None, "exercises": exercises, "reuse": True}
+        options = {"language": None, "max_examples": None, "exercises": exercises, "share": True}
         results = run_dask(self.address, [Item(student, Path(path))], self.course_file, self.course, options,
-                           budget(self.course, exercises))
+                           budget(self.course, exercises), client=self._client())
         try:
             for _item, res in results:
                 return res
@@ -124,7 +138,13 @@ class DaskGrader:
         return {"error": "the Dask cluster returned nothing", "retry": True}
 
     def close(self):
-        pass
+        with self.lock:
+            client, self.client = self.client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - a scheduler gone already
+                pass
 
 
 class Worker:

@@ -2,8 +2,9 @@
 
 ``contract_functions(course, exercises)``  {function: exercise}: the top-level functions and
                                            classes of the reference solutions (solutions/<ex>.py)
-``functions_of(path, names)``              {function: Source} of one submission: every .py file
-                                           and notebook code cell is parsed with ``ast`` and the
+``functions_of(path, names)``              {function: Source} of one submission, read by the
+                                           limited reader (load/reader.py: code only, capped):
+                                           every .py file and notebook code cell is parsed with ``ast`` and the
                                            last definition of each name wins, as when the cells
                                            run in order; a file or cell that does not parse is
                                            skipped (students paste functions into different
@@ -18,8 +19,10 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..load.submission import _notebook_cells, find_files
+from ..load.reader import read_submission
 from .normalize import aliases, resolve
+
+MAX_DEFINITION_CHARS = 16 << 10  # a definition longer than this is not compared (no function of the chapter is)
 
 
 @dataclass
@@ -59,24 +62,15 @@ def _parse(text):
 
 def chunks(path):
     """[(where, code)] of a submission (a file or a folder): .py files whole, notebooks cell by cell
-    (nbgrader's own test cells and shell / magic lines left out, as the loader does)."""
+    (nbgrader's own test cells and shell / magic lines left out, as the loader does), read in a
+    child process of bounded memory (load/reader.py) with the loader's caps."""
     path = Path(path)
-    root = path if path.is_dir() else path.parent
-    out = []
+    top = (path if path.is_dir() else path.parent).name
     try:
-        files = find_files(path)
+        reading = read_submission(path)
     except Exception:  # noqa: BLE001 - nothing readable: no function
-        return out
-    for f in files:
-        label = str(f.relative_to(root.parent)) if f != root else f.name
-        try:
-            if f.suffix == ".py":
-                out.append((label, f.read_text(encoding="utf-8", errors="replace")))
-            else:
-                out.extend((f"{label} cell {n}", src) for n, src in _notebook_cells(f))
-        except (OSError, ValueError):
-            continue
-    return out
+        return []
+    return [(f"{top}/{label}", code) for _, _, _, pieces in reading.sources for label, _, code in pieces]
 
 
 def definitions(text, where, names=None, tree=None):
@@ -89,6 +83,8 @@ def definitions(text, where, names=None, tree=None):
                 names is None or node.name in names):
             start = node.lineno - len(node.decorator_list)
             body = "\n".join(lines[start - 1:node.end_lineno])
+            if len(body) > MAX_DEFINITION_CHARS:
+                continue
             out[node.name] = Source(node.name, body, node, where, start)
     return out
 
