@@ -4,7 +4,9 @@
     ├── ConfigError                  course.yml is missing, malformed or disagrees with the properties
     ├── SubmissionNotFound           the SUBMISSION path does not exist or holds no .py/.ipynb
     └── GraderEnvironmentError       the reference solutions lose points here (selfcheck.py): whatever
-                                     fails is the grader's, so nobody is graded
+        │                            fails is the grader's, so nobody is graded
+        └── WeakSandboxError         the sandbox here misses a guarantee (sandbox/limits.missing) and
+                                     --allow-weak-sandbox was not given: no student code runs
 
     PropertyFailure (Exception)      a property does not hold for the student's code (raised by checks)
     ├── StudentCrash                 the student's function raised; carries the filtered traceback
@@ -38,6 +40,15 @@ class GraderEnvironmentError(GraderError):
     def __init__(self, message, lost=()):
         super().__init__(message)
         self.lost = list(lost)
+
+
+class WeakSandboxError(GraderEnvironmentError):
+    """No student code runs where the sandbox misses a guarantee, unless the instructor allowed it."""
+
+    def __init__(self, why):
+        super().__init__(f"Refusing to grade: {why}. Nothing was graded. Run where the kernel allows a mount "
+                         f"namespace or Landlock (see docs/security.md), or pass --allow-weak-sandbox to grade "
+                         f"anyway (every report then says so at its top).")
 
 
 class PropertyFailure(Exception):

@@ -115,7 +115,7 @@ def build_report(path, course, ids, registry, raw, start):
         timing["grader_peak_mib"] = peak_mib()  # the most memory this grading process has held yet
     report = Report(submission=safe.cap(str(Path(path)), 1000, 1), score=sum(e.score for e in exercises_out),
                     max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
-                    errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels),
+                    errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels), sandbox_warning=weak_warning(levels),
                     language=course.language, timing=timing)
     return mark_not_graded(report, course.language)
 
@@ -172,6 +172,18 @@ def _not_graded_tests(ex, reason, language):
         t.details, t.counterexample, t.diagnosis, t.hint_zh, t.hint_en = [], {}, [], "", ""
         t.explained_by_part = []
         t.feedback = feedback_text(t, language)
+
+
+def weak_warning(levels):
+    """The first line of every report graded under a weak sandbox (--allow-weak-sandbox), else ""."""
+    if not levels:
+        return ""
+    from .sandbox.limits import missing
+    gaps = missing(levels)
+    if not gaps:
+        return ""
+    return safe.cap("WARNING: graded with a weak sandbox (--allow-weak-sandbox): the student's code was not kept "
+                    "from: " + "; ".join(gaps), 1000, 1)
 
 
 def _describe(levels):

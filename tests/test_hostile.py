@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import yaml
 
+from . import where
 from .conftest import ROOT
 
 pytestmark = [pytest.mark.slow,
@@ -140,15 +141,16 @@ def _grade(name, base, course, port):
     out = folder / "report.json"
     marker = f"seqgrader-hostile-{uuid.uuid4().hex}"
     env = dict(os.environ, HOSTILE_MARK=marker)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(folder / name), "--exercise", "masks",
-           "--json", str(out), "--course", str(course), "--max-examples", "10"]
+    where.share(folder, writable=True)
+    cmd = where.command(["grade", folder / name, "--exercise", "masks", "--json", out, "--course", course,
+                         "--max-examples", "10"])
     cgroup = None
     if CGROUP_BASE:  # the command joins a cgroup of its own before it starts: all it starts stays below
         cgroup = os.path.join(CGROUP_BASE, f"hostile-{marker}")
         os.mkdir(cgroup)
         cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *cmd]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=ROOT if where.USER is None else base, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         resource.prlimit(proc.pid, resource.RLIMIT_AS, (SAFETY_AS, SAFETY_AS))
@@ -193,6 +195,7 @@ def graded(request, tmp_path_factory):
             os.remove(path)  # left over from a manual run: would be blamed on this one
     base = tmp_path_factory.mktemp("hostile")
     course = _course(base / "course.yml")
+    where.share(base)
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(64)
@@ -241,13 +244,17 @@ def test_hostile_submission(name, graded, request):
     if entry.get("known_gap"):
         request.node.add_marker(pytest.mark.xfail(reason=entry["known_gap"], strict=True))
     g = graded[0][name]
+    if where.REFUSES:  # nothing holds here: no student code runs, nothing is graded
+        assert g.rc == 2 and g.report is None, f"exit {g.rc}: graded where the sandbox is weak\n{g.stderr[-2000:]}"
+        assert "Refusing to grade" in g.stderr and "--allow-weak-sandbox" in g.stderr, g.stderr[-2000:]
+        return
     assert g.rc == 0 and g.report is not None, f"exit {g.rc}\n{g.stderr[-2000:]}"
-    for text, where in ((g.stdout, "stdout"), (g.stderr, "stderr"), (json.dumps(g.report), "report")):
-        assert "Traceback" not in text, f"a traceback reached the {where}"
+    for text, stream in ((g.stdout, "stdout"), (g.stderr, "stderr"), (json.dumps(g.report), "report")):
+        assert "Traceback" not in text, f"a traceback reached the {stream}"
     assert len(g.stdout) < 50_000, "the submission's output reached the report"
     assert len(json.dumps(g.report)) < 100_000, "the report grew with what the submission sent"
-    for text, where in ((g.stdout, "stdout"), (g.stderr, "stderr")):  # nothing a terminal acts on
-        assert not CONTROL.search(text), f"a control character reached the {where}: {CONTROL.search(text)!r}"
+    for text, stream in ((g.stdout, "stdout"), (g.stderr, "stderr")):  # nothing a terminal acts on
+        assert not CONTROL.search(text), f"a control character reached the {stream}: {CONTROL.search(text)!r}"
     tests = {t["name"].split("/", 1)[1]: t for t in g.report["exercises"][0]["tests"]}
     failed = {n for n, t in tests.items() if not t["passed"]}
     expected = _expected_failures(entry)

@@ -15,6 +15,8 @@ import select
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -214,20 +216,25 @@ def test_a_worker_that_called_setsid_itself_keeps_its_session():
 
 
 def test_describe_says_what_is_in_force():
-    full = {"uid": 2000000123, "user": "worker uid 2000000123", "netns": True, "private_tmp": ["/tmp"],
-            "readonly_fs": True, "memory_mb": 4096, "cgroup_pids_max": 64, "view": "new root",
-            "rlimits": {"as": 1, "fsize": 64 * MIB, "nproc": 64}, "kill": "cgroup", "problems": []}
+    full = {"uid": 2000000123, "user": "worker uid 2000000123", "netns": True, "seccomp": True, "private_tmp": ["/tmp"],
+            "readonly_fs": True, "memory_mb": 4096, "cgroup_pids_max": 64, "view": "new root", "grader_uid": 0,
+            "landlock": {"abi": 7, "signals": True}, "rlimits": {"as": 1, "fsize": 64 * MIB, "nproc": 64},
+            "kill": "cgroup", "problems": []}
     line = L.describe(full)
-    assert line == ("sandbox: unprivileged user (worker uid 2000000123), no network, sees only Python and its own "
-                    "submission (new root, read-only but its workdir), memory +4 GiB, <= 64 processes/threads, "
-                    "files <= 64 MiB, killed by cgroup")
-    fallback = dict(full, view="deny-list")
-    line = L.describe(fallback)
-    assert "WARNING: can read the whole filesystem" in line and "private /tmp" in line
-    assert L.view_is_allow_list(full) and not L.view_is_allow_list(fallback)
+    assert line == ("sandbox: unprivileged user (worker uid 2000000123), no network (network namespace, seccomp), "
+                    "sees only Python and its own submission (new root, read-only but its workdir), Landlock ABI 7, "
+                    "signals scoped, memory +4 GiB, <= 64 processes/threads, files <= 64 MiB, killed by cgroup")
+    assert L.missing(full) == []
+    landlock = dict(full, view="landlock", netns=False)
+    assert L.missing(landlock) == [] and "(Landlock, read-only but its workdir)" in L.describe(landlock)
+    # the same uid as the grader and no scoped signals: its processes can be killed
+    same_uid = dict(landlock, uid=1000, grader_uid=1000, landlock={"abi": 5, "signals": False})
+    assert [m.split(" (")[0] for m in L.missing(same_uid)] == ["no signal to the grader's processes"]
     bare = {"uid": 0, "netns": False, "rlimits": {}, "kill": "pgid", "problems": ["netns: Operation not permitted"]}
     line = L.describe(bare)
+    assert line.startswith("sandbox: WEAK: not kept from a view of the filesystem without the course")
     assert "runs as root" in line and "network allowed" in line and "not available" in line
+    assert len(L.missing(bare)) == 4
     assert L.describe({}).startswith("sandbox: none")
 
 
@@ -545,16 +552,71 @@ def test_what_must_stay_hidden_inside_the_view_is_empty():
         assert run.report["listing"] == [] and inside in run.levels["hidden"], run.report
 
 
-def test_the_fallback_is_the_deny_list_and_says_so():
-    place = real_place("fallback")  # where a course lives (not /tmp, which even the fallback replaces)
+def test_without_a_mount_namespace_landlock_gives_the_same_view(tmp_path):
+    """What a container gets (no namespace, no mount: tests/container.py's filter): the view of
+    view_rules, enforced by Landlock -- Python imports, the course next to it cannot be read by
+    the worker, its own submission is read-only, its workdir writable -- and no socket, no signal
+    to the grader.  The worker stays root (uid=0): nothing but Landlock and seccomp stops it."""
+    place = real_place("landlock")  # where a course lives
+    probe = tmp_path / "probe.py"
+    probe.write_text(LANDLOCK_PROBE)
     try:
         (place / "course.yml").write_text("secret")
-        run = run_in_worker(lambda lv: {"course": os.path.exists(place / "course.yml")}, view="deny-list")
+        sub = place / "submitted" / "alice"  # readable by the worker's uid, as a class folder is
+        sub.mkdir(parents=True)
+        (sub / "mine.py").write_text("x = 1\n")
+        for d in (place, place / "submitted", sub):
+            d.chmod(0o755)
+        (sub / "mine.py").chmod(0o644)
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "container.py"), "--", sys.executable, str(probe),
+                               str(place / "course.yml"), str(sub)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     finally:
         shutil.rmtree(place, ignore_errors=True)
-    run.need("mountns")
-    assert run.levels["view"] == "deny-list" and run.report["course"] is True
-    assert "WARNING: can read the whole filesystem" in L.describe(run.levels)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    levels = got["levels"]
+    assert levels["view"] == "landlock" and not levels["mountns"] and levels["seccomp"], levels
+    assert got["course"] == "PermissionError" and got["own"] == "x = 1\n" and got["write_own"] == "PermissionError"
+    assert got["workdir"] is True and got["imports"] is True, got
+    assert got["socket"] == "PermissionError" and got["kill_parent"] == "PermissionError", got
+    assert L.missing(levels) == []  # root, but Landlock scopes its signals and seccomp its sockets
+
+
+LANDLOCK_PROBE = """
+import json, os, signal, socket, sys, tempfile
+from autograder.sandbox import limits as L
+course, sub = sys.argv[1], sys.argv[2]
+workdir = tempfile.mkdtemp()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    lv = L.apply_worker_limits(workdir, submission=sub, keep_fds=[w], watchdog=False, uid=0)  # Landlock alone
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as e:
+            return type(e).__name__
+    out = {"levels": lv,
+           "course": attempt(lambda: open(course).read()),
+           "own": attempt(lambda: open(os.path.join(sub, "mine.py")).read()),
+           "write_own": attempt(lambda: open(os.path.join(sub, "mine.py"), "a").write("y")),
+           "workdir": attempt(lambda: open(os.path.join(workdir, "f"), "w").write("ok") == 2),
+           "imports": attempt(lambda: __import__("yaml") is not None),
+           "socket": attempt(lambda: socket.socket()),
+           "kill_parent": attempt(lambda: os.kill(os.getppid(), 0))}
+    out = {k: (v if isinstance(v, (str, bool, dict, int)) else str(v)) for k, v in out.items()}
+    os.write(w, json.dumps(out).encode())
+    os._exit(0)
+os.close(w)
+data = b""
+while chunk := os.read(r, 65536):
+    data += chunk
+os.waitpid(pid, 0)
+L.kill_worker_tree(pid)
+print(data.decode())
+"""
 
 
 # ---------------------------------------------------------------- network
@@ -568,9 +630,9 @@ def test_no_network_even_to_a_port_the_judge_opened():
         pass  # control: the port is reachable from outside the worker
 
     def connect(levels):
-        s = socket.socket()
-        s.settimeout(2)
         try:
+            s = socket.socket()  # seccomp refuses this already
+            s.settimeout(2)
             s.connect(("127.0.0.1", port))
             return {"connect": "connected"}
         except OSError as e:
@@ -581,7 +643,7 @@ def test_no_network_even_to_a_port_the_judge_opened():
     finally:
         srv.close()
     run.need("netns")
-    assert run.report["connect"] != "connected", run.report
+    assert run.report["connect"] == "PermissionError: Operation not permitted", run.report
 
 
 # ---------------------------------------------------------------- the judge is out of reach

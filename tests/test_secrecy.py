@@ -176,29 +176,35 @@ def test_grade_batch_on_a_dask_cluster_gives_a_thief_nothing(layout, tmp_path):
     assert leaks(layout["marker"], proc.stdout, proc.stderr, out) == []
 
 
-def test_a_machine_that_forbids_the_new_root_is_warned_about(tmp_path):
-    """SEQGRADER_SANDBOX_VIEW=deny-list makes the workers take the fallback a machine without
-    mount namespaces gets: the report's sandbox line and grade-batch's summary say so."""
+def test_where_nothing_confines_the_worker_nobody_is_graded(tmp_path):
+    """A container that refuses namespaces and Landlock too (tests/container.py --no-landlock):
+    `grade` and `grade-batch` refuse to grade (exit status 2, no report, no row) and name the
+    option that accepts it; with --allow-weak-sandbox every report says so in its first key and
+    line, and grade-batch's summary names the students."""
     flat = tmp_path / "class"
     flat.mkdir()
     shutil.copy(ROOT / "solutions" / "masks.py", flat / "alice.py")
+    jail = [sys.executable, str(ROOT / "tests" / "container.py"), "--no-landlock", "--", sys.executable,
+            "-m", "autograder"]
     out = tmp_path / "grades"
-    env = dict(os.environ, SEQGRADER_SANDBOX_VIEW="deny-list")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", flat, "--out", out, "--exercise",
-                           "masks", "--workers", "1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads((out / "reports" / "alice.json").read_text(encoding="utf-8"))
-    assert "WARNING: can read the whole filesystem" in report["sandbox"], report["sandbox"]
-    assert "WARNING: 1 submission(s) were graded by workers that could read the whole filesystem" in proc.stdout
-    assert report["score"] == 20.0
-
-
-def test_grade_warns_the_instructor_when_the_view_fell_back(tmp_path):
-    env = dict(os.environ, SEQGRADER_SANDBOX_VIEW="deny-list")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", ROOT / "solutions" / "masks.py", "--exercise",
-                           "masks", "-q", "--json", tmp_path / "r.json"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0 and "WARNING: can read the whole filesystem" in proc.stderr, proc.stderr[-2000:]
-    ok = subprocess.run([sys.executable, "-m", "autograder", "grade", ROOT / "solutions" / "masks.py", "--exercise",
-                         "masks", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert "WARNING" not in ok.stderr, ok.stderr[-2000:]
+    proc = subprocess.run([*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Refusing to grade" in proc.stdout + proc.stderr and "--allow-weak-sandbox" in proc.stdout + proc.stderr
+    assert not (out / "reports" / "alice.json").exists()
+    one = subprocess.run([*jail, "grade", flat / "alice.py", "--exercise", "masks", "-q", "--json", tmp_path / "r.json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert one.returncode == 2 and "Refusing to grade" in one.stderr and not (tmp_path / "r.json").exists(), one.stderr
+    weak = subprocess.run([*jail, "grade", flat / "alice.py", "--exercise", "masks", "--json", tmp_path / "w.json",
+                           "--allow-weak-sandbox"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert weak.returncode == 0, weak.stderr[-2000:]
+    report = json.loads((tmp_path / "w.json").read_text(encoding="utf-8"))
+    assert next(iter(report)) == "sandbox_warning" and "a view of the filesystem" in report["sandbox_warning"]
+    assert weak.stdout.startswith("WARNING: graded with a weak sandbox"), weak.stdout[:300]
+    batch = subprocess.run([*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1",
+                            "--allow-weak-sandbox"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert batch.returncode == 0, batch.stderr[-2000:]
+    assert "WARNING: 1 submission(s) were graded with a weak sandbox" in batch.stdout, batch.stdout[-2000:]
+    ok = subprocess.run([sys.executable, "-m", "autograder", "grade", flat / "alice.py", "--exercise", "masks", "-q"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0 and "WARNING" not in ok.stderr, ok.stderr[-2000:]

@@ -62,7 +62,7 @@ class Batch:
         self.rows = {}
         self.counts = {"graded": 0, "error": 0, "kept": 0}
         self.scores = []
-        self.unconfined = []  # students whose workers had no allow-list view (see note_sandbox)
+        self.unconfined = []  # students graded with a weak sandbox (see note_sandbox)
 
     # budget of one submission: every exercise at its time limit, plus a load each
     def budget(self):
@@ -96,10 +96,8 @@ class Batch:
         return report
 
     def note_sandbox(self, student, report):
-        """Remember a submission whose workers could read more than their allow-list view (the
-        machine refused the new root): the summary warns about it."""
-        line = str(report.get("sandbox") or "")
-        if report["batch"].get("status") == "graded" and "WARNING" in line:
+        """Remember a submission graded with a weak sandbox (--allow-weak-sandbox): the summary warns."""
+        if report["batch"].get("status") == "graded" and report.get("sandbox_warning"):
             self.unconfined.append(student)
 
     def keep(self, item, report, log):
@@ -301,9 +299,8 @@ def _run(args, batch, layout, items, console, log):
         summary.append(f"time {elapsed:.1f} s, {elapsed / done:.2f} s per submission")
     summary.append(f"results in {batch.out}{os.sep} (grades.csv, dashboard.html, reports/, gradescope/)")
     if batch.unconfined:
-        warning = (f"WARNING: {len(batch.unconfined)} submission(s) were graded by workers that could read the whole "
-                   f"filesystem, not only Python and their own files (this machine refused the new root; see the "
-                   f"report's sandbox line): {', '.join(sorted(batch.unconfined)[:10])}"
+        warning = (f"WARNING: {len(batch.unconfined)} submission(s) were graded with a weak sandbox "
+                   f"(--allow-weak-sandbox; see each report's sandbox_warning): {', '.join(sorted(batch.unconfined)[:10])}"
                    + (" ..." if len(batch.unconfined) > 10 else ""))
         summary.append(warning)
         console.print(f"[bold red]{escape(warning)}[/]")

@@ -460,8 +460,10 @@ def render_html(report, language="both", picture=True):
     who = student_of(r)
     sub = Path(str(r.get("submission", ""))).name
     reason = not_graded_reason(r)
-    body = [f"<h1>{esc(title)}: {esc(who)}</h1>",
-            f'<div class="muted">{L("report.submission", language)}: <code>{esc(sub)}</code></div>']
+    body = [f'<p class="warning" role="alert"><strong>{esc(r["sandbox_warning"])}</strong></p>'] \
+        if r.get("sandbox_warning") else []
+    body += [f"<h1>{esc(title)}: {esc(who)}</h1>",
+             f'<div class="muted">{L("report.submission", language)}: <code>{esc(sub)}</code></div>']
     if reason is not None:
         body.append(f'<div class="head"><div class="total level-none" id="total">'
                     f'{L("report.not_graded", language)}</div></div>')

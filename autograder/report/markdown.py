@@ -97,7 +97,8 @@ def render_markdown(report, language="both", images=None):
     r = as_dict(report)
     L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
     who = student_of(r)
-    out = [f"# {L('report.title')}: {who}", ""]
+    out = [f"**{r['sandbox_warning']}**", ""] if r.get("sandbox_warning") else []
+    out += [f"# {L('report.title')}: {who}", ""]
     reason = not_graded_reason(r)
     if reason is not None:
         out += [f"**{L('report.score')}: {L('report.not_graded')}**", ""]

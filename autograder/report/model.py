@@ -100,6 +100,9 @@ class Report:
     errors: list = field(default_factory=list)
     seconds: float = 0.0
     sandbox: str = ""  # the isolation level in force while the student's code ran (for the instructor)
+    # set only when the instructor allowed a weak sandbox (--allow-weak-sandbox) and it was one:
+    # what the student's code was not kept from; the JSON's first key and every report's first line
+    sandbox_warning: str = ""
     # False when nothing of the submission could be graded (a corrupt notebook, nothing loadable):
     # the scores are 0 as the contract asks, but no report shows them as a grade; why in the reason
     graded: bool = True
@@ -112,7 +115,10 @@ class Report:
     timing: dict = field(default_factory=dict)
 
     def to_dict(self):
-        return plain(self)
+        out = plain(self)
+        if out.get("sandbox_warning"):  # at the top, where a person reading the file sees it first
+            out = {"sandbox_warning": out.pop("sandbox_warning"), **out}
+        return out
 
 
 def plain(obj):

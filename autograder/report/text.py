@@ -49,7 +49,8 @@ def render_text(report, language="both"):
     r = as_dict(report)
     L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731 - a label: "中文 English"
     sub = Path(str(r.get("submission") or "")).name
-    out = [f"{L('text.submission')}: {student_of(r)}" + (f" ({sub})" if sub and sub != student_of(r) else "")]
+    out = [r["sandbox_warning"], ""] if r.get("sandbox_warning") else []
+    out += [f"{L('text.submission')}: {student_of(r)}" + (f" ({sub})" if sub and sub != student_of(r) else "")]
     reason = not_graded_reason(r)
     if reason is not None:
         out += [f"{L('report.score')}: {say('report.not_graded', language)}", "",

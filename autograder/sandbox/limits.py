@@ -46,6 +46,8 @@ import sys
 import tempfile
 import time
 
+from . import kernel
+
 NOBODY = 65534
 WORKER_UID_BASE = 2_000_000_000  # + pid (pid_max <= 4194304): far from real users and subuid ranges
 CGROUP_PREFIX = "seqgrader-"
@@ -309,85 +311,6 @@ def _bind_back(fd, path):
     _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
 
 
-def _private_filesystem(workdir, tmpfs_mb, levels, expose=(), other_uid=True):
-    """In the (new) mount namespace: fresh tmpfs over world-writable dirs; `expose` (the Python
-    installation, sys.path) kept readable at the same paths, through a tmpfs over any 0700
-    directory on their way when the worker will run as another uid (this also hides the rest
-    of it, e.g. /root); workdir bound back in place and kept writable; every other mount
-    read-only."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    old_umask = os.umask(0o022)
-    fds = {}
-    try:
-        fds[workdir] = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
-        needs = []
-        for p in expose:
-            try:
-                p = os.path.realpath(p)
-                fds.setdefault(p, os.open(p, os.O_PATH))
-                needs.append(p)
-            except OSError:
-                pass
-        blocked = sorted({a for a in (_blocked_ancestor(p) for p in needs + [workdir]) if a}) if other_uid else []
-        blocked = [a for a in blocked if not any(a != b and _under(a, [b]) for b in blocked)]
-        covered, hidden = [], []
-        for d in WORLD_WRITABLE:
-            try:
-                st = os.stat(d)
-            except OSError:
-                continue
-            if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o002 or os.path.islink(d):
-                continue
-            try:
-                _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV,
-                       f"size={int(tmpfs_mb)}m,nr_inodes=4096,mode=1777")
-                covered.append(d)
-            except OSError as e:
-                levels["problems"].append(f"tmpfs {d}: {e.strerror}")
-        for d in blocked:
-            if _under(d, covered):
-                continue
-            try:
-                _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=1024,mode=0755")
-                hidden.append(d)
-            except OSError as e:
-                levels["problems"].append(f"tmpfs {d}: {e.strerror}")
-        levels["private_tmp"] = covered
-        levels["hidden"] = hidden
-        exposed = []
-        for p in needs:
-            if _under(p, [workdir]) or _same_file(p, fds[p]):
-                continue
-            if any(q != p and _under(p, [q]) and q in exposed for q in needs):
-                continue  # inside something already bound back
-            try:
-                _bind_back(fds[p], p)
-                exposed.append(p)
-            except OSError as e:
-                levels["problems"].append(f"expose {p}: {e.strerror}")
-        levels["exposed"] = exposed
-        # workdir: a mount of its own, so that it stays writable when everything else goes read-only
-        _bind_back(fds[workdir], workdir)
-    finally:
-        os.umask(old_umask)
-        for fd in fds.values():
-            os.close(fd)
-    keep = [os.path.realpath(workdir)] + covered
-    failed = []
-    for p in _mount_points():
-        if _under(p, NO_REMOUNT) or _under(p, keep):
-            continue
-        try:
-            if os.statvfs(p).f_flag & ST_RDONLY:
-                continue
-            _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _ms_flags(p))
-        except OSError:
-            failed.append(p)
-    if failed:
-        levels["problems"].append(f"read-only remount failed: {', '.join(failed)}")
-    levels["readonly_fs"] = not failed
-
-
 # ---------------------------------------------------------------- the allow-list view (a new root)
 
 # top-level entries of / that the dynamic linker and the interpreter need: replicated as they
@@ -531,6 +454,114 @@ def _etc_text(uid):
             "hostname": "sandbox\n"}
 
 
+def view_rules(submission=None, hide=(), expose=(), devices=False):
+    """What a worker may see, as rules (the one description of the view; `_new_root` builds it
+    with mounts, `landlock_view` with Landlock):
+
+        binds      [(source, target, read_only, recursive)]: the paths it sees, at `target`
+        covers     paths inside a bound directory that it must not see (the grader's own files,
+                   the paths of `hide`): empty in the view
+        links      {"/bin": target, ...} top-level symlinks kept as they are; etc_links for /etc
+        submission where the submission is in a new root (/submission or /submission/<name>)
+
+    The worker's workdir, a private /tmp and /proc come on top of these (see each builder)."""
+    plan = view_plan()
+    real = os.path.realpath
+    binds = []  # (source path, target path inside the view, read-only, recursive)
+    if os.path.isdir("/usr"):
+        binds.append(("/usr", "/usr", True, True))
+    links = {}
+    for name in TOP_LEVEL:
+        p = "/" + name
+        if os.path.islink(p):
+            links[p] = os.readlink(p)
+        elif os.path.isdir(p):
+            binds.append((p, p, True, True))
+    for r in plan["roots"]:
+        binds.append((r, r, True, True))
+    for p in expose:
+        rp = real(p)
+        if os.path.exists(rp):
+            binds.append((rp, rp, True, True))
+    etc_links = {}
+    for name in ETC_KEEP:
+        p = "/etc/" + name
+        if os.path.islink(p):
+            etc_links[p] = os.readlink(p)
+        elif os.path.exists(p):
+            binds.append((p, p, True, True))
+    for name in DEV_NODES:
+        if os.path.exists("/dev/" + name):
+            binds.append(("/dev/" + name, "/dev/" + name, False, False))
+    if devices:
+        for name in _gpu_nodes():
+            binds.append(("/dev/" + name, "/dev/" + name, False, True))
+        if os.path.isdir("/sys"):
+            binds.append(("/sys", "/sys", True, True))
+    if os.path.isdir("/sys/devices/system/cpu"):  # what sysconf() reads for the number of CPUs
+        binds.append(("/sys/devices/system/cpu", "/sys/devices/system/cpu", True, False))
+    sub_target = None
+    if submission:
+        sp = os.path.abspath(submission)
+        if os.path.isdir(sp) and not os.path.islink(sp):
+            sub_target = SUBMISSION
+        elif os.path.isfile(sp) and not os.path.islink(sp):
+            sub_target = os.path.join(SUBMISSION, os.path.basename(sp))
+        if sub_target:
+            binds.append((sp, sub_target, True, True))
+    bound = [t for s, t, _ro, _rec in binds if os.path.isdir(s)]
+    covers = []
+    extra = [real(p) for p in hide if p]
+    extra = [h for h in extra if not any(_under(py, [h]) for py in plan["python"])]  # never Python itself
+    for h in list(plan["hidden"]) + extra:
+        if os.path.exists(h) and _under(h, bound) and h not in covers:
+            covers.append(h)
+    covers = [c for c in covers if not any(o != c and _under(c, [o]) for o in covers)]
+    return {"binds": binds, "covers": covers, "links": links, "etc_links": etc_links, "submission": sub_target}
+
+
+def _allowed_beneath(path, covers):
+    """`path` as the directories and files beneath it that hold nothing of `covers`: [path] when
+    no cover is inside it, else its entries (recursively split where a cover lies deeper)."""
+    inside = [c for c in covers if c != path and _under(c, [path])]
+    if path in covers:
+        return []
+    if not inside or not os.path.isdir(path) or os.path.islink(path):
+        return [path]
+    out = []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    for name in names:
+        out.extend(_allowed_beneath(os.path.join(path, name), inside))
+    return out
+
+
+def _openable(path):
+    """True when this process may open `path` at all (a path it cannot reach needs no rule)."""
+    try:
+        os.close(os.open(path, os.O_PATH | os.O_CLOEXEC))
+        return True
+    except OSError:
+        return False
+
+
+def landlock_view(workdir, submission=None, hide=(), expose=(), devices=False):
+    """The same view as `_new_root` (view_rules) as Landlock's (read, write) path lists, for a
+    machine without a mount namespace: every path at its own place, the submission at its real
+    path, /proc of this machine (Landlock keeps the worker from ptrace and /proc/<pid>/mem of
+    anything outside it), the workdir writable, nothing else there."""
+    rules = view_rules(submission, hide, expose, devices)
+    real = os.path.realpath
+    read, write = [], [real(workdir)]
+    for src, _target, ro, _rec in rules["binds"]:
+        (read if ro else write).extend(_allowed_beneath(real(src), rules["covers"]))
+    read += [p for p in list(rules["links"]) + list(rules["etc_links"]) if os.path.exists(p)]
+    read.append("/proc")
+    return sorted(set(read)), sorted(set(write))
+
+
 def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True,
               devices=False):
     """Build the worker's whole filesystem from an empty tmpfs, then pivot_root into it:
@@ -566,65 +597,17 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
         workdir = real(workdir)
         fd(workdir)
         fd("/proc")
-        binds = []  # (source path, target path inside the view, read-only, recursive)
-        if os.path.isdir("/usr"):
-            binds.append(("/usr", "/usr", True, True))
-        links = {}
-        for name in TOP_LEVEL:
-            p = "/" + name
-            if os.path.islink(p):
-                links[p] = os.readlink(p)
-            elif os.path.isdir(p):
-                binds.append((p, p, True, True))
-        for r in plan["roots"]:
-            binds.append((r, r, True, True))
-        for p in expose:
-            rp = real(p)
-            if os.path.exists(rp):
-                binds.append((rp, rp, True, True))
-        etc_links = {}
-        for name in ETC_KEEP:
-            p = "/etc/" + name
-            if os.path.islink(p):
-                etc_links[p] = os.readlink(p)
-            elif os.path.exists(p):
-                binds.append((p, p, True, True))
-        for name in DEV_NODES:
-            if os.path.exists("/dev/" + name):
-                binds.append(("/dev/" + name, "/dev/" + name, False, False))
-        if devices:
-            for name in _gpu_nodes():
-                binds.append(("/dev/" + name, "/dev/" + name, False, True))
-            if os.path.isdir("/sys"):
-                binds.append(("/sys", "/sys", True, True))
-        if os.path.isdir("/sys/devices/system/cpu"):  # what sysconf() reads for the number of CPUs
-            binds.append(("/sys/devices/system/cpu", "/sys/devices/system/cpu", True, False))
-        sub_target = None
-        if submission:
-            sp = os.path.abspath(submission)
-            if os.path.isdir(sp) and not os.path.islink(sp):
-                sub_target = SUBMISSION
-            elif os.path.isfile(sp) and not os.path.islink(sp):
-                sub_target = os.path.join(SUBMISSION, os.path.basename(sp))
-            if sub_target:
-                binds.append((sp, sub_target, True, True))
+        rules = view_rules(submission, hide, expose, devices)
+        links, etc_links, sub_target = rules["links"], rules["etc_links"], rules["submission"]
         usable = []
-        for b in binds:  # a path this user cannot open is left out of the view (and said so)
+        for b in rules["binds"]:  # a path this user cannot open is left out of the view (and said so)
             try:
                 fd(b[0])
                 usable.append(b)
             except OSError as e:
                 levels["problems"].append(f"view: {b[0]}: {e.strerror}")
         binds = usable
-        # what must not be seen inside a bound directory: the grader, the course, ...
-        bound = [t for _s, t, _ro, _rec in binds if os.path.isdir(_s)]
-        covers = []
-        extra = [real(p) for p in hide if p]
-        extra = [h for h in extra if not any(_under(py, [h]) for py in plan["python"])]  # never Python itself
-        for h in list(plan["hidden"]) + extra:
-            if os.path.exists(h) and _under(h, bound) and h not in covers:
-                covers.append(h)
-        covers = [c for c in covers if not any(o != c and _under(c, [o]) for o in covers)]
+        covers = rules["covers"]
 
         # the new root: a fresh tmpfs mounted over /tmp of this (private) mount namespace
         base = "/tmp" if os.path.isdir("/tmp") and not os.path.islink("/tmp") else "/mnt"
@@ -872,8 +855,8 @@ def _scrub_environment():
 
 def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64, cpu_seconds=None,
                         max_open_files=256, tmpfs_mb=64, uid=None, keep_fds=None, expose=(),
-                        watchdog=True, remove_workdir=False, submission=None, hide=(), zygote_problem=None,
-                        view="new root", devices=False):
+                        watchdog=True, remove_workdir=False, submission=None, hide=(),
+                        devices=False):
     """Confine the calling process (a freshly forked worker) before it runs student code.
 
     workdir        an empty directory created by the judge: becomes cwd, HOME and TMPDIR
@@ -892,9 +875,6 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
                    (a file as /submission/<name>)
     hide           more paths that must not be seen even where they fall inside the view (the
                    course folder, the output folder); the grader's own files always are
-    zygote_problem a problem the judge met before the worker started (recorded in "problems")
-    view           "new root" (default) or "deny-list": skip the new root and use the fallback
-                   (to test what a machine that forbids it gets; SEQGRADER_SANDBOX_VIEW)
     devices        a device worker (devices.py): the GPUs' device nodes and /sys in its view, and no
                    RLIMIT_AS (CUDA reserves far more address space than it uses; RLIMIT_DATA
                    still caps what it allocates)
@@ -909,9 +889,13 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
       cgroup           {"v2": dir, "pids": dir} it joined; cgroup_pids_max when pids.max is set
       watchdog         the root cleanup process is running
       netns, mountns, userns  the namespaces it is in
-      view             "new root" (an allow-list: nothing exists but Python, its submission and
-                       its own directories) or "deny-list" (the fallback: the whole filesystem
-                       read-only, /tmp and friends private) or None
+      view             "new root" (a mount namespace: nothing exists but Python, its submission
+                       and its own directories), "landlock" (no mount namespace here: the same
+                       rules, view_rules, enforced by Landlock) or None (neither: a weak sandbox)
+      landlock         what Landlock enforces (kernel.landlock: abi, fs, tcp, signals,
+                       abstract_unix), on top of the new root or as the view; None where refused
+      seccomp          the seccomp filter of kernel.seccomp_deny is loaded (no socket, no ptrace,
+                       no namespaces, no mount...)
       submission       where the submission is in the view (/submission or /submission/<name>)
       proc, private_tmp, hidden, exposed, readonly_fs   the details of the view
       environment      the variables the worker keeps (everything else is gone)
@@ -930,9 +914,8 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
               "cgroup": {}, "netns": False, "mountns": False, "userns": False, "private_tmp": [],
               "hidden": [], "exposed": [], "readonly_fs": False, "tmpdir": None, "rlimits": {}, "no_new_privs": False,
               "pdeathsig": False, "watchdog": False, "kill": "pid", "seconds": None, "problems": [],
-              "view": None, "submission": None, "environment": []}
-    if zygote_problem:
-        levels["problems"].append(str(zygote_problem)[:300])
+              "view": None, "submission": None, "environment": [], "grader_uid": os.getuid(), "landlock": None,
+              "seccomp": False}
     step_env = _scrub_environment()
     levels["environment"] = step_env
 
@@ -975,17 +958,15 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
         # 4. private /tmp, read-only everything but workdir
         levels["mountns"] = step("mountns", _unshare, CLONE_NEWNS)
         if levels["mountns"]:
-            if view != "new root":
-                levels["problems"].append(f"new root: not tried (view={view!r})")
-            if view != "new root" or not step("new root", _new_root, workdir, tmpfs_mb, levels, submission, hide,
-                                              expose, target_uid, True, devices):
-                levels["view"] = None
-                if step("private fs", _private_filesystem, workdir, tmpfs_mb, levels,
-                        python_paths() + [os.path.realpath(p) for p in expose]
-                        + ([os.path.realpath(submission)] if submission else [])):
-                    levels["view"] = "deny-list"
+            step("new root", _new_root, workdir, tmpfs_mb, levels, submission, hide, expose, target_uid, True, devices)
     else:
-        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels, submission, hide, expose, view, devices)
+        step("userns", _userns_sandbox, workdir, tmpfs_mb, levels, submission, hide, expose, devices)
+    landlock_paths = None
+    if levels["view"] is None:  # no mount namespace: the same view, by Landlock (step 9)
+        try:
+            landlock_paths = landlock_view(workdir, submission, hide, expose, devices)
+        except OSError as e:
+            levels["problems"].append(f"view rules: {e.strerror or e}")
 
     # 5. workdir: cwd, HOME, TMPDIR
     def setup_workdir():
@@ -1045,6 +1026,31 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
 
     # 8. no setuid binaries; die with the judge (must come after the uid change, which clears it)
     levels["no_new_privs"] = step("no_new_privs", _prctl, PR_SET_NO_NEW_PRIVS, 1)
+    # 9. seccomp (no socket, ptrace, namespace, mount...), then Landlock: the view where no mount
+    #    namespace gave one; in every case no TCP, no signal or abstract socket outside the worker
+    try:
+        levels["seccomp"] = kernel.seccomp_deny()["seccomp"]
+    except OSError as e:
+        levels["seccomp"] = False
+        levels["problems"].append(f"seccomp: {e.strerror or e}")
+    if levels["view"] == "new root":
+        read, write = ["/"], [workdir] + levels["private_tmp"] + ["/dev/" + n for n in DEV_NODES]
+        if devices:
+            write += ["/dev/" + n for n in _gpu_nodes()]
+    elif landlock_paths is not None:
+        read, write = landlock_paths
+    else:
+        read = write = None
+    if read is not None:
+        read, write = [p for p in read if _openable(p)], [p for p in write if _openable(p)]
+        try:
+            levels["landlock"] = {k: v for k, v in kernel.landlock(read, write).items() if k != "skipped"}
+            if levels["view"] is None:
+                levels["view"] = "landlock"
+                levels["submission"] = None
+        except OSError as e:
+            levels["landlock"] = None
+            levels["problems"].append(f"landlock: {e.strerror or e}")
     levels["pdeathsig"] = step("pdeathsig", _prctl, PR_SET_PDEATHSIG, signal.SIGKILL)
     if levels["pdeathsig"] and os.getppid() != judge:
         os._exit(1)  # the judge died before the death signal was armed: nobody to report to
@@ -1077,7 +1083,7 @@ def _gid_mapped(gid):
         return False
 
 
-def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), view="new root", devices=False):
+def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), devices=False):
     """Not root: an unprivileged user namespace gives us network and mount namespaces; our
     own uid is mapped to itself and every capability is dropped afterwards."""
     uid, gid = os.getuid(), os.getgid()
@@ -1095,14 +1101,10 @@ def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     try:
         try:
-            if view != "new root":
-                raise OSError(errno.EPERM, f"not tried (view={view!r})")
             _new_root(workdir, tmpfs_mb, levels, submission, hide, expose, uid, mount_proc=False, devices=devices)
         except OSError as e:
             levels["problems"].append(f"new root: {e.strerror or e}")
             levels["view"] = None
-            _private_filesystem(workdir, tmpfs_mb, levels, other_uid=False)
-            levels["view"] = "deny-list"
     finally:
         _drop_capabilities()
 
@@ -1253,16 +1255,20 @@ def describe(levels):
         parts.append("grader's uid without capabilities")
     else:
         parts.append(f"unprivileged user ({levels.get('user')})")
-    parts.append("no network" if levels.get("netns") else "network allowed")
+    net = [n for n, on in (("network namespace", levels.get("netns")), ("seccomp", levels.get("seccomp"))) if on]
+    parts.append(f"no network ({', '.join(net)})" if net else "network allowed")
+    ll = levels.get("landlock") or {}
     if levels.get("view") == "new root":
         parts.append("sees only Python and its own submission (new root, read-only but its workdir)")
+    elif levels.get("view") == "landlock":
+        parts.append("sees only Python and its own submission (Landlock, read-only but its workdir)")
     else:
-        parts.append("WARNING: can read the whole filesystem (no allow-list view"
-                     + (": deny-list fallback" if levels.get("view") == "deny-list" else "") + ")")
-        if levels.get("private_tmp"):
-            parts.append("private " + ", ".join(levels["private_tmp"]))
-        if levels.get("readonly_fs"):
-            parts.append("read-only filesystem except its workdir")
+        parts.append("can read the whole filesystem (no mount namespace, no Landlock)")
+    if ll:
+        parts.append(f"Landlock ABI {ll.get('abi')}" + (", signals scoped" if ll.get("signals") else ""))
+    gaps = missing(levels)
+    if gaps:
+        parts.insert(0, "WEAK: not kept from " + "; ".join(gaps))
     rl = levels.get("rlimits", {})
     if levels.get("memory_mb") and "as" in rl:
         parts.append(f"memory +{_mib(levels['memory_mb'])}")
@@ -1281,9 +1287,65 @@ def describe(levels):
     return line
 
 
-def view_is_allow_list(levels):
-    """True when the worker saw only its allow-list view (what grade-batch warns about otherwise)."""
-    return bool(levels) and levels.get("view") == "new root"
+WEAK_ENV = "SEQGRADER_ALLOW_WEAK_SANDBOX"  # set by --allow-weak-sandbox
+
+
+def weak_allowed():
+    """True when the instructor accepted grading with a weak sandbox (--allow-weak-sandbox)."""
+    return os.environ.get(WEAK_ENV, "") not in ("", "0")
+
+
+def missing(levels):
+    """What a worker with these levels is not kept from, one short phrase each ([] when every
+    guarantee holds): the course and the grader's files, the network, the grader's processes."""
+    if not isinstance(levels, dict) or not levels:
+        return ["any sandbox (the worker reported no limits)"]
+    out = []
+    if levels.get("view") not in ("new root", "landlock"):
+        out.append("a view of the filesystem without the course (no mount namespace and no Landlock)")
+    if not (levels.get("netns") or levels.get("seccomp")):
+        out.append("no network (no network namespace and no seccomp filter)")
+    other_uid = levels.get("uid") not in (None, 0) and levels.get("uid") != levels.get("grader_uid")
+    scoped = (levels.get("landlock") or {}).get("signals") is True
+    if not (other_uid or scoped):
+        out.append("no signal to the grader's processes (same uid, and Landlock cannot scope signals: ABI < 6)")
+    if not (other_uid or levels.get("seccomp") or levels.get("view") == "landlock"):
+        out.append("no ptrace of the grader's processes (same uid, no seccomp filter)")
+    return out
+
+
+def _proc_status(pid):
+    out = {}
+    try:
+        with open(f"/proc/{int(pid)}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                out[key] = value.split()
+    except (OSError, ValueError):
+        return None
+    return out
+
+
+def verify(levels, pid):
+    """The judge's view of a worker's levels: what the worker sent (before any student code ran)
+    with what /proc shows of it from outside overriding the claims that /proc can show: its uid,
+    no_new_privs, a seccomp filter, its network namespace.  Called on a live worker."""
+    levels = dict(levels) if isinstance(levels, dict) else {}
+    levels["grader_uid"] = os.getuid()
+    status = _proc_status(pid)
+    if status is None:  # gone, or /proc hides it (hidepid): the claims made before student code stand
+        levels["verified"] = False
+        return levels
+    try:
+        levels["uid"] = int(status["Uid"][1])  # effective
+        levels["no_new_privs"] = status.get("NoNewPrivs", ["0"])[0] == "1"
+        levels["seccomp"] = bool(levels.get("seccomp")) and status.get("Seccomp", ["0"])[0] == "2"
+        mine, theirs = os.readlink("/proc/self/ns/net"), os.readlink(f"/proc/{int(pid)}/ns/net")
+        levels["netns"] = mine != theirs
+        levels["verified"] = True
+    except (OSError, KeyError, ValueError, IndexError):
+        levels["verified"] = False
+    return levels
 
 
 def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what works here

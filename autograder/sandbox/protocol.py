@@ -128,10 +128,11 @@ def encode(value, arrays, depth=0):
         else:
             return {"obj": f"numpy {value.dtype}"}
     if isinstance(value, torch.Tensor):
-        from .elsewhere import MARK, to_cpu
+        from .elsewhere import ELSEWHERE, MARK, to_cpu
 
         value, device = to_cpu(value)  # a tensor on a GPU or on the simulated device: its values, and where
-        device = device or getattr(value, MARK, None)  # the judge's: "elsewhere" (sandbox/elsewhere.py)
+        if device is None and getattr(value, MARK, None) == ELSEWHERE.name:  # the judge's input mark, and only
+            device = ELSEWHERE.name  # that: where a result is comes from the tensor itself, never from an attribute
         t = value.detach()
         if t.is_meta:  # no data to send (device="meta"): its dtype and shape, rebuilt on meta
             name = str(t.dtype).replace("torch.", "")

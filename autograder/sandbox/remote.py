@@ -1,7 +1,7 @@
 """The trusted side: a judge talks to the student's code only through a worker process.
 
     judge (runs the properties, the torch references, the verdict; never imports student code)
-      └── zygote  (forked by the judge before any property ran, so it holds no answers)
+      └── zygote  (forked by the sandbox server, which holds nothing of the grader's: server.py)
             └── worker (forked per (re)start; limits applied; runs the submission; see worker.py)
 
 `RemoteStudent` has the same interface as properties/_harness.Student (call, new, invoke,
@@ -14,9 +14,7 @@ children are real local replicas: a property may read and overwrite their weight
 values are sent along with the next call.
 """
 import functools
-import gc
 import json
-import os
 import socket
 import struct
 import time
@@ -33,48 +31,33 @@ from .elsewhere import MARK, uses_elsewhere
 # ---------------------------------------------------------------- zygote
 
 class Zygote:
-    """The judge's handle on a zygote: a process that holds the submission's sources and forks
-    workers for this judge (spawn) and kills them (reap).
+    """The judge's handle on a zygote: a process of the sandbox server (server.py) that holds the
+    submission's sources and forks workers for this judge (spawn) and kills them (reap).
 
-    The zygote lives in this process's sandbox server (server.py), which holds nothing of the
-    grader's, so a worker can find nothing of the judge's in its memory.  Where no server can
-    run, the judge forks the zygote itself, as before the server existed, and every worker's
-    levels say so (problems: "zygote forked by the judge ...")."""
+    The server holds nothing of the grader's, so a worker can find nothing of the judge's in its
+    memory.  Student code never runs in a process descended from the judge: where there is no
+    server, or it does not take the submission, there is no zygote (SandboxUnavailable says why)."""
 
     def __init__(self, sources, errors, root, roots, limit_options=None, train=False):
         from . import server as S
 
         init = {"sources": sources, "errors": list(errors), "root": root, "roots": list(roots),
                 "limit_options": limit_options}
-        srv = S.connect() if limit_options is not None else None
-        if srv is not None:
-            try:
-                sock = srv.open(train=train)
-                S.send_init(sock, init)
-                self.sock, self.pid = sock, None
-                return
-            except (OSError, ValueError) as e:
-                why = f"the sandbox server refused the submission ({e})"
-        else:
-            why = S.reason() if limit_options is not None else None
-        if why:
-            limit_options = dict(limit_options, zygote_problem=f"zygote forked by the judge: {why}")
-        # the fallback: a zygote forked from this judge (its memory is the judge's)
-        gc.freeze()
-        judge_end, zygote_end = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                judge_end.close()
-                from .forkcheck import role
-                role("zygote")
-                from .worker import die_with_parent
-                die_with_parent()
-                S.zygote_loop(zygote_end, sources, errors, root, roots, limit_options)
-            finally:
-                os._exit(0)
-        zygote_end.close()
-        self.sock, self.pid = judge_end, pid
+        self.pid = None
+        self.limited = limit_options is not None  # its workers send their levels first (worker.py)
+        self.allow_weak = bool((limit_options or {}).get("allow_weak"))
+        srv = S.connect()
+        if srv is None:
+            raise SandboxUnavailable(S.reason())
+        try:
+            self.sock = srv.open(train=train)
+        except OSError as e:
+            raise SandboxUnavailable(f"the sandbox server did not answer ({e.strerror or e})") from None
+        try:
+            S.send_init(self.sock, init)
+        except (OSError, ValueError) as e:
+            self.sock.close()
+            raise SandboxUnavailable(f"the sandbox server could not take the submission ({e})") from None
 
     def spawn(self, skip=(), focus=None, needed=(), devices=False):
         """A new worker: (pid, its socket).  `devices`: a device worker (devices.py)."""
@@ -105,10 +88,22 @@ class Zygote:
     def close(self):
         try:
             self.sock.close()
-            if self.pid is not None:
-                os.waitpid(self.pid, 0)
-        except (OSError, ChildProcessError):
+        except OSError:
             pass
+
+
+class SandboxUnavailable(Exception):
+    """No zygote for this submission: no sandbox server here, or it could not take the submission."""
+
+
+class WeakSandbox(Exception):
+    """A worker's sandbox misses a guarantee (limits.missing) and weak sandboxes are not allowed:
+    the worker ran no student code.  `levels`: what it had, as the judge verified it."""
+
+    def __init__(self, levels):
+        from .limits import missing
+        self.levels, self.missing = levels, missing(levels)
+        super().__init__("; ".join(self.missing))
 
 
 # ---------------------------------------------------------------- autograd bridge
@@ -273,10 +268,18 @@ class RemoteStudent:
         focus = self.exercise if self.needed else None
         self.pid, sock = self.zygote.spawn(self.skip, focus=focus, needed=self.needed, devices=self.devices)
         self.sock = P.Channel(sock)
+        deadline = time.monotonic() + self.load_timeout
         try:
-            header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
+            if self.zygote.limited:  # the worker's levels come first, before any student code ran
+                first, _ = self.sock.recv(deadline=deadline)
+                from .limits import missing, verify
+                first = first if isinstance(first, dict) else {}
+                self.levels = verify(first.get("levels"), self.pid)
+                if first.get("refused") is not False or (missing(self.levels) and not self.zygote.allow_weak):
+                    self.abort()
+                    raise WeakSandbox(self.levels)
+            header, _ = self.sock.recv(deadline=deadline)
             self._loaded(header)
-            self.levels = header.get("levels", {}) if isinstance(header.get("levels"), dict) else {}
         except P.ChannelTimeout:
             self.abort()
             self.fatal = (f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",
@@ -484,8 +487,13 @@ class RemoteStudent:
                 written = argument_position(args, kwargs, values[changed[0]]) \
                     if len(changed) == 1 and isinstance(changed[0], int) and 0 <= changed[0] < len(values) else None
                 raise_container_mutated(label, self.last_call, written)
-            for i, after in zip(answer.get("modified", []), answer.get("after", [])):
+            afters = answer.get("after")
+            if not isinstance(afters, list) or len(afters) != len(inputs):
+                raise P.ProtocolError("the inputs did not come back")
+            for i, after in enumerate(afters):  # decided here, on what was sent and what came back
                 after = P.decode(after, out_arrays)
+                if isinstance(after, torch.Tensor) and P.same_values(inputs[i].detach(), after.detach()):
+                    continue
                 failure = PropertyFailure(
                     f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
                     f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "

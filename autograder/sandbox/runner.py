@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import PropertyFailure, TestTimeout
+from ..errors import PropertyFailure, TestTimeout, WeakSandboxError
 
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
 JUDGE_MEMORY_MB = 2048  # address space a judge may add to its grading process's (load/reader.bound_memory)
@@ -268,7 +268,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
         from ..errors import PropertyFailure
         from ..properties import REGISTRY
         from ..properties._harness import grading_profile
-        from .remote import RemoteStudent, Zygote
+        from .remote import RemoteStudent, SandboxUnavailable, WeakSandbox, Zygote
 
         from ..load.reader import bound_memory, peak_mib
         from .worker import die_with_parent
@@ -276,15 +276,23 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
         bound_memory(JUDGE_MEMORY_MB)  # whatever the worker sends, this judge stays within it
         grading_profile(course.max_examples)
         sources, read_errors, root, roots = reading.sources, reading.errors, reading.root, reading.files
+        from .limits import weak_allowed
         options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
-                   "view": os.environ.get("SEQGRADER_SANDBOX_VIEW") or "new root"}  # "deny-list": the fallback
+                   "allow_weak": weak_allowed()}
         cpu0, t0 = time.process_time(), time.monotonic()
-        zygote = Zygote(sources, read_errors, root, roots, options, train=exercise in TRAINING)
-        student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
         try:
+            zygote = Zygote(sources, read_errors, root, roots, options, train=exercise in TRAINING)
+            student = RemoteStudent(zygote, exercise, course.load_timeout, read_errors)
             student.start()
         except PropertyFailure:
             pass  # every test will report the load failure
+        except SandboxUnavailable as e:
+            emit({"event": "refused", "why": f"no sandbox for this submission: {e}"})
+            return
+        except WeakSandbox as e:
+            emit({"event": "refused", "why": "the sandbox here does not keep student code from: " + "; ".join(e.missing),
+                  "missing": e.missing})
+            return
         t_loaded = time.monotonic()
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
         ex = course.exercises[exercise]
@@ -444,6 +452,7 @@ class _Job:
         self.test_deadline = None
         self.ex_deadline = now + cfg.timeout
         self.loaded = False
+        self.refused = None  # why the judge would not let student code run here (WeakSandboxError)
         self.levels = {}
         self.timing = {}  # TIMING keys, summed over the judges of this exercise
         self.starts = 0  # judges started (1 unless one crashed or ran out of time)
@@ -535,6 +544,11 @@ class ForkRunner:
                 if chunk and len(job.buf) + len(chunk) <= MAX_EVENT_BYTES:
                     job.buf += chunk
                     self._parse(job, progress)
+                    if job.refused:  # no sandbox worth the name here: nobody is graded
+                        for other in running.values():
+                            self._kill(other)
+                            os.close(other.fd)
+                        raise WeakSandboxError(job.refused)
                     continue
                 del running[fd]
                 if chunk:  # a judge that says this much is broken: it is stopped, as a crash
@@ -601,7 +615,9 @@ class ForkRunner:
             except ValueError:
                 continue
             kind = ev.get("event")
-            if kind == "loaded":
+            if kind == "refused":
+                job.refused = str(ev.get("why") or "the sandbox refused to run the submission")
+            elif kind == "loaded":
                 job.loaded = True
                 if job.load_errors is None:
                     job.load_errors = list(ev.get("load_errors", []))

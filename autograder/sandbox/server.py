@@ -47,6 +47,17 @@ PR_SET_PDEATHSIG = 1
 _SERVER = None  # this process's server (judges forked from it share it)
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option, arg):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, arg, 0, 0, 0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
 def _prctl_pdeathsig():
     try:
         import ctypes
@@ -330,8 +341,12 @@ def _warm_up():
     import matplotlib.pyplot  # noqa: F401
 
     from ..load import submission  # noqa: F401
-    from . import limits, protocol, worker  # noqa: F401
+    from . import kernel, limits, protocol, worker  # noqa: F401
     limits.view_plan()  # what the workers' filesystem view holds: worked out once
+    try:
+        kernel._seccomp()  # libseccomp, loaded once: a confined worker need not read it
+    except OSError:
+        pass  # each worker says so (levels' problems), and the sandbox is weak there
 
 
 _OPTIM_WARM = False
@@ -476,8 +491,15 @@ def serve_zygote(sock):
 
 
 def zygote_loop(sock, sources, errors, root, roots, limit_options):
-    """Fork a worker on each "spawn", kill and reap it on "reap"; on EOF kill every worker."""
-    from .worker import kill_and_wait, worker_main
+    """Fork a worker on each "spawn", kill and reap it on "reap"; on EOF kill every worker.  A child
+    subreaper: whatever a worker leaves behind becomes this zygote's child when its parent dies,
+    and is killed with the worker (worker.kill_orphans), where no cgroup or uid can reach it."""
+    from .worker import kill_and_wait, kill_orphans, worker_main
+
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except OSError:
+        pass  # the watchdog, the cgroup or the uid still reach them where there is one
 
     workdirs = {}
     while True:
@@ -518,11 +540,13 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
         elif cmd.startswith(b"reap"):
             pid, grace = struct.unpack("<qd", cmd[4:20])
             status, cpu = kill_and_wait(pid, limit_options, grace)
+            kill_orphans(set(workdirs) - {pid})
             _rmtree(workdirs.pop(pid, None))
             sock.sendall(struct.pack("<d", cpu) + status.encode()[:52].ljust(52))
     for pid in list(workdirs):
         kill_and_wait(pid, limit_options)
         _rmtree(workdirs.pop(pid))
+    kill_orphans(set())
 
 
 def _rmtree(path):

@@ -14,7 +14,9 @@ Requests (header "op"):
                                                 inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
   random_state {}                               a fingerprint of the global random states
-Answers: {"ok": value, "call": id, "modified": [...]}, {"raised": {...}}, {"missing": name}.
+Answers: {"ok": value, "call": id, "after": [every input tensor as it is now]}, {"raised": {...}},
+{"missing": name}.  Before any of them, once: {"levels": what apply_worker_limits put in force,
+"refused": true when a guarantee is missing and weak sandboxes are not allowed}.
 """
 import os
 import sys
@@ -128,14 +130,13 @@ class Worker:
         if place is not None:
             args, kwargs = place.put(args), place.put(kwargs)
         inputs = P.flat_tensors(list(args) + list(kwargs.values()))
-        before = [t.detach().clone() for t in inputs]
         containers = P.container_snapshot(list(args) + list(kwargs.values()))
         try:
             out = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             return {"raised": self.exception(e)}
-        modified = [i for i, (t, b) in enumerate(zip(inputs, before)) if not P.same_values(t.detach(), b)]
-        answer = {"modified": modified, "after": [P.encode(inputs[i], out_arrays) for i in modified]}
+        # every input as it is now: the judge compares them with what it sent (remote.py)
+        answer = {"after": [P.encode(t, out_arrays) for t in inputs]}
         try:
             now = P.container_snapshot(list(args) + list(kwargs.values())) if containers is not None else None
             if now != containers:  # a list or dict argument changed in place: which ones (positions)
@@ -284,18 +285,29 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         P.close_other_fds([sock.fileno()])
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
-        levels = apply_limits(workdir, dict(limit_options or {}, devices=True) if devices and limit_options is not None
+        allow_weak = bool((limit_options or {}).get("allow_weak"))
+        if limit_options is not None:
+            limit_options = {k: v for k, v in limit_options.items() if k != "allow_weak"}
+        levels = apply_limits(workdir, dict(limit_options, devices=True) if devices and limit_options is not None
                               else limit_options)
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
 
         forget_the_grader()
         seed_everything()
+        # the only word on the sandbox the judge takes from a worker: sent before any student code
+        # runs, and no student code runs where a guarantee is missing unless the instructor allowed it
+        if limit_options is not None:
+            from .limits import missing
+            gaps = missing(levels)
+            P.send(sock, {"levels": levels, "refused": bool(gaps) and not allow_weak})
+            if gaps and not allow_weak:
+                return
         if isinstance(levels, dict) and levels.get("view") == "new root" and levels.get("submission") and root:
             sources, root, roots = in_the_view(sources, root, roots)
         keep_python_path(root)
         sub = exec_sources(sources, errors, root, skip=skip, focus=focus, needed=needed)
-        P.send(sock, loaded_header(sub, levels=levels))
+        P.send(sock, loaded_header(sub))
         Worker(sock, sub, roots, devices=devices).serve()
     except BaseException:  # noqa: BLE001
         pass
@@ -467,3 +479,46 @@ def kill_and_wait(pid, limit_options, grace=0.0):
         except ChildProcessError:
             text = "unknown"
     return text, cpu
+
+
+def _children(pid):
+    """The live processes whose parent is `pid` (read from /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            out.append(int(name))
+    return out
+
+
+def kill_orphans(workers, deadline=2.0):
+    """(In the zygote, a child subreaper: server.py) kill the processes a worker left behind --
+    a daemon that left its session and process group, a fork bomb's children -- which the kernel
+    made this process's children when their parents died, whatever uid they run as, where no
+    cgroup or uid can find them.  `workers`: the live workers' pids, spared.  Reaps them too."""
+    import signal as _signal
+    import time
+
+    end = time.monotonic() + deadline
+    while True:
+        left = [p for p in _children(os.getpid()) if p not in workers]
+        for p in left:
+            try:
+                os.kill(p, _signal.SIGKILL)
+            except OSError:
+                pass
+        for p in left:  # reaped here: nobody else waits for an orphan
+            try:
+                os.waitpid(p, 0)
+            except ChildProcessError:
+                pass
+        if not left or time.monotonic() >= end:
+            return len(left)
+        time.sleep(0.01)
+
