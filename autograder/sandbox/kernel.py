@@ -40,14 +40,10 @@ nothing about files, signals, memory or CPU time.
 """
 import ctypes
 import errno
-import json
 import os
 import platform
-import select
-import signal
 import stat
 import threading
-import time
 
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -343,49 +339,30 @@ def _nothing_holds(**errors):
             "seccomp": False, "errors": errors}
 
 
+def _probe():
+    """(In run_limited's child.)  What holds here, tried on this process."""
+    out = _nothing_holds()
+    try:
+        _seccomp()
+    except OSError:
+        pass
+    try:
+        out["landlock_abi"] = landlock_abi()
+        got = landlock()
+        out.update(landlock=True, **{k: got[k] for k in ("tcp", "signals", "abstract_unix")})
+    except OSError as e:
+        out["errors"]["landlock"] = str(e)
+    try:
+        out["seccomp"] = seccomp_deny()["seccomp"]
+    except OSError as e:
+        out["errors"]["seccomp"] = str(e)
+    return out
+
+
 def what_holds(timeout=10.0) -> dict:
     """What this machine allows, tried in a forked child: {"landlock_abi": n, "landlock": bool,
     "tcp": bool, "signals": bool, "abstract_unix": bool, "seccomp": bool, "errors": {step: message}}."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            out = _nothing_holds()
-            try:
-                _seccomp()
-            except OSError:
-                pass
-            try:
-                out["landlock_abi"] = landlock_abi()
-                got = landlock()
-                out.update(landlock=True, **{k: got[k] for k in ("tcp", "signals", "abstract_unix")})
-            except OSError as e:
-                out["errors"]["landlock"] = str(e)
-            try:
-                out["seccomp"] = seccomp_deny()["seccomp"]
-            except OSError as e:
-                out["errors"]["seccomp"] = str(e)
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data, deadline = b"", time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if select.select([r], [], [], max(deadline - time.monotonic(), 0))[0]:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    break
-                data += chunk
-    finally:
-        os.close(r)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-    try:
-        return json.loads(data)
-    except ValueError:
-        return _nothing_holds(probe="the probe child gave no answer")
+    from ..load.reader import run_limited
+
+    out = run_limited(_probe, seconds=timeout)
+    return out if isinstance(out, dict) else _nothing_holds(probe=f"the probe child gave no answer ({out})")
