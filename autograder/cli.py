@@ -29,7 +29,7 @@ def cmd_grade(args):
             course.reference(ex)
     from .grading import grade
     from .report.text import render_text
-    from .sandbox import ForkRunner, InProcessRunner
+    from .judge import ForkRunner, InProcessRunner
 
     runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
     from .selfcheck import ensure
@@ -79,7 +79,7 @@ def cmd_self_check(args):
         server.prestart()
     from .config import load_course
     from .errors import GraderEnvironmentError
-    from .sandbox import ForkRunner, InProcessRunner
+    from .judge import ForkRunner, InProcessRunner
     from .selfcheck import cache_dir, ensure, environment
 
     course = load_course(args.course)

@@ -106,7 +106,7 @@ def build_report(path, course, ids, registry, raw, start):
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests, load_errors))
     from .load.reader import peak_mib
-    from .sandbox.runner import PEAKS
+    from .judge.runner import PEAKS
     timing = {}
     for got in raw.values():
         for k, v in (got.get("timing") or {}).items():
@@ -122,7 +122,7 @@ def build_report(path, course, ids, registry, raw, start):
 
 # Every text of a report passes through safe.cap here, whatever produced it: a report, and every
 # page, terminal and spreadsheet made from it, stays within these sizes and holds no control
-# character (the judge caps what it takes of a worker already: sandbox/remote.py)
+# character (the judge caps what it takes of a worker already: judge/remote.py)
 TEXT_CHARS, TEXT_LINES = 4000, 80  # one text of an outcome (a message, a detail, a hint)
 LOAD_ERROR_CHARS, MAX_LOAD_ERRORS = 600, 50
 MAX_ITEMS, MAX_DEPTH = 500, 12  # of a list or dict in an outcome (a counterexample's values)

@@ -168,7 +168,7 @@ def _remembered(hit, env):
 
 def devices_used(raw):
     """{device: [tests]} the device sentences ran on ("cuda:0", or "meta": the simulated device),
-    and {"problems": [...]} why a device worker could not use the GPU (sandbox/elsewhere.py)."""
+    and {"problems": [...]} why a device worker could not use the GPU (checks/elsewhere.py)."""
     out, problems = {}, []
     for ex, got in raw.items():
         for name, o in (got.get("tests") or {}).items():

@@ -133,8 +133,8 @@ def phases(args, profile=None):
     from autograder.properties import REGISTRY, Student, load_all
     from autograder.properties._harness import grading_profile
     from autograder.sandbox import protocol as P
-    from autograder.sandbox import runner as R
-    from autograder.sandbox.remote import RemoteStudent, Zygote
+    from autograder.judge import runner as R
+    from autograder.judge.remote import RemoteStudent, Zygote
 
     course = load_course(None)
     path = args.submission

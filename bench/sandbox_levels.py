@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.sandbox import limits as L  # noqa: E402
+from autograder.sandbox import identity as I, limits as L  # noqa: E402
 
 MIB = 1 << 20
 
@@ -82,7 +82,7 @@ def in_worker(action, *, as_uid=None, wait_exit=True, **kw):
 
 def finish(handle, pid, uid=None):
     mid, workdir, r, pr = handle
-    out = L.kill_worker_tree(pid, uid)
+    out = I.kill_worker_tree(pid, uid)
     os.kill(mid, signal.SIGKILL)
     os.waitpid(mid, 0)
     os.close(r), os.close(pr)
@@ -91,7 +91,7 @@ def finish(handle, pid, uid=None):
 
 
 def alive(pid):
-    return L._pid_alive(pid)
+    return I._pid_alive(pid)
 
 
 # ---------------------------------------------------------------- the probes
@@ -216,7 +216,7 @@ def main():
     vm = {k: v for k, v in (ln.split(":") for ln in open("/proc/self/status") if ln.startswith(("VmSize", "VmData")))}
     print(f"machine: uid {os.getuid()}, {os.cpu_count()} cores, kernel {os.uname().release}; "
           f"judge after import torch: VmSize {vm['VmSize'].strip()}, VmData {vm['VmData'].strip()}")
-    cg = L.cgroup_paths(os.getpid())
+    cg = I.cgroup_paths(os.getpid())
     print(f"cgroups: {', '.join(f'{k} under {os.path.dirname(p)}' for k, p in cg.items()) or 'none found'}")
 
     lv, rep, pid, h = in_worker(lambda lv: {})
@@ -288,12 +288,12 @@ def main():
         time.sleep(0.05)
     show("same daemon, the judge never cleans up (watchdog on):", {
         "alive 3 s after the worker exited": alive(d),
-        "worker cgroups left": [p for p in L.cgroup_paths(pid).values() if os.path.isdir(p)]})
+        "worker cgroups left": [p for p in I.cgroup_paths(pid).values() if os.path.isdir(p)]})
     finish(h, pid)
 
     if os.geteuid() == 0:
-        lv_u, rep, pid, h = in_worker(lambda lv: {"uid": os.getuid()}, as_uid=L.WORKER_UID_BASE - 11)
-        finish(h, pid, uid=L.WORKER_UID_BASE - 11)
+        lv_u, rep, pid, h = in_worker(lambda lv: {"uid": os.getuid()}, as_uid=I.WORKER_UID_BASE - 11)
+        finish(h, pid, uid=I.WORKER_UID_BASE - 11)
         show("as a non-root judge (user namespace fallback):", {
             "userns": lv_u.get("userns"), "netns": lv_u.get("netns"), "readonly_fs": lv_u.get("readonly_fs"),
             "problems": lv_u.get("problems")})

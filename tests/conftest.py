@@ -72,7 +72,7 @@ def remote_student(path, source, exercise, limit_options=None):
     import torch
 
     from autograder.load import read_sources
-    from autograder.sandbox.remote import RemoteStudent, Zygote
+    from autograder.judge.remote import RemoteStudent, Zygote
 
     torch.set_num_threads(1)  # as the runner does before forking
     path.write_text(source)

@@ -286,7 +286,7 @@ def test_correct_variant_gets_full_marks(path):
     # through the sandbox, in this process (one torch import for all of them), at four times
     # course.yml's examples: a correct variant must never be rejected
     from autograder.grading import grade
-    from autograder.sandbox import ForkRunner
+    from autograder.judge import ForkRunner
 
     course = load_course(max_examples=20)
     report = grade(path, course, ForkRunner(course), exercises=[EX]).to_dict()

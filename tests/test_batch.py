@@ -408,7 +408,7 @@ def test_the_course_travels_as_bytes_and_stays_private(tmp_path):
     read), written on the worker into a private folder that the grading processes hide from the
     submissions; a submission's files are written into its own folder, never outside it."""
     from autograder.batch.cluster import course_bundle, materialise_course, write_submission
-    from autograder.sandbox.runner import hidden_paths
+    from autograder.judge.runner import hidden_paths
 
     src = tmp_path / "mycourse"
     shutil.copytree(ROOT / "solutions", src / "solutions", ignore=shutil.ignore_patterns("__pycache__"))

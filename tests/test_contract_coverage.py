@@ -122,7 +122,7 @@ def test_every_exercise_appears_when_the_submission_lacks_its_functions(tmp_path
     functions (score 0, feedback says what is missing)" (in this process: nothing runs)."""
     from autograder.config import load_course
     from autograder.grading import grade
-    from autograder.sandbox import InProcessRunner
+    from autograder.judge import InProcessRunner
 
     sub = tmp_path / "empty.py"
     sub.write_text("# nothing yet\n", encoding="utf-8")

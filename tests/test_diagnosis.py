@@ -25,7 +25,7 @@ from autograder.properties._harness import Student
 from autograder.report.feedback import feedback_text
 from autograder.report.model import TestResult
 from autograder.report.text import render_text
-from autograder.sandbox import ForkRunner
+from autograder.judge import ForkRunner
 
 from .conftest import ROOT, Namespace, failures_in_process, reference_with
 from .heldout_multi import CASES

@@ -735,7 +735,7 @@ def test_end_to_end_through_the_sandbox(tmp_path):
     explanation comes back with the failed tests, in the JSON and in the report's text."""
     from autograder.config import load_course
     from autograder.grading import grade
-    from autograder.sandbox import ForkRunner
+    from autograder.judge import ForkRunner
 
     course = load_course()
     sub = tmp_path / "masked_loss.py"

@@ -1,4 +1,4 @@
-"""The device sentences on every machine: the simulated device (sandbox/elsewhere.py) behaves as a
+"""The device sentences on every machine: the simulated device (checks/elsewhere.py) behaves as a
 GPU does for the code students write -- a device-aware function keeps the device and the values, one
 that builds on the CPU returns a CPU tensor or raises -- and the marks cross the protocol; the GPUs
 a device worker may see are read the way CUDA reads CUDA_VISIBLE_DEVICES (sandbox/devices.py)."""
@@ -12,7 +12,7 @@ import torch
 
 from autograder.sandbox import devices
 from autograder.sandbox import protocol as P
-from autograder.sandbox.elsewhere import (ELSEWHERE, MARK, SIMULATED, Place, SimTensor, bring_back, device_of,
+from autograder.checks.elsewhere import (ELSEWHERE, MARK, SIMULATED, Place, SimTensor, bring_back, device_of,
                                           put_elsewhere, uses_elsewhere)
 
 from .conftest import remote_student
@@ -249,7 +249,7 @@ def test_the_simulated_device_imports_no_compiler():
     import subprocess
     import sys
 
-    code = ("import sys, torch\nfrom autograder.sandbox.elsewhere import *\np = Place()\n"
+    code = ("import sys, torch\nfrom autograder.checks.elsewhere import *\np = Place()\n"
             "with p.active():\n    x = p.put(put_elsewhere(torch.tensor([2, 1])))\n"
             "    (torch.arange(2, device=x.device)[None] < x[:, None]).tolist()\n"
             "print(any(m.startswith('torch._dynamo.') for m in sys.modules))")

@@ -54,9 +54,9 @@ def _cgroup_base():
     every process of that command, daemons included, stays in it or below it (only root can move a
     process out, and the workers are not root).  None where no cgroup can be made (then processes
     are found by an environment marker, which only catches what runs before the worker's limits)."""
-    from autograder.sandbox import limits as L
+    from autograder.sandbox import identity as I
 
-    for kind, path in sorted(L.cgroup_paths(0).items(), key=lambda kv: kv[0] != "pids"):
+    for kind, path in sorted(I.cgroup_paths(0).items(), key=lambda kv: kv[0] != "pids"):
         parent = os.path.dirname(path)
         probe = os.path.join(parent, f"hostile-probe-{os.getpid()}")
         try:

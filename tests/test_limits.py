@@ -28,7 +28,7 @@ import torch
 # this process does not survive fork (the worker would hang or die in its first matmul)
 torch.set_num_threads(1)
 
-from autograder.sandbox import limits as L
+from autograder.sandbox import identity as I, limits as L, view as V
 
 from .conftest import ROOT, real_place
 
@@ -143,7 +143,7 @@ def run_in_worker(action, *, timeout=8.0, before_kill=None, after_exit=None, jud
             after_exit = None
         if before_kill is not None:
             before_kill(run)
-        run.killed = L.kill_worker_tree(run.pid, judge_uid if run.levels.get("userns") else None)
+        run.killed = I.kill_worker_tree(run.pid, judge_uid if run.levels.get("userns") else None)
         line = line or _read_line(st_r, 3)
         run.status = int(line) if line.strip().lstrip("-").isdigit() else None
     finally:
@@ -210,7 +210,7 @@ def test_a_worker_that_called_setsid_itself_keeps_its_session():
         lv = L.apply_worker_limits(workdir, watchdog=False)
         os._exit(0 if lv["session"] == "session" and not any("setsid" in p for p in lv["problems"]) else 1)
     _, status = os.waitpid(pid, 0)
-    L.kill_worker_tree(pid)
+    I.kill_worker_tree(pid)
     shutil.rmtree(workdir, ignore_errors=True)
     assert os.WEXITSTATUS(status) == 0
 
@@ -247,13 +247,13 @@ def test_never_raises_even_with_a_missing_workdir():
         except BaseException:  # noqa: BLE001
             os._exit(4)
     _, status = os.waitpid(pid, 0)
-    L.kill_worker_tree(pid)
+    I.kill_worker_tree(pid)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def test_worker_uid_is_one_per_worker():
-    assert L.worker_uid(123) != L.worker_uid(124) or L.worker_uid(123) == L.NOBODY
-    assert L.worker_uid(123) not in (0, os.getuid())
+    assert I.worker_uid(123) != I.worker_uid(124) or I.worker_uid(123) == I.NOBODY
+    assert I.worker_uid(123) not in (0, os.getuid())
 
 
 # ---------------------------------------------------------------- memory
@@ -487,7 +487,7 @@ def test_the_view_holds_only_python_and_the_submission():
 
     def look(levels):
         import sys
-        plan = L.view_plan()
+        plan = V.view_plan()
         out = {"top": sorted(os.listdir("/")), "roots": plan["roots"], "env": sorted(os.environ),
                "argv": sys.argv, "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
                "me": os.getpid()}
@@ -585,7 +585,7 @@ def test_without_a_mount_namespace_landlock_gives_the_same_view(tmp_path):
 
 LANDLOCK_PROBE = """
 import json, os, signal, socket, sys, tempfile
-from autograder.sandbox import limits as L
+from autograder.sandbox import identity as I, limits as L, view as V
 course, sub = sys.argv[1], sys.argv[2]
 workdir = tempfile.mkdtemp()
 r, w = os.pipe()
@@ -614,7 +614,7 @@ data = b""
 while chunk := os.read(r, 65536):
     data += chunk
 os.waitpid(pid, 0)
-L.kill_worker_tree(pid)
+I.kill_worker_tree(pid)
 print(data.decode())
 """
 
@@ -738,13 +738,13 @@ def test_the_watchdog_kills_leftovers_even_if_the_judge_never_cleans_up():
         seen["daemon_alive"] = _alive(d)
         # the watchdog removes the cgroups, then the workdir, after the kill: poll, a loaded
         # machine may take a while (CI once saw them a few ms after the daemon died)
-        paths = list(L.cgroup_paths(run.pid).values())
+        paths = list(I.cgroup_paths(run.pid).values())
         deadline = time.monotonic() + 6
         while time.monotonic() < deadline and (
                 any(os.path.isdir(p) for p in paths) or os.path.exists(run.levels["tmpdir"])):
             time.sleep(0.05)
         seen["cgroups_left"] = [p for p in paths if os.path.isdir(p)]
-        seen["procs_left"] = {p: L._cgroup_procs(p) for p in seen["cgroups_left"]}
+        seen["procs_left"] = {p: I._cgroup_procs(p) for p in seen["cgroups_left"]}
         seen["workdir_left"] = os.path.exists(run.levels["tmpdir"])
 
     run = run_in_worker(_daemon, after_exit=judge_died, remove_workdir=True)
@@ -759,7 +759,7 @@ def test_the_watchdog_kills_leftovers_even_if_the_judge_never_cleans_up():
 # ---------------------------------------------------------------- not root
 
 def test_without_root_an_unprivileged_user_namespace_still_isolates():
-    uid = L.WORKER_UID_BASE - 7  # a plain user for the judge M
+    uid = I.WORKER_UID_BASE - 7  # a plain user for the judge M
     marker = f"pwned-userns-{os.getpid()}"
     place = real_place("userns")  # a folder like a checkout, where one lives (not under /tmp)
     os.chmod(place, 0o777)  # writable for anybody: only the worker's read-only view keeps it out

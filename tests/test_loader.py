@@ -100,7 +100,7 @@ def _worker(folder, exercise):
 
     from autograder.load import read_sources
     from autograder.properties import load_all
-    from autograder.sandbox.remote import RemoteStudent, Zygote
+    from autograder.judge.remote import RemoteStudent, Zygote
 
     torch.set_num_threads(1)
     load_all()  # the judge knows which functions each exercise needs

@@ -71,7 +71,7 @@ def reports(bob, tmp_path_factory):
     notebook in this process (trusted / nothing runs), the endless loop in the sandbox with 1 s
     per test; bob by the command line (conftest.py).  Plus a swapped sin/cos, whose worked example
     must not be printed twice."""
-    from autograder.sandbox import ForkRunner, InProcessRunner
+    from autograder.judge import ForkRunner, InProcessRunner
 
     tmp = tmp_path_factory.mktemp("views")
     course = load_course(None, max_examples=1)
@@ -422,7 +422,7 @@ def test_a_submission_not_graded_is_not_graded_in_every_kind_of_report(reports):
 def test_one_unreadable_notebook_of_a_folder_is_that_exercise_not_graded(tmp_path):
     """A folder submission whose masks.ipynb is cut off: masks is "not graded" (no card, no
     "not defined"); the other exercises are graded as usual."""
-    from autograder.sandbox import InProcessRunner
+    from autograder.judge import InProcessRunner
 
     sub = tmp_path / "erin"
     sub.mkdir()

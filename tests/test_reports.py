@@ -21,7 +21,7 @@ from autograder.report.html import render_html
 from autograder.report.markdown import render_markdown
 from autograder.report.plots import picture
 from autograder.report.terminal import render_rich_text
-from autograder.sandbox import InProcessRunner
+from autograder.judge import InProcessRunner
 
 from .conftest import ROOT  # bob.ipynb graded once per session: the `bob` fixture of conftest.py
 

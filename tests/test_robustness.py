@@ -79,7 +79,7 @@ def test_a_function_that_hung_once_gets_a_short_limit_in_its_other_tests(tmp_pat
     """An endless loop costs one test's limit, not one per test of the function: the function's
     next test, and the tests of the functions that call it, get HUNG_LIMIT seconds, so a call that
     returns at once still passes; after a second time-out its other tests are not run."""
-    from autograder.sandbox.runner import HUNG_LIMIT
+    from autograder.judge.runner import HUNG_LIMIT
 
     c = yaml.safe_load((ROOT / "course.yml").read_text())
     for ex in c["exercises"].values():
@@ -120,8 +120,8 @@ def test_the_runner_says_when_it_waits_on_a_stalled_test(tmp_path):
 
     from autograder.config import load_course
     from autograder.grading import grade
-    from autograder.sandbox import ForkRunner
-    from autograder.sandbox.runner import STALL_AFTER
+    from autograder.judge import ForkRunner
+    from autograder.judge.runner import STALL_AFTER
 
     c = yaml.safe_load((ROOT / "course.yml").read_text())
     for t in c["exercises"]["masks"]["tests"].values():
@@ -176,7 +176,7 @@ def test_a_slow_worker_keeps_its_priority_alone_and_in_a_batch(tmp_path, batch):
     grade-batch (on_stall set) alike."""
     from autograder.config import load_course
     from autograder.grading import grade
-    from autograder.sandbox import ForkRunner
+    from autograder.judge import ForkRunner
 
     sub = tmp_path / "masks.py"
     sub.write_text(MASKS + IDLE_SEEN)

@@ -111,7 +111,7 @@ def test_gradients_come_back_exactly_and_cheaply(remote):
 SYMPY_CHECK = """
 import sys, torch
 from autograder.load import read_sources
-from autograder.sandbox.remote import RemoteStudent, Zygote
+from autograder.judge.remote import RemoteStudent, Zygote
 torch.set_num_threads(1)
 sources, errors, root = read_sources(sys.argv[1])
 zygote = Zygote(sources, errors, root, [sys.argv[1]], None)

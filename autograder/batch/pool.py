@@ -93,7 +93,7 @@ def worker_main(config_json):
     server.prestart()  # before this process holds anything of a student's: see server.py
     cfg = json.loads(config_json)
     from ..config import load_course
-    from ..sandbox import ForkRunner
+    from ..judge import ForkRunner
 
     course = load_course(cfg["course"], language=cfg["language"], max_examples=cfg["max_examples"])
     runner = ForkRunner(course, workers=cfg["runner_workers"], share=cfg.get("share", True), many=True)

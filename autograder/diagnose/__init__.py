@@ -5,7 +5,7 @@
     probes/<ex>.py    each exercise's probes (as autograder/properties/ has each exercise's tests)
     engine.py         observations -> aspects -> the mistakes that account for them; the budget
 
-The runner calls ``diagnose_outcomes`` (sandbox/runner.py); the tests also use ``diagnose``,
+The runner calls ``diagnose_outcomes`` (judge/runner.py); the tests also use ``diagnose``,
 ``observations``, ``signatures``, ``agree`` and ``describe``.  See engine.py for how a mistake is
 matched.
 """

@@ -59,7 +59,7 @@ feedback stands.
 Mistakes are run lazily, probe by probe, stopping at the first refutation (a form of a mistake
 refuted where its first form was is not run again); mistakes whose code cannot reach f (it
 redefines nothing f uses) are not run at all.  A diagnosis costs 0.1-1 s in the judge; it runs
-after every test of an exercise has its result (sandbox/runner.py), under its own time budget,
+after every test of an exercise has its result (judge/runner.py), under its own time budget,
 and only adds to them.
 """
 import ast

@@ -17,7 +17,7 @@ def probe(exercise, function, isolates=False, on_device=False):
     """Register a probe of `function` (an exercise function, or a class like MultiHeadAttention).
     `isolates`: its inputs make a part of the function irrelevant (a saturated gate, alike gate
     blocks), so that a mistake elsewhere is seen alone.  `on_device`: it gives the function an
-    argument on another device (sandbox/elsewhere.py), which only the function's own exercise
+    argument on another device (checks/elsewhere.py), which only the function's own exercise
     asks for (tiny_lm does not register it again for the parts pasted into it)."""
     def register(fn):
         fn.isolates = isolates or getattr(fn, "isolates", False)  # (tiny_lm registers the parts' probes again)

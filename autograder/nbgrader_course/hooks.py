@@ -73,7 +73,7 @@ def refuse_if_the_grader_fails(notebooks):
         return
     try:
         from ..config import load_course
-        from ..sandbox import ForkRunner
+        from ..judge import ForkRunner
         from ..selfcheck import ensure
 
         root = paths[0].parents[3]  # submitted/<student>/<assignment>/<notebook>.ipynb

@@ -57,7 +57,7 @@ def grade_notebook(nb, exercise, course_file=None):
     """Grade one notebook object for `exercise`; returns the report dict."""
     from ..config import load_course
     from ..grading import grade
-    from ..sandbox import ForkRunner
+    from ..judge import ForkRunner
 
     from ..selfcheck import ensure
 

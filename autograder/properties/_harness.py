@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
-from ..sandbox.elsewhere import Place, bring_back, device_of, uses_elsewhere
+from ..checks.elsewhere import Place, bring_back, device_of, uses_elsewhere
 from ..sandbox.protocol import container_snapshot, same_values
 
 # ---------------------------------------------------------------- registry
@@ -504,7 +504,7 @@ def raise_container_mutated(label, call, written=None):
 
 class Student:
     """The student's functions, called safely: crashes become PropertyFailures.  A call with an
-    argument on "another device" runs on the simulated device (sandbox/elsewhere.py), and its
+    argument on "another device" runs on the simulated device (checks/elsewhere.py), and its
     results come back marked with where they were, as from a worker."""
 
     def __init__(self, submission, roots=(), exercise=None):
@@ -582,8 +582,8 @@ class Student:
 
     def global_random_state(self):
         """A fingerprint of this process's global random states (torch, numpy, random): equal
-        before and after a call that left them alone (sandbox/rngstate.py)."""
-        from ..sandbox.rngstate import digest
+        before and after a call that left them alone (checks/rngstate.py)."""
+        from ..checks.rngstate import digest
 
         return digest()
 
@@ -663,7 +663,7 @@ def check_tensor(x, what, *, shape=None, dtype=None, device=None, student=None, 
 
 
 def check_elsewhere(x, what, *, student, asked_zh, asked_en, hint_zh, hint_en):
-    """`x`, from a call with an argument on another device (sandbox/elsewhere.py: the GPU where
+    """`x`, from a call with an argument on another device (checks/elsewhere.py: the GPU where
     the machine has one, else a simulated device), must be on that device.  The message names no
     device, so the feedback is the same on every machine; `asked_*` says what asked for it."""
     where = device_of(x)

@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ..errors import StudentCrash
-from ..sandbox.elsewhere import ELSEWHERE, put_elsewhere, uses_elsewhere
+from ..checks.elsewhere import ELSEWHERE, put_elsewhere, uses_elsewhere
 from ._harness import check_elsewhere, check_equal, check_tensor, fail, prop, same_device_crash
 from .strategies import lengths_for, padding_mask_ref, sizes
 
@@ -127,7 +127,7 @@ def padding_rejects(student, B, T, bad, data):
 
 # "Built on `device`" cannot show on the CPU alone: every tensor is on the CPU whether or not the
 # function used `device`.  So the properties also ask for a device that is not the CPU, ELSEWHERE
-# (sandbox/elsewhere.py): the GPU on a machine that has one, else a simulated device that holds its
+# (checks/elsewhere.py): the GPU on a machine that has one, else a simulated device that holds its
 # values on the CPU.  Code that uses `device` (a factory's device=, .to(device) afterwards) builds
 # there; code that ignores it returns a mask on the CPU, or raises when it mixes the two.
 

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ..errors import StudentCrash
-from ..sandbox.elsewhere import ELSEWHERE, put_elsewhere
+from ..checks.elsewhere import ELSEWHERE, put_elsewhere
 from ._harness import check_close, check_elsewhere, check_tensor, fail, prop, same_device_crash
 from .strategies import float_tensors, sizes
 
@@ -245,7 +245,7 @@ def add_values(student, X):
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]]] * 2, dtype=torch.float64), dtype=torch.float32, where="cpu")
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64), dtype=torch.float16, where="cpu")
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.float64), dtype=torch.bfloat16, where="cpu")
-# X on a device other than the CPU (the GPU where there is one, else a simulated one: sandbox/elsewhere.py)
+# X on a device other than the CPU (the GPU where there is one, else a simulated one: checks/elsewhere.py)
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0, 2.0, 1.5]] * 3] * 2, dtype=torch.float64), dtype=torch.float32,
          where=ELSEWHERE.name)
 def add_dtype(student, X, dtype, where):

@@ -12,7 +12,7 @@ Information boundary: logits at t depend on tokens 0..t only.  It is checked twi
 tokens after t leaves logits[:, :t+1] unchanged, and the gradient of logits[:, :t+1] with respect
 to the embedding rows of the tokens after t is exactly 0 (tokens are drawn distinct, one
 embedding row per position, so a row's gradient is that position's).  The gradient is a
-vector-Jacobian product computed where the student's code runs (sandbox/remote.py).  Padding:
+vector-Jacobian product computed where the student's code runs (judge/remote.py).  Padding:
 valid logits and the loss do not change with the padded tokens or the amount of padding.
 
 The properties pass the student judge-made params (not the student's init), so a mistake in

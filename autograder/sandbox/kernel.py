@@ -142,6 +142,27 @@ def _libc():
     return _LIBC
 
 
+def check(ret, what):
+    """Raise OSError (errno and `what`) when a libc call returned non-zero."""
+    if ret != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{what}: {os.strerror(e)}")
+
+
+def prctl(option, arg):
+    check(_libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                        ctypes.c_ulong(0)), f"prctl {option}")
+
+
+def unshare(flags):
+    check(_libc().unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = (lambda s: os.fsencode(s) if isinstance(s, str) else s)
+    check(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
 def _no_new_privs():
     if _libc().prctl(ctypes.c_int(PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
                      ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:

@@ -128,7 +128,7 @@ def encode(value, arrays, depth=0):
         else:
             return {"obj": f"numpy {value.dtype}"}
     if isinstance(value, torch.Tensor):
-        from .elsewhere import ELSEWHERE, MARK, to_cpu
+        from ..checks.elsewhere import ELSEWHERE, MARK, to_cpu
 
         value, device = to_cpu(value)  # a tensor on a GPU or on the simulated device: its values, and where
         if device is None and getattr(value, MARK, None) == ELSEWHERE.name:  # the judge's input mark, and only
@@ -209,10 +209,10 @@ def decode(value, arrays, depth=0, leaf_grads=False):
             if t.dtype != torch.float32:
                 raise ProtocolError("a bfloat16 tensor must travel as float32")
             t = t.to(torch.bfloat16)
-        if "dev" in value:  # where the other side had it (sandbox/elsewhere.py): remembered, never used
+        if "dev" in value:  # where the other side had it (checks/elsewhere.py): remembered, never used
             if not isinstance(value["dev"], str) or not DEVICE.match(value["dev"]):
                 raise ProtocolError(f"bad device {str(value['dev'])[:40]}")
-            from .elsewhere import mark
+            from ..checks.elsewhere import mark
             return mark(t, value["dev"])
         return t.requires_grad_(True) if leaf_grads and value.get("rg") and t.is_floating_point() else t
     if "dev" in value:
@@ -241,7 +241,7 @@ def decode(value, arrays, depth=0, leaf_grads=False):
         return out
     if "device" in value:
         if value["device"] == "elsewhere":
-            from .elsewhere import ELSEWHERE
+            from ..checks.elsewhere import ELSEWHERE
             return ELSEWHERE
         try:
             return torch.device(str(value["device"])[:20])
@@ -332,7 +332,7 @@ def same_values(a, b):
     """Equal shape, dtype and values, NaN equal to NaN (was an input modified in place?)."""
     import torch
 
-    from .elsewhere import to_cpu
+    from ..checks.elsewhere import to_cpu
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False

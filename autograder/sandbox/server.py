@@ -318,7 +318,7 @@ def warm_forward():
     torch.tanh(torch.sigmoid(x)).double().float()
     torch.nn.functional.scaled_dot_product_attention(x, x, x)
     torch.nn.functional.log_softmax(x, -1)
-    from .elsewhere import Place, put_elsewhere
+    from ..checks.elsewhere import Place, put_elsewhere
     place = Place()  # the simulated device's modes, as a device probe uses them
     with place.active():
         lengths = place.put(put_elsewhere(torch.tensor([2, 1])))
@@ -341,8 +341,8 @@ def _warm_up():
     import matplotlib.pyplot  # noqa: F401
 
     from ..load import submission  # noqa: F401
-    from . import kernel, limits, protocol, worker  # noqa: F401
-    limits.view_plan()  # what the workers' filesystem view holds: worked out once
+    from . import kernel, limits, protocol, view, worker  # noqa: F401
+    view.view_plan()  # what the workers' filesystem view holds: worked out once
     try:
         kernel._seccomp()  # libseccomp, loaded once: a confined worker need not read it
     except OSError:

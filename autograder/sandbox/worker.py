@@ -1,6 +1,6 @@
 """The untrusted side: a worker process that runs the student's code and answers requests.
 
-It is forked from a zygote that holds no answers (see remote.py), applies its limits, runs the
+It is forked from a zygote that holds no answers (see server.py), applies its limits, runs the
 submission's sources, then serves requests until the channel closes.  Everything it sends is
 data (protocol.py); the judge believes none of it beyond "these are the arrays that came back".
 
@@ -24,7 +24,7 @@ import traceback
 from collections import OrderedDict
 
 from . import protocol as P
-from . import rngstate  # binds its getters when the worker's code is imported, before any student code
+from ..checks import rngstate  # binds its getters when the worker's code is imported, before any student code
 
 KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
 
@@ -48,10 +48,10 @@ def _describe_module(obj):
 
 class Worker:
     def __init__(self, sock, submission, roots, devices=False):
-        from .elsewhere import Place
+        from ..checks.elsewhere import Place
 
         self.sock, self.sub, self.roots = P.Channel(sock), submission, tuple(roots)
-        self.place = Place(gpu=devices)  # where the judge's "another device" is (sandbox/elsewhere.py)
+        self.place = Place(gpu=devices)  # where the judge's "another device" is (checks/elsewhere.py)
         self.handles = {}
         self.calls = OrderedDict()
         self.next_id = 0
@@ -331,8 +331,8 @@ def seed_everything(seed=0):
 
 def in_the_view(sources, root, roots):
     """The submission's paths as the worker sees them: its root is /submission in the new root
-    (limits._new_root), so that `__file__`, tracebacks and sibling imports name what exists."""
-    from .limits import SUBMISSION
+    (view._new_root), so that `__file__`, tracebacks and sibling imports name what exists."""
+    from .view import SUBMISSION
 
     root = os.path.abspath(root)
 
@@ -368,8 +368,8 @@ def keep_python_path(root):
 # What the worker never needs and the student must not find in its process: the properties and
 # their reference helpers, the diagnosis with its catalogue of mistakes, the grading and reports.
 GRADER_ONLY = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
-               "autograder.report", "autograder.batch", "autograder.store", "autograder.nbgrader_course",
-               "hypothesis")
+               "autograder.judge", "autograder.report", "autograder.batch", "autograder.store",
+               "autograder.nbgrader_course", "hypothesis")
 
 
 def forget_the_grader():
@@ -406,21 +406,17 @@ def die_with_parent():
 
 
 def apply_limits(workdir, options):
-    """The limits of sandbox/limits.py where available; at least a private working directory."""
-    limits = None
-    if options is not None:
-        try:
-            from . import limits
-        except ImportError:
-            limits = None
-    if limits is not None and hasattr(limits, "apply_worker_limits"):
-        try:
-            return limits.apply_worker_limits(workdir, **(options or {}))
-        except Exception as e:  # noqa: BLE001
-            return {"error": str(e)[:200], "problems": [f"limits: {str(e)[:200]}"]}
-    os.chdir(workdir)
-    os.environ.update(HOME=workdir, TMPDIR=workdir)
-    return {"tmpdir": workdir}
+    """limits.apply_worker_limits(workdir, **options); `options` None (the grader's own tests of
+    the channel): no limits, only a private working directory."""
+    if options is None:
+        os.chdir(workdir)
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        return {"tmpdir": workdir}
+    from .limits import apply_worker_limits
+    try:
+        return apply_worker_limits(workdir, **options)
+    except Exception as e:  # noqa: BLE001 - the judge sees the levels (and refuses them)
+        return {"error": str(e)[:200], "problems": [f"limits: {str(e)[:200]}"]}
 
 
 def _status_text(status):
@@ -446,11 +442,7 @@ def kill_and_wait(pid, limit_options, grace=0.0):
 
     kill_tree = None
     if limit_options is not None:
-        try:
-            from . import limits
-            kill_tree = getattr(limits, "kill_worker_tree", None)
-        except ImportError:
-            pass
+        from .identity import kill_worker_tree as kill_tree
     end = time.monotonic() + grace
     cpu = 0.0
     while True:

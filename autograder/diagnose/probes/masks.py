@@ -1,7 +1,7 @@
 """Probes of the `masks` exercise: padding_mask, causal_mask, attention_mask."""
 import torch
 
-from ...sandbox.elsewhere import ELSEWHERE, device_of, put_elsewhere
+from ...checks.elsewhere import ELSEWHERE, device_of, put_elsewhere
 from ..inputs import kind_of
 from ..registry import probe
 
@@ -38,7 +38,7 @@ def attention_mask_values(s):
 
 @probe(EX, "causal_mask", on_device=True)
 def causal_mask_elsewhere(s):
-    """Built on `device`, a device other than the CPU (sandbox/elsewhere.py: the GPU where there is
+    """Built on `device`, a device other than the CPU (checks/elsewhere.py: the GPU where there is
     one, else a simulated device): where the mask came back, and the mask."""
     out = s.call("causal_mask", 3, device=ELSEWHERE)
     return [where(s, out), out]

@@ -1,7 +1,7 @@
 """Probes of the `positional_encoding` exercise: sinusoidal_encoding, add_positional_encoding."""
 import torch
 
-from ...sandbox.elsewhere import put_elsewhere
+from ...checks.elsewhere import put_elsewhere
 from ..inputs import rnd
 from ..registry import probe
 from .masks import where

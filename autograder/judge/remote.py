@@ -24,8 +24,8 @@ import torch
 from .. import safe
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import argument_position, fmt, fmt_call, raise_container_mutated
-from . import protocol as P
-from .elsewhere import MARK, uses_elsewhere
+from ..sandbox import protocol as P
+from ..checks.elsewhere import MARK, uses_elsewhere
 
 
 # ---------------------------------------------------------------- zygote
@@ -39,7 +39,7 @@ class Zygote:
     server, or it does not take the submission, there is no zygote (SandboxUnavailable says why)."""
 
     def __init__(self, sources, errors, root, roots, limit_options=None, train=False):
-        from . import server as S
+        from ..sandbox import server as S
 
         init = {"sources": sources, "errors": list(errors), "root": root, "roots": list(roots),
                 "limit_options": limit_options}
@@ -101,7 +101,7 @@ class WeakSandbox(Exception):
     the worker ran no student code.  `levels`: what it had, as the judge verified it."""
 
     def __init__(self, levels):
-        from .limits import missing
+        from ..sandbox.limits import missing
         self.levels, self.missing = levels, missing(levels)
         super().__init__("; ".join(self.missing))
 
@@ -234,7 +234,7 @@ def _may_run_on_the_device(method):
 class RemoteStudent:
     """The student's functions, called in a sandboxed worker; same interface as Student.
 
-    A call with an argument on "another device" (sandbox/elsewhere.py) goes to a second worker, a
+    A call with an argument on "another device" (checks/elsewhere.py) goes to a second worker, a
     device worker that may use the GPU, when the machine has one (devices.visible()); the first
     worker, like every other, sees no GPU.  Without a GPU the first worker takes it, on the
     simulated device."""
@@ -272,7 +272,7 @@ class RemoteStudent:
         try:
             if self.zygote.limited:  # the worker's levels come first, before any student code ran
                 first, _ = self.sock.recv(deadline=deadline)
-                from .limits import missing, verify
+                from ..sandbox.limits import missing, verify
                 first = first if isinstance(first, dict) else {}
                 self.levels = verify(first.get("levels"), self.pid)
                 if first.get("refused") is not False or (missing(self.levels) and not self.zygote.allow_weak):
@@ -386,7 +386,7 @@ class RemoteStudent:
         argument on another device on a machine with a GPU, else this one."""
         if self.devices or not uses_elsewhere([args, kwargs]):
             return None
-        from .devices import visible
+        from ..sandbox.devices import visible
         if not visible():
             return None  # this worker, on the simulated device
         if self._device is None:

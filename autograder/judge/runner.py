@@ -108,7 +108,7 @@ class InProcessRunner:
         self.course = course
 
     def run(self, path, exercise, tests, progress=None):
-        from .devices import hidden
+        from ..sandbox.devices import hidden
 
         with hidden():  # the properties' tensors stay on the CPU, as everywhere (devices.py)
             return self._run(path, exercise, tests)
@@ -185,13 +185,14 @@ def _warm_up():
         torch.tanh(torch.sigmoid(x)).double().float()
         torch.nn.functional.scaled_dot_product_attention(x, x, x)
 
-    from .devices import unseen
-    from .server import warm_forward
+    from ..sandbox.devices import unseen
+    from ..sandbox.server import warm_forward
 
     with unseen():  # this process forks the judges: nothing here may start CUDA (devices.py)
         warm()
         warm_forward()
-    from . import limits, remote, worker  # noqa: F401  (every judge, zygote and worker imports them)
+    from ..sandbox import limits, worker  # noqa: F401
+    from . import remote  # noqa: F401  (every judge, zygote and worker imports them)
     from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
     gc.collect(1)  # the young generations: a full collection of torch's heap costs ~0.12 s and finds nothing
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
@@ -238,7 +239,7 @@ def _warm_up_optimizers():
     _OPTIM_WARM = True
     import gc
 
-    from .server import warm_optimizers
+    from ..sandbox.server import warm_optimizers
     warm_optimizers()  # no backward pass in a process that forks
     gc.collect()
     gc.freeze()
@@ -251,7 +252,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
     diagnosis starts from the trusted observations earlier judges sent, and sends its own
     (diagnose/share.py)."""
     try:
-        from .forkcheck import role
+        from ..sandbox.forkcheck import role
         role("judge")
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -271,12 +272,12 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
         from .remote import RemoteStudent, SandboxUnavailable, WeakSandbox, Zygote
 
         from ..load.reader import bound_memory, peak_mib
-        from .worker import die_with_parent
+        from ..sandbox.worker import die_with_parent
         die_with_parent()  # a judge outlives neither its grading process nor the batch
         bound_memory(JUDGE_MEMORY_MB)  # whatever the worker sends, this judge stays within it
         grading_profile(course.max_examples)
         sources, read_errors, root, roots = reading.sources, reading.errors, reading.root, reading.files
-        from .limits import weak_allowed
+        from ..sandbox.limits import weak_allowed
         options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
                    "allow_weak": weak_allowed()}
         cpu0, t0 = time.process_time(), time.monotonic()
@@ -415,7 +416,7 @@ def _timeout_after_hang(function, test, limit, via=None):
 
 
 def hidden_paths(path, course=None):
-    """Paths a worker must not see even where they fall inside its view (limits._new_root hides
+    """Paths a worker must not see even where they fall inside its view (view._new_root hides
     them; usually none of them is inside it): the course folder, the current directory, the
     folders around the submission (a flat class folder, an nbgrader course root)."""
     out = []
@@ -500,7 +501,7 @@ class ForkRunner:
         from ..properties import load_all
         from ..properties._harness import prepare
 
-        from . import server
+        from ..sandbox import server
 
         registry = load_all()
         # read once, in a limited child: the judges forked below inherit it (load/reader.py)
