@@ -583,6 +583,25 @@ def test_without_a_mount_namespace_landlock_gives_the_same_view(tmp_path):
     assert L.missing(levels) == []  # root, but Landlock scopes its signals and seccomp its sockets
 
 
+def test_a_landlock_rule_never_opens_a_hidden_folder_through_a_link(tmp_path):
+    """A virtualenv's lib64 -> lib, a link to "/" beside the grader: the rules allow what lies
+    beside the hidden folder, and no rule resolves to the hidden folder or to one that holds it."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "autograder" / "properties").mkdir(parents=True)
+    (site / "numpy").mkdir()
+    (site / "six.py").write_text("")
+    (venv / "lib64").symlink_to("lib")
+    (site / "everything").symlink_to("/")
+    hidden = str(site / "autograder")
+    rules = V._allowed_beneath(str(venv), [hidden])
+    assert str(site / "numpy") in rules and str(site / "six.py") in rules
+    for r in rules:
+        real = os.path.realpath(r)
+        assert not (real == hidden or hidden.startswith(real + "/")), f"{r} opens {hidden}"
+    assert V._allowed_beneath(str(venv), []) == [str(venv)]
+
+
 LANDLOCK_PROBE = """
 import json, os, signal, socket, sys, tempfile
 from autograder.sandbox import identity as I, limits as L, view as V

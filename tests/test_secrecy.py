@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from . import where
 from .conftest import ROOT, real_place
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
@@ -88,16 +89,25 @@ def layout():
     for ex, snoop in MALLORY.items():
         shutil.copy(HOSTILE / snoop, mallory / f"{ex}.py")
     (mallory / "timestamp.txt").write_text("2026-12-01 08:00:00 UTC")
+    where.share(base, writable=True)  # the instructor's (tests/where.py: a user's where the place has one)
     yield {"base": base, "marker": marker, "checkout": checkout, "course": course, "mallory": mallory}
     shutil.rmtree(base, ignore_errors=True)
 
 
 def run(layout, *args, timeout=900):
-    """`python -m autograder ARGS` of the instructor's copy, from the course folder (PWD = course)."""
+    """`python -m autograder ARGS` of the instructor's copy, from the course folder (PWD = course),
+    in the place SEQGRADER_TEST_WHERE names (tests/where.py)."""
     env = dict(os.environ, PYTHONPATH=str(layout["checkout"]), PWD=str(layout["course"]),
                OLDPWD=str(layout["checkout"]))
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=layout["course"], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(where.command(args), cwd=layout["course"], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def refused(proc, *outputs):
+    """Where nothing confines a worker (tests/where.py's no-landlock): exit status 2, nothing written."""
+    assert proc.returncode == 2 and "Refusing to grade" in proc.stderr, proc.stderr[-2000:]
+    assert not any(Path(o).exists() for o in outputs)
+    return True
 
 
 def leaks(marker, *texts_or_dirs):
@@ -136,7 +146,10 @@ def test_without_the_sandbox_the_same_submission_steals(layout, tmp_path):
 
 def test_grade_gives_a_thief_nothing(layout, tmp_path):
     out, html, md = tmp_path / "mallory.json", tmp_path / "mallory.html", tmp_path / "mallory.md"
+    where.share(tmp_path, writable=True)
     proc = run(layout, "grade", layout["mallory"], "--json", out, "--html", html, "--markdown", md)
+    if where.REFUSES and refused(proc, out, html, md):
+        return
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text(encoding="utf-8"))
     assert scores(report) == dict.fromkeys(EXERCISES, 0.0), scores(report)
@@ -150,7 +163,10 @@ def test_grade_gives_a_thief_nothing(layout, tmp_path):
 
 def test_grade_batch_gives_a_thief_nothing_and_classmates_their_due(layout, tmp_path):
     out = tmp_path / "grades"
+    where.share(tmp_path, writable=True)
     proc = run(layout, "grade-batch", layout["course"], "--out", out, "--workers", "2", "-q")
+    if where.REFUSES and refused(proc, out / "grades.csv", out / "reports" / "mallory.json"):
+        return
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in __import__("csv").DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert float(rows["mallory"]["total"]) == 0.0 and rows["mallory"]["status"] == "graded", rows["mallory"]

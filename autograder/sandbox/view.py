@@ -269,20 +269,27 @@ def view_rules(submission=None, hide=(), expose=(), devices=False):
 
 
 def _allowed_beneath(path, covers):
-    """`path` as the directories and files beneath it that hold nothing of `covers`: [path] when
-    no cover is inside it, else its entries (recursively split where a cover lies deeper)."""
-    inside = [c for c in covers if c != path and _under(c, [path])]
+    """`path` (a real path) as the directories and files beneath it that hold nothing of `covers`:
+    [path] when no cover is inside it, else its entries, recursively split where a cover lies
+    deeper.  A symbolic link among them gets no rule: Landlock judges the file a path resolves to,
+    so a link to an allowed file works without one, and a rule on the link would allow its target
+    (a virtualenv's lib64 -> lib would open lib and the grader inside it)."""
     if path in covers:
         return []
-    if not inside or not os.path.isdir(path) or os.path.islink(path):
+    inside = [c for c in covers if c != path and _under(c, [path])]
+    if not inside:
         return [path]
+    if os.path.islink(path) or not os.path.isdir(path):
+        return []
     out = []
     try:
         names = sorted(os.listdir(path))
     except OSError:
         return []
     for name in names:
-        out.extend(_allowed_beneath(os.path.join(path, name), inside))
+        entry = os.path.join(path, name)
+        if not os.path.islink(entry):
+            out.extend(_allowed_beneath(entry, inside))
     return out
 
 
@@ -305,8 +312,7 @@ def landlock_view(workdir, submission=None, hide=(), expose=(), devices=False):
     read, write = [], [real(workdir)]
     for src, _target, ro, _rec in rules["binds"]:
         (read if ro else write).extend(_allowed_beneath(real(src), rules["covers"]))
-    read += [p for p in list(rules["links"]) + list(rules["etc_links"]) if os.path.exists(p)]
-    read.append("/proc")
+    read.append("/proc")  # the links of rules["links"] need no rule: their targets are in /usr
     return sorted(set(read)), sorted(set(write))
 
 
