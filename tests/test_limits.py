@@ -225,6 +225,7 @@ def test_describe_says_what_is_in_force():
                     "sees only Python and its own submission (new root, read-only but its workdir), Landlock ABI 7, "
                     "signals scoped, memory +4 GiB, <= 64 processes/threads, files <= 64 MiB, killed by cgroup")
     assert L.missing(full) == []
+    assert dict(L.mechanisms(full))["no signal to the grader"] == "another uid + Landlock signal scope"
     landlock = dict(full, view="landlock", netns=False)
     assert L.missing(landlock) == [] and "(Landlock, read-only but its workdir)" in L.describe(landlock)
     # the same uid as the grader and no scoped signals: its processes can be killed
@@ -235,6 +236,7 @@ def test_describe_says_what_is_in_force():
     assert line.startswith("sandbox: WEAK: not kept from a view of the filesystem without the course")
     assert "runs as root" in line and "network allowed" in line and "not available" in line
     assert len(L.missing(bare)) == 4
+    assert dict(L.mechanisms(bare))["sees only Python and its submission"] == "NOTHING"
     assert L.describe({}).startswith("sandbox: none")
 
 

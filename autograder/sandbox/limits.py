@@ -504,9 +504,36 @@ def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what w
     os.waitpid(pid, 0)
     kill_worker_tree(pid)
     shutil.rmtree(d, ignore_errors=True)
-    lv = json.loads(data)
+    lv = verify(json.loads(data), pid)
     print(json.dumps(lv, indent=1))
     print(describe(lv))
+    print()
+    for rule, how in mechanisms(lv):
+        print(f"{rule:<36} {how}")
+    gaps = missing(lv)
+    print("\n" + ("every guarantee holds here: grading goes ahead" if not gaps else
+                  "grading is refused here (exit status 2) unless --allow-weak-sandbox: not kept from "
+                  + "; ".join(gaps)))
+
+
+def mechanisms(levels):
+    """[(rule, what enforces it here)] for a worker with these levels (`python -m ...limits`)."""
+    ll = levels.get("landlock") or {}
+    view = {"new root": "a new root (mount namespace, pivot_root)",
+            "landlock": f"Landlock ABI {ll.get('abi')} (no mount namespace here)"}.get(levels.get("view"), "NOTHING")
+    net = [n for n, on in (("network namespace", levels.get("netns")), ("seccomp: no socket()", levels.get("seccomp")),
+                           ("Landlock: no TCP", ll.get("tcp"))) if on]
+    other_uid = levels.get("uid") not in (None, 0) and levels.get("uid") != levels.get("grader_uid")
+    signals = [n for n, on in (("another uid", other_uid), ("Landlock signal scope", ll.get("signals"))) if on]
+    trace = [n for n, on in (("another uid", other_uid), ("seccomp: no ptrace", levels.get("seccomp")),
+                             ("Landlock", bool(ll))) if on]
+    kill = {"cgroup": "cgroup.kill", "uid": "its uid", "pgid": "its process group"}.get(levels.get("kill"), "its pid")
+    return [("sees only Python and its submission", view),
+            ("no network", " + ".join(net) or "NOTHING"),
+            ("no signal to the grader", " + ".join(signals) or "NOTHING"),
+            ("no ptrace or memory of the grader", " + ".join(trace) or "NOTHING"),
+            ("what it leaves is killed", f"{kill}, and the zygote as child subreaper"),
+            ("memory, processes, files, CPU", "rlimits" + (" + pids cgroup" if levels.get("cgroup_pids_max") else ""))]
 
 
 if __name__ == "__main__":
