@@ -8,7 +8,7 @@ SEQGRADER_TEST_WHERE chooses one (default "vm-root"):
                      no namespace, no mount)
     container-user   an ordinary user under that filter (a JupyterHub single-user pod)
     no-landlock      root under that filter with Landlock refused too (an older kernel): the
-                     grader must refuse to grade
+                     grader must refuse to grade (so must it anywhere `REFUSES` says)
 
 The ordinary user runs SEQGRADER_TEST_PYTHON (a virtual environment built from the system
 Python, which that user can read: .ci/run builds one); so does root outside vm-root when it is
@@ -28,7 +28,17 @@ PLACES = ("vm-root", "vm-user", "container-root", "container-user", "no-landlock
 if WHERE not in PLACES:
     raise SystemExit(f"SEQGRADER_TEST_WHERE={WHERE!r}: one of {', '.join(PLACES)}")
 USER = os.environ.get("SEQGRADER_TEST_USER", "seqgrader-ci") if WHERE.endswith("-user") else None
-REFUSES = WHERE == "no-landlock"  # the grader must refuse here: exit status 2, no report
+
+def _landlock_abi():
+    from autograder.sandbox.kernel import landlock_abi
+    return landlock_abi()
+
+
+# the grader must refuse here (exit status 2, no report), as sandbox/limits.missing decides: no view
+# without a mount namespace or Landlock; a user's worker keeps the grader's uid, so its signals must
+# be scoped (Landlock ABI 6)
+ABI = 0 if WHERE == "no-landlock" else _landlock_abi()
+REFUSES = (WHERE.startswith("container") or WHERE == "no-landlock") and ABI == 0 or (USER is not None and ABI < 6)
 
 
 def python():
