@@ -17,7 +17,6 @@ from .kernel import _libc, check as _check, prctl as _prctl  # noqa: F401
 NOBODY = 65534
 WORKER_UID_BASE = 2_000_000_000  # + pid (pid_max <= 4194304): far from real users and subuid ranges
 CGROUP_PREFIX = "seqgrader-"
-PR_SET_PDEATHSIG = 1
 
 
 def _write(path, text):
@@ -231,23 +230,31 @@ def _watchdog(worker, pidfd, cgroups, uid, workdir):
 
 # ---------------------------------------------------------------- the judge's side
 
+def proc_status(pid):
+    """/proc/<pid>/status as {field: [its words]}; None for a process that is gone or hidden."""
+    out = {}
+    try:
+        with open(f"/proc/{int(pid)}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                out[key] = value.split()
+    except (OSError, ValueError):
+        return None
+    return out
+
+
 def _alive_of_uid(uid):
     """Pids of live (not zombie) processes whose real uid is `uid`."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
+        fields = proc_status(name)
         try:
-            with open(f"/proc/{name}/status") as f:
-                text = f.read()
-        except OSError:
+            real_uid = int(fields["Uid"][0])
+        except (TypeError, KeyError, IndexError, ValueError):
             continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        try:
-            real_uid = int(fields.get("Uid", "").split()[0])
-        except (IndexError, ValueError):
-            continue
-        if real_uid == uid and not fields.get("State", "").strip().startswith(("Z", "X")):
+        if real_uid == uid and not fields.get("State", [""])[0].startswith(("Z", "X")):
             out.append(int(name))
     return out
 

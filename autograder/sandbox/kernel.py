@@ -164,10 +164,7 @@ def mount(source, target, fstype, flags, data=None):
 
 
 def _no_new_privs():
-    if _libc().prctl(ctypes.c_int(PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
-                     ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(e)}")
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
 # ---------------------------------------------------------------- Landlock

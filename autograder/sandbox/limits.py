@@ -28,7 +28,7 @@ import time
 
 from . import kernel
 from .identity import (NOBODY, _gid_mapped, _join_cgroups, _start_watchdog, _user_label, _write, kill_worker_tree,
-                       worker_uid)
+                       proc_status, worker_uid)
 from .kernel import _libc, check as _check, prctl as _prctl, unshare as _unshare
 from .view import DEV_NODES, _gpu_nodes, _new_root, _openable, landlock_view
 
@@ -453,25 +453,13 @@ def missing(levels):
     return out
 
 
-def _proc_status(pid):
-    out = {}
-    try:
-        with open(f"/proc/{int(pid)}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                out[key] = value.split()
-    except (OSError, ValueError):
-        return None
-    return out
-
-
 def verify(levels, pid):
     """The judge's view of a worker's levels: what the worker sent (before any student code ran)
     with what /proc shows of it from outside overriding the claims that /proc can show: its uid,
     no_new_privs, a seccomp filter, its network namespace.  Called on a live worker."""
     levels = dict(levels) if isinstance(levels, dict) else {}
     levels["grader_uid"] = os.getuid()
-    status = _proc_status(pid)
+    status = proc_status(pid)
     if status is None:  # gone, or /proc hides it (hidepid): the claims made before student code stand
         levels["verified"] = False
         return levels

@@ -50,18 +50,10 @@ _SERVER = None  # this process's server (judges forked from it share it)
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _prctl(option, arg):
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, arg, 0, 0, 0) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-
-
 def _prctl_pdeathsig():
+    from .kernel import prctl
     try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     except (OSError, AttributeError):
         pass
 
@@ -496,8 +488,10 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
     and is killed with the worker (worker.kill_orphans), where no cgroup or uid can reach it."""
     from .worker import kill_and_wait, kill_orphans, worker_main
 
+    from .kernel import prctl
+
     try:
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     except OSError:
         pass  # the watchdog, the cgroup or the uid still reach them where there is one
 
