@@ -16,9 +16,9 @@ from . import __version__
 
 
 def cmd_grade(args):
-    if not args.in_process:  # first, while this process has read nothing: the server is forked
-        from .sandbox import server  # right after torch's import (which we need anyway) and warms
-        server.prestart()  # up while we read the course and import the properties
+    if not args.in_process:  # first: the sandbox server starts while we read the course
+        from .sandbox import server
+        server.prestart()
     from .config import load_course
     from .store import write_atomic
 

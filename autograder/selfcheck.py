@@ -37,7 +37,7 @@ from .errors import GraderEnvironmentError
 # outcomes of a test whose submission could not even be loaded: the reference loads (1 checked it)
 LOAD_FAILURES = ("Loading your submission", "The process ended while loading your submission",
                  "Loading your other files", "The process ended while loading your other files")
-SETTINGS = ("SEQGRADER_ALLOW_WEAK_SANDBOX", "SEQGRADER_SERVER_MODE", "SEQGRADER_AUTOGRAD_FORK")
+SETTINGS = ("SEQGRADER_ALLOW_WEAK_SANDBOX", "SEQGRADER_AUTOGRAD_FORK")
 
 _VERIFIED = set()  # (exercise, test, signature) whose reference passed in this process
 VERIFY = {"runs": 0, "tests": 0, "seconds": 0.0}  # what verify() cost in this process (grade-batch logs it)

@@ -152,7 +152,7 @@ def phases(args, profile=None):
     options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": R.hidden_paths(path, course)}
     from autograder.sandbox import server
     t = time.perf_counter()
-    server.connect()  # this process is not clean (properties loaded): its sandbox server is exec'd, once
+    server.connect()  # this process's sandbox server, started once
     started = time.perf_counter() - t
     print(f"\nphases (one exercise after the other in this process; parent's imports + warm-up {warm:.2f}s; "
           f"sandbox server {started:.2f}s)")

@@ -214,6 +214,38 @@ def test_a_short_frame_is_a_closed_channel_not_a_hang():
             recv_raw(frame[:cut])
 
 
+def test_a_socket_travels_with_a_frame_on_a_stream_and_on_a_seqpacket_socket():
+    """The sandbox server's and a zygote's messages are frames too, some carrying a socket."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+        left, right = socket.socketpair()
+        P.send(a, {"pid": 7}, [np.arange(3)], fds=[right.fileno()])
+        right.close()
+        if kind == socket.SOCK_SEQPACKET:  # one datagram, the whole frame and nothing more
+            msg, fds, _, _ = socket.recv_fds(b, 1 << 16, 2)
+            header, arrays = P.parse(msg)
+            P.send(a, {"next": 1})
+            assert P.parse(b.recv(1 << 16))[0] == {"next": 1}  # no empty datagram in between
+        else:
+            header, arrays, fds = P.Channel(b, buffered=False).recv_fds(2)
+        assert header == {"pid": 7} and arrays[0].tolist() == [0, 1, 2] and len(fds) == 1
+        passed = socket.socket(fileno=fds[0])
+        passed.sendall(b"hi")
+        assert left.recv(2) == b"hi"
+        for s in (a, b, left, passed):
+            s.close()
+
+
+def test_a_datagram_is_one_whole_frame():
+    frame = raw_frame({"x": 1}, [["int64", [2]]], struct.pack("<qq", 5, 6))
+    header, arrays = P.parse(frame)
+    assert header == {"x": 1} and arrays[0].tolist() == [5, 6]
+    for data, match in [(frame[:-3], "cut short"), (frame[:5], "cut short"), (frame + b"x", "after the frame"),
+                        (b'ready{"pid": 1, "problems": []}', "protocol")]:
+        with pytest.raises(P.ProtocolError, match=match):
+            P.parse(data)
+
+
 def test_deadline_and_slow_sender():
     a, b = socket.socketpair()
     frame = raw_frame({"x": 1}, [["int64", [2]]], struct.pack("<qq", 5, 6))

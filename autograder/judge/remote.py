@@ -14,9 +14,8 @@ children are real local replicas: a property may read and overwrite their weight
 values are sent along with the next call.
 """
 import functools
-import json
+import os
 import socket
-import struct
 import time
 
 import torch
@@ -49,41 +48,41 @@ class Zygote:
         srv = S.connect()
         if srv is None:
             raise SandboxUnavailable(S.reason())
+        self.worker_cpu = 0.0
         try:
             self.sock = srv.open(train=train)
+            self.channel = P.Channel(self.sock, buffered=False)
         except OSError as e:
             raise SandboxUnavailable(f"the sandbox server did not answer ({e.strerror or e})") from None
         try:
             S.send_init(self.sock, init)
-        except (OSError, ValueError) as e:
+        except (OSError, P.ProtocolError) as e:
             self.sock.close()
             raise SandboxUnavailable(f"the sandbox server could not take the submission ({e})") from None
 
     def spawn(self, skip=(), focus=None, needed=(), devices=False):
         """A new worker: (pid, its socket).  `devices`: a device worker (devices.py)."""
-        payload = json.dumps({"skip": list(skip), "focus": focus, "needed": list(needed),
-                              "devices": bool(devices)}).encode()
-        self.sock.sendall(b"spawn" + struct.pack("<I", len(payload)) + payload)
-        msg, fds, _, _ = socket.recv_fds(self.sock, 8, 1)
-        if len(msg) != 8 or len(fds) != 1:
+        P.send(self.sock, {"spawn": {"skip": list(skip), "focus": focus, "needed": list(needed),
+                                     "devices": bool(devices)}})
+        header, _, fds = self.channel.recv_fds(1)
+        if not isinstance(header.get("pid"), int) or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
             raise RuntimeError("the zygote did not start a worker")
-        return struct.unpack("<q", msg)[0], socket.socket(fileno=fds[0])
+        return header["pid"], socket.socket(fileno=fds[0])
 
     def reap(self, pid, grace=0.0):
         """Kill the worker (and what it started) and return how it ended, e.g. 'signal SIGSEGV'.
         `grace`: seconds to let a worker that is already dying finish (to learn its signal).
         The CPU seconds the worker used are added to `self.worker_cpu`."""
-        self.sock.sendall(b"reap" + struct.pack("<qd", pid, grace))
-        data = b""
-        while len(data) < 60:
-            chunk = self.sock.recv(60 - len(data))
-            if not chunk:
-                break
-            data += chunk
-        if len(data) < 60:
+        try:
+            P.send(self.sock, {"reap": pid, "grace": float(grace)})
+            header, _ = self.channel.recv()
+        except (OSError, P.ProtocolError):
             return "unknown"
-        self.worker_cpu = getattr(self, "worker_cpu", 0.0) + struct.unpack("<d", data[:8])[0]
-        return data[8:].decode(errors="replace").strip() or "unknown"
+        cpu = header.get("cpu")
+        self.worker_cpu += float(cpu) if isinstance(cpu, (int, float)) else 0.0
+        return safe.one_line(str(header.get("status") or ""), 60) or "unknown"
 
     def close(self):
         try:

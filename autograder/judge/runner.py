@@ -212,20 +212,6 @@ def _read_catalogues():
             pass
 
 
-@functools.cache
-def _warm_up_matplotlib():
-    """The exercise notebooks draw pictures: importing matplotlib costs ~0.6 s in every worker
-    that loads a notebook.  Workers descend from the sandbox server, which imported it; only where
-    there is no server (the judges fork the zygotes themselves) is it paid here, once."""
-    import gc
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-    gc.collect()
-    gc.freeze()
-
-
 # exercises whose functions train a model: their workers (and the diagnosis' references) take
 # optimiser steps, and torch's first optimiser step costs ~1.6 s of imports (torch._dynamo)
 TRAINING = {"tiny_lm", "ablation"}
@@ -508,8 +494,7 @@ class ForkRunner:
         reading = read_submission(path, {p.function for p in registry.values()})
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()  # while the sandbox server warms up in its own process
-        if server.connect() is None:  # ready before any judge forks (each judge asks it for its zygote)
-            _warm_up_matplotlib()
+        server.connect()  # ready before any judge forks (each judge asks it for its zygote)
         if TRAINING & set(plan):
             _warm_up_optimizers()
         props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]

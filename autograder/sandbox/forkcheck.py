@@ -97,6 +97,6 @@ def install():
     if root is None:
         os.environ[ROOT] = str(os.getpid())
     elif mode == "broken" and root != str(os.getpid()):
-        _bad = True  # started by a grader process (an exec'd sandbox server, a batch's grading process)
+        _bad = True  # started by a grader process (the sandbox server, a batch's grading process)
     os.register_at_fork(before=_before_fork, after_in_child=_in_child)
     return True

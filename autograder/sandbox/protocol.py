@@ -1,5 +1,8 @@
-"""The only things that cross between the judge and a worker: framed messages of JSON plus raw
-array bytes.  No pickle, no objects.
+"""The one message format between the grader's processes (a judge and its worker, a judge and
+its zygote, a grading process and the sandbox server: see server.py): framed messages of JSON
+plus raw array bytes.  No pickle, no objects.  A frame may carry file descriptors with its first
+bytes (`send(..., fds=)`, `Channel.recv_fds`); on a datagram socket a frame is one datagram
+(`parse`).
 
 Frame: ``MAGIC <u32 header length> <u32 number of arrays> <u64 body length>``, then the header
 JSON ``[message, [[dtype, shape], ...]]``, then the body: each array's raw C-order bytes, in
@@ -27,6 +30,7 @@ import json
 import os
 import re
 import select
+import socket
 import struct
 import time
 from socket import MSG_WAITALL
@@ -348,9 +352,9 @@ def same_values(a, b):
 
 # ---------------------------------------------------------------- framing
 
-def send(sock, header, arrays=()):
-    """One frame: `header` (a JSON-able dict) and `arrays` (numpy arrays of an allowed dtype, as
-    `encode` appends them), written with a single sendall."""
+def pack(header, arrays=()):
+    """One frame's bytes: `header` (a JSON-able dict) and `arrays` (numpy arrays of an allowed
+    dtype, as `encode` appends them)."""
     descs, body = [], []
     for a in arrays:
         a = np.asarray(a, order="C")
@@ -365,7 +369,28 @@ def send(sock, header, arrays=()):
                 body.append(_ZEROS[: 8 - (n & 7)])
     h = _json_encode([header, descs]).encode()
     blen = sum(len(b) for b in body)
-    sock.sendall(b"".join([PREFIX.pack(MAGIC, len(h), len(descs), blen), h, *body]))
+    return b"".join([PREFIX.pack(MAGIC, len(h), len(descs), blen), h, *body])
+
+
+def send(sock, header, arrays=(), fds=()):
+    """One frame, written whole; `fds` (file descriptors) travel with its first bytes."""
+    data = pack(header, arrays)
+    if fds:
+        sent = socket.send_fds(sock, [data], list(fds))
+        data = memoryview(data)[sent:]
+        if not data:
+            return  # (an empty write would be a datagram of its own on a SOCK_SEQPACKET socket)
+    sock.sendall(data)
+
+
+def parse(data):
+    """(header, arrays) of a frame received whole (a datagram): see Channel.recv."""
+    channel = Channel(None)
+    channel.pending = bytes(data)
+    header, arrays = channel.recv()
+    if channel.pending:
+        raise ProtocolError("bytes after the frame")
+    return header, arrays
 
 
 _ZEROS = bytes(8)
@@ -400,9 +425,10 @@ class Channel:
     CHUNK = 1 << 16
 
     def __init__(self, sock, buffered=True):
-        self.sock = sock
+        self.sock = sock  # None: a frame received whole (parse), nothing more to read
         self.pending = b""  # received, not parsed yet
         self.chunk = self.CHUNK if buffered else 0
+        self.maxfds, self.fds = 0, []  # file descriptors expected with the next bytes, and received
 
     def fileno(self):
         return self.sock.fileno()
@@ -420,10 +446,16 @@ class Channel:
         if len(data) < n:
             parts, got = [data], len(data)
             while got < n:
+                if self.sock is None:
+                    raise ProtocolError("the frame is cut short")
                 if deadline is not None:
                     _wait(self.sock, deadline)
                 want = n - got
-                if self.chunk:
+                if self.maxfds:
+                    chunk, fds, _flags, _addr = socket.recv_fds(self.sock, max(want, self.chunk), self.maxfds)
+                    self.fds += fds
+                    self.maxfds = 0
+                elif self.chunk:
                     chunk = self.sock.recv(max(want, self.chunk))
                 else:
                     chunk = self.sock.recv(want, MSG_WAITALL if deadline is None else 0)
@@ -441,6 +473,8 @@ class Channel:
             body[:k] = self.pending[:k]
             self.pending = self.pending[k:]
         if k < len(body):
+            if self.sock is None:
+                raise ProtocolError("the frame is cut short")
             _recv_into(self.sock, memoryview(body)[k:], deadline)
 
     def recv(self, deadline=None):
@@ -470,6 +504,21 @@ class Channel:
         body = bytearray(blen)  # writable: the student's code may (wrongly) modify its inputs
         self._take_into(body, deadline)
         return header, arrays_from_body(specs, body)
+
+
+    def recv_fds(self, maxfds, deadline=None):
+        """(header, arrays, file descriptors) of one frame sent with `fds` (send)."""
+        self.maxfds, self.fds = maxfds, []
+        try:
+            header, arrays = self.recv(deadline)
+        except BaseException:
+            for fd in self.fds:
+                os.close(fd)
+            raise
+        finally:
+            self.maxfds = 0
+        fds, self.fds = self.fds, []
+        return header, arrays, fds
 
 
 def recv(sock, deadline=None):

@@ -1,47 +1,50 @@
 """The sandbox server: a clean process that every worker descends from.
 
-    grade / a grade-batch process / nbgrader's SandboxGrade   (trusted: holds course.yml, the
-    │                                                          properties, earlier students' reports)
+    grade / a grade-batch process / nbgrader's SandboxGrade / the service   (trusted: holds
+    │                                  course.yml, the properties, earlier students' reports)
     ├── judge (forked per exercise) ─── its own socket ───┐
-    └── sandbox server  (forked right after `import torch` by a process that has read nothing
-        │                yet -- `grade`, a grade-batch process: is_clean() -- or else started as
-        │                `python -m autograder.sandbox.server` with a scrubbed environment and
-        │                cwd /: it holds torch, numpy, matplotlib and the worker's own modules,
-        │                and nothing else of the grader)
+    └── sandbox server  (`python -m autograder.sandbox.server`, started with a scrubbed
+        │                environment and cwd /: it holds torch, numpy, matplotlib and the
+        │                worker's own modules, and nothing else of the grader)
         └── zygote  (forked per judge; holds this submission's sources and nothing more)
               └── worker  (forked per start: limits, its own filesystem view, then student code)
 
-Why a process of its own, forked while its parent is still clean or started by exec: a forked
-process holds the whole memory of its parent, and student code can read its own memory (walking
-`sys._getframe()` up into the judge's frames, or with ctypes).  A worker forked from a judge reached the property
-modules and their reference helpers that way, and a worker forked from a batch process could
-find the reports of the students graded before.  A worker forked from this server can find
-nothing but torch and its own submission, whatever it reads.
+Why a process of its own, started by exec: a forked process holds the whole memory of its
+parent, and student code can read its own memory (walking `sys._getframe()` up into the judge's
+frames, or with ctypes).  A worker forked from a judge reached the property modules and their
+reference helpers that way, and a worker forked from a batch process could find the reports of
+the students graded before.  A worker descended from this server can find nothing but torch and
+its own submission, whatever it reads.  It costs one `import torch` per grading process, which
+`prestart()` runs beside the caller's own work.  Where the server cannot start, `connect()`
+returns None and nothing is graded (judge.remote.SandboxUnavailable).
 
-Forked, it costs one fork (the parent imports torch anyway); exec'd, one `import torch` (~2 s of
-CPU, paid once per grading process; `prestart()` runs it beside the parent's own work).  Where it cannot start, `connect()` returns None and the
-judge forks the zygote itself, as before; the workers then say so in their levels ("problems"),
-and the report's sandbox line with them.
+Messages are protocol.py frames, the one format between the grader's processes; a socket passed
+to another process travels with a frame's first bytes (SCM_RIGHTS):
 
-The server's protocol: a SOCK_SEQPACKET socket; each message is a small JSON request
-({"train": bool}) carrying one file descriptor, the judge's end of a fresh socket pair.  The
-server forks a zygote that serves that socket (`serve_zygote`): first an "init" frame with the
-submission's sources and the limits, then "spawn" / "reap" commands.  Nothing ever comes back on
-the server socket but the one "ready" message at start-up.
+    the server's socket (SOCK_SEQPACKET: the judges forked from one process share it, and a
+    datagram is never interleaved with another's; one frame a datagram)
+        server -> its owner, once    {"ready": {"pid", "problems"}}
+        judge -> server              {"open": {"train": bool}} + the zygote's end of a new socket pair
+    a zygote's socket (a stream, one judge's)
+        judge -> zygote, first       {"init": {"sources", "errors", "root", "roots", "limit_options"}}
+                                     + the code of the sources, one uint8 array each
+        judge -> zygote              {"spawn": {"skip", "focus", "needed", "devices"}}
+        zygote -> judge              {"pid": pid} + the worker's socket
+        judge -> zygote              {"reap": pid, "grace": seconds}
+        zygote -> judge              {"status": "exit 0" / "signal SIGKILL" / ..., "cpu": seconds}
 """
 import gc
-import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
+from . import protocol as P
+
 READY_TIMEOUT = 90.0  # seconds to wait for the server's start-up (an import of torch on a loaded machine)
-MAX_INIT = 64 << 20  # bytes of an init frame (the submission's sources)
 PR_SET_PDEATHSIG = 1
 
 _SERVER = None  # this process's server (judges forked from it share it)
@@ -96,84 +99,23 @@ def _environment(home, mpl):
     }
 
 
-# what a process must not have loaded for its fork to be a clean server (else: exec)
-NOT_CLEAN = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
-             "autograder.report", "autograder.config", "autograder.nbgrader_course.build",
-             "autograder.nbgrader_course.gradebook", "autograder.nbgrader_course.preprocessor", "hypothesis",
-             "nbgrader", "nbformat", "nbconvert", "solutions", "yaml", "pydantic")
-
-
-def is_clean():
-    """True if this process holds nothing a worker must not find: no course, no properties, no
-    submission read yet (only a parsed command line and imported libraries)."""
-    return not any(m == c or m.startswith(c + ".") for m in list(sys.modules) for c in NOT_CLEAN)
-
-
-class _Forked:
-    """Popen's poll/kill/wait for a server forked from this process."""
-
-    def __init__(self, pid):
-        self.pid, self.returncode = pid, None
-
-    def poll(self):
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                self.returncode = -1
-                return self.returncode
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def kill(self):
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def wait(self, timeout=None):
-        try:
-            _, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            self.returncode = -1
-        return self.returncode
-
-
 class Server:
-    """The judge-side handle of a running server.
+    """The judge-side handle of a running server: `python -m autograder.sandbox.server` with
+    server_environment(), clean by construction."""
 
-    mode "exec": `python -m autograder.sandbox.server` with server_environment() (clean by
-    construction: it costs an import of torch); mode "fork": this process forks it, right after
-    importing torch — only when is_clean(), i.e. before it read a course or a submission (a
-    grade command, a grade-batch process at their start), which saves that import."""
-
-    def __init__(self, mode="exec"):
+    def __init__(self):
         self.sock, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.owner = os.getpid()
         self.info = None
         self.error = None
-        self.mode = mode
-        if mode == "fork":
-            import torch
-            torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    self.sock.close()
-                    _become_server(child_end.fileno(), self.owner)
-                finally:
-                    os._exit(0)
-            self.proc = _Forked(pid)
-        else:
-            cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()),
-                   str(os.getpid())]
-            debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
+        cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()), str(os.getpid())]
+        debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
+        try:
             self.proc = subprocess.Popen(cmd, pass_fds=[child_end.fileno()], cwd="/", env=server_environment(),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=None if debug else subprocess.DEVNULL, start_new_session=True)
-        child_end.close()
+        finally:
+            child_end.close()
 
     def wait_ready(self, timeout=READY_TIMEOUT):
         """True once the server said it is ready; False (with self.error) if it never will."""
@@ -197,14 +139,13 @@ class Server:
             if not ready:
                 continue
             try:
-                msg = self.sock.recv(65536)
+                header, _ = P.parse(self.sock.recv(65536))
             except OSError as e:
-                msg, self.error = b"", f"the sandbox server failed to start ({e.strerror})"
-            if msg.startswith(b"ready"):
-                try:
-                    self.info = json.loads(msg[5:] or b"{}")
-                except ValueError:
-                    self.info = {}
+                header, self.error = {}, f"the sandbox server failed to start ({e.strerror})"
+            except P.ProtocolError:
+                header = {}
+            if isinstance(header.get("ready"), dict):
+                self.info = header["ready"]
                 return True
             self.error = self.error or f"the sandbox server failed to start (exit status {self.proc.poll()})"
             break
@@ -215,8 +156,7 @@ class Server:
         """A fresh zygote in the server; returns the judge's end of its socket."""
         judge_end, zygote_end = socket.socketpair()
         try:
-            payload = json.dumps({"train": bool(train)}).encode()
-            socket.send_fds(self.sock, [payload], [zygote_end.fileno()])
+            P.send(self.sock, {"open": {"train": bool(train)}}, fds=[zygote_end.fileno()])
         except OSError:
             judge_end.close()
             raise
@@ -244,16 +184,14 @@ class Server:
 
 def prestart():
     """Start this process's server now (without waiting for it): call it as early as possible.
-    In a clean process (is_clean()) the server is forked after importing torch, which the caller
-    needs anyway; otherwise it is exec'd.  Never raises."""
+    Never raises."""
     global _SERVER
     from .devices import hide
     hide()  # before anything asks about CUDA: no grader process sees a GPU (devices.py)
     if _SERVER is None or not _SERVER.alive():
-        mode = "fork" if is_clean() and os.environ.get("SEQGRADER_SERVER_MODE") != "exec" else "exec"
         try:
-            _SERVER = Server(mode)
-        except Exception as e:  # noqa: BLE001 - no server: the judge forks the zygote itself
+            _SERVER = Server()
+        except Exception as e:  # noqa: BLE001 - no server: nothing is graded, and the reason says why
             _SERVER = _Failed(f"the sandbox server could not be started ({type(e).__name__}: {e})")
     return _SERVER
 
@@ -289,11 +227,26 @@ class _Failed:
 
 
 def send_init(sock, init):
-    """The first frame a zygote reads: b"init" + u64 length + JSON."""
-    data = json.dumps(init).encode()  # ASCII: a file name that is not UTF-8 travels too
-    if len(data) > MAX_INIT:
-        raise ValueError(f"the submission's sources are too large ({len(data) >> 20} MiB)")
-    sock.sendall(b"init" + struct.pack("<Q", len(data)) + data)
+    """The first frame a zygote reads: `init` with each chunk's code as a uint8 array (bytes, so
+    any text travels exactly; the submission's reader caps how much there is)."""
+    import numpy as np
+
+    arrays, sources = [], []
+    for label, modname, filename, chunks in init["sources"]:
+        listed = []
+        for chunk_label, chunk_file, code in chunks:
+            arrays.append(np.frombuffer(code.encode("utf-8", "surrogatepass"), dtype=np.uint8))
+            listed.append([chunk_label, chunk_file, len(arrays) - 1])
+        sources.append([label, modname, filename, listed])
+    P.send(sock, {"init": dict(init, sources=sources)}, arrays)
+
+
+def _read_init(init, arrays):
+    """The zygote's side of send_init: (sources, errors, root, roots, limit_options)."""
+    sources = [(str(label), str(modname), str(filename),
+                [(str(a), str(b), bytes(arrays[int(i)]).decode("utf-8", "surrogatepass")) for a, b, i in chunks])
+               for label, modname, filename, chunks in init["sources"]]
+    return sources, list(init.get("errors", [])), init.get("root"), list(init.get("roots", [])), init.get("limit_options")
 
 
 # ---------------------------------------------------------------- the server's side
@@ -375,23 +328,6 @@ def _optimizer_steps():
         opt.step()
 
 
-def _become_server(fd, owner):
-    """In a child just forked from a clean process: leave its session, descriptors, directory
-    and environment behind, then serve."""
-    os.setsid()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(devnull, std)
-    from .protocol import close_other_fds
-    close_other_fds([fd])
-    os.chdir("/")
-    env = server_environment()
-    env.pop("PYTHONPATH")
-    os.environ.clear()
-    os.environ.update(env)
-    main(fd, owner)
-
-
 def main(fd, owner):
     from .forkcheck import role
 
@@ -410,7 +346,7 @@ def main(fd, owner):
     gc.freeze()  # zygotes and workers never traverse (nor copy on write) these objects
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # zygotes are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sock.send(b"ready" + json.dumps({"pid": os.getpid(), "problems": problems}).encode())
+    P.send(sock, {"ready": {"pid": os.getpid(), "problems": problems}})
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, 65536, 4)
@@ -420,15 +356,18 @@ def main(fd, owner):
             break
         if not msg and not fds:
             break  # every judge and the owner are gone
-        try:
-            request = json.loads(msg) if msg else {}
-        except ValueError:
-            request = {}
-        if not fds:
-            continue
         for extra in fds[1:]:
             os.close(extra)
-        if isinstance(request, dict) and request.get("train"):
+        try:
+            request = P.parse(msg)[0].get("open")
+        except P.ProtocolError:
+            request = None
+        if not fds:
+            continue
+        if not isinstance(request, dict):
+            os.close(fds[0])
+            continue
+        if request.get("train"):
             try:
                 _warm_up_optimizers()
             except Exception:  # noqa: BLE001 - a slower first step, nothing worse
@@ -451,73 +390,44 @@ def main(fd, owner):
     os._exit(0)
 
 
-def _recv_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(min(n - len(data), 1 << 20))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
-
-
 def serve_zygote(sock):
     """A zygote: read the init frame, then fork workers for the judge and reap them."""
     from .forkcheck import role
 
     role("zygote")
+    channel = P.Channel(sock, buffered=False)
     try:
-        head = _recv_exact(sock, 12)
-        if head[:4] != b"init":
-            return
-        n = struct.unpack("<Q", head[4:])[0]
-        if n > MAX_INIT:
-            return
-        init = json.loads(_recv_exact(sock, n))
-    except (EOFError, OSError, ValueError):
+        header, arrays = channel.recv()
+        zygote_loop(channel, *_read_init(header["init"], arrays))
+    except (P.ProtocolError, OSError, KeyError, TypeError, ValueError, IndexError):
+        if os.environ.get("SEQGRADER_SERVER_DEBUG"):
+            import traceback
+            traceback.print_exc()
         return
-    sources = [(label, modname, filename, [tuple(c) for c in chunks])
-               for label, modname, filename, chunks in init.get("sources", [])]
-    zygote_loop(sock, sources, init.get("errors", []), init.get("root"), init.get("roots", []),
-                init.get("limit_options"))
 
 
-def zygote_loop(sock, sources, errors, root, roots, limit_options):
+def zygote_loop(channel, sources, errors, root, roots, limit_options):
     """Fork a worker on each "spawn", kill and reap it on "reap"; on EOF kill every worker.  A child
     subreaper: whatever a worker leaves behind becomes this zygote's child when its parent dies,
     and is killed with the worker (worker.kill_orphans), where no cgroup or uid can reach it."""
-    from .worker import kill_and_wait, kill_orphans, worker_main
-
     from .kernel import prctl
+    from .worker import kill_and_wait, kill_orphans, worker_main
 
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
     except OSError:
         pass  # the watchdog, the cgroup or the uid still reach them where there is one
 
-    workdirs = {}
+    sock, workdirs = channel.sock, {}
     while True:
         try:
-            cmd = sock.recv(64)
-        except OSError:
-            cmd = b""
-        if not cmd:
+            header, _ = channel.recv()
+        except (P.ProtocolError, OSError):
             break
-        if cmd.startswith(b"spawn"):
-            # b"spawn" + u32 length + JSON {"skip": statements that ran out of time before,
-            # "focus": the exercise, "needed": the names it needs} (see load.exec_sources)
-            n = struct.unpack("<I", cmd[5:9])[0] if len(cmd) >= 9 else 0
-            data = cmd[9:]
-            while len(data) < min(n, 1 << 20):
-                more = sock.recv(min(n, 1 << 20) - len(data))
-                if not more:
-                    break
-                data += more
-            try:
-                want = json.loads(data) if data else {}
-            except ValueError:
-                want = {}
-            want = want if isinstance(want, dict) else {}
+        if isinstance(header.get("spawn"), dict):
+            # {"skip": statements that ran out of time before, "focus": the exercise, "needed": the
+            # names it needs (see load.exec_sources), "devices": a device worker}
+            want = header["spawn"]
             a, b = socket.socketpair()
             workdir = tempfile.mkdtemp(prefix="seqgrader-worker-")
             pid = os.fork()
@@ -529,14 +439,14 @@ def zygote_loop(sock, sources, errors, root, roots, limit_options):
                             devices=want.get("devices") is True)
             b.close()
             workdirs[pid] = workdir
-            socket.send_fds(sock, [struct.pack("<q", pid)], [a.fileno()])
+            P.send(sock, {"pid": pid}, fds=[a.fileno()])
             a.close()
-        elif cmd.startswith(b"reap"):
-            pid, grace = struct.unpack("<qd", cmd[4:20])
+        elif "reap" in header:
+            pid, grace = int(header["reap"]), float(header.get("grace") or 0.0)
             status, cpu = kill_and_wait(pid, limit_options, grace)
             kill_orphans(set(workdirs) - {pid})
             _rmtree(workdirs.pop(pid, None))
-            sock.sendall(struct.pack("<d", cpu) + status.encode()[:52].ljust(52))
+            P.send(sock, {"status": status, "cpu": cpu})
     for pid in list(workdirs):
         kill_and_wait(pid, limit_options)
         _rmtree(workdirs.pop(pid))
