@@ -157,7 +157,8 @@ def svc(place):
     course = _course_folder(place / "course")
     data = place / "data"
     toks = tokens(course, data)
-    service = Service(course, data, "--max-upload", "200kB").start()
+    # as behind a proxy on this host: the clients below speak for many addresses (X-Forwarded-For)
+    service = Service(course, data, "--max-upload", "200kB", "--forwarded-allow-ips", "127.0.0.1").start()
     service.tokens = toks
     service.as_ = {p: service.client(toks[p]) for p in PEOPLE}
     yield service
@@ -191,7 +192,7 @@ def test_tokens_are_stable_and_rotate(svc, place):
         stored = dict(db.execute("SELECT name, token_hash FROM people"))
     assert not set(svc.tokens.values()) & set(stored.values())  # only hashes are stored
     with sqlite3.connect(svc.data / "service.db") as db:  # the schema came from the shipped migrations
-        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
     rotated = tokens(svc.course, svc.data, "--rotate", "zoe")
     assert rotated["zoe"] != svc.tokens["zoe"] and {k: v for k, v in rotated.items() if k != "zoe"} == \
         {k: v for k, v in svc.tokens.items() if k != "zoe"}
@@ -623,7 +624,8 @@ def test_a_wrong_token_on_the_sign_in_page_says_so(svc):
 
 def test_guessing_tokens_is_stopped_per_address_with_429_and_retry_after(svc):
     """Ten wrong tokens a minute from one address (the proxy's X-Forwarded-For, believed from
-    127.0.0.1), and that address may try no token until a minute has passed; others may."""
+    127.0.0.1: --forwarded-allow-ips), and that address may try no token until a minute has
+    passed; others may."""
     def at(address, token=None):
         headers = {"X-Forwarded-For": address}
         if token:
@@ -847,7 +849,8 @@ class HeaderSignIn:
         name = request.headers.get("x-signed-in-as")
         if not name:
             return None
-        return User(name, "instructor" if name == "teacher" else "student", via="hub-cookie")
+        via = "hub-token" if request.headers.get("x-signed-in-by") == "token" else "hub-cookie"
+        return User(name, "instructor" if name == "teacher" else "student", via=via)
 
     def login_url(self, request, next):
         from urllib.parse import quote
@@ -893,10 +896,14 @@ def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
         teacher = httpx.Client(base_url=base, timeout=30, headers={"X-Signed-In-As": "teacher"})
         assert teacher.get("api/me").json() == {"name": "teacher", "role": "instructor"}
         files = {"file": ("masks.py", SOLUTION.encode())}
-        # signed in by a cookie-like means and no Authorization header: a form needs its token
+        # signed in by a cookie-like means: a form needs its token, whatever Authorization header
+        # comes along (a proxy's password, a token that signs nobody in)
         _error(alice.post("api/submissions", data={"assignment": "hw"}, files=files), 403, "csrf")
+        for header in ("token hub-api-token", "Basic cHJveHk6cGFzc3dvcmQ="):
+            _error(alice.post("api/submissions", data={"assignment": "hw"}, files=files,
+                              headers={"Authorization": header}), 403, "csrf")
         r = alice.post("api/submissions", data={"assignment": "hw"}, files=files,
-                       headers={"Authorization": "token hub-api-token"})
+                       headers={"X-Signed-In-By": "token"})  # signed in by a header: no forms token
         assert r.status_code == 202 and r.json()["attempts_left"] == 2
         sid = r.json()["id"]
         assert teacher.get(f"api/submissions/{sid}").json()["student"] == "alice"

@@ -247,7 +247,9 @@ code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.9e
 """
 
 
-def render_dashboard(grades_dir, language="both"):
+def render_dashboard(grades_dir, language="both", label=None):
+    """The dashboard of a grade-batch folder; `label`: what the page says it shows (default: the
+    folder's path, which a page served to others must not show)."""
     from .plots import data_uri
 
     d = collect(grades_dir)
@@ -256,7 +258,7 @@ def render_dashboard(grades_dir, language="both"):
     mean = sum(d["totals"]) / len(d["totals"]) if d["totals"] else None
     of_max = f" / {d['max_total']:g}" if d["max_total"] else ""
     body = [f"<h1>{L('班级成绩总览', 'Class dashboard')}</h1>",
-            f'<div class="muted">{esc(d["folder"])}</div>',
+            f'<div class="muted">{esc(d["folder"] if label is None else label)}</div>',
             '<div class="cards">',
             f'<div class="kpi" id="kpi-submissions"><div class="v">{n}</div>{L("份提交", "submissions")}</div>',
             f'<div class="kpi" id="kpi-graded"><div class="v">{len(d["graded"])}</div>{L("已评分", "graded")}</div>',

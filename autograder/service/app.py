@@ -22,17 +22,22 @@ from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import NotSignedIn, ServiceError
 from ..safe import csv_cell
 from . import store
-from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user
+from .auth import (COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, same_origin,
+                   safe_next)
 from .views import UploadRefused, check_upload, shown_report
 
 MB = 1 << 20
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")
+# on every answer, refusals included: everything the service answers is somebody's (no-store)
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
 
 @dataclass
@@ -67,7 +72,8 @@ def normalise_base(url):
 # ---------------------------------------------------------------- errors
 
 def error_response(e):
-    return JSONResponse({"error": e.code, "message": e.message}, status_code=e.status, headers=e.headers)
+    return JSONResponse({"error": e.code, "message": e.message}, status_code=e.status,
+                        headers={**SECURITY_HEADERS, **(e.headers or {})})
 
 
 def _wants_page(request):
@@ -76,11 +82,7 @@ def _wants_page(request):
 
 def _local_next(svc, value):
     """`value` if it is a path of this service, else the home page (no open redirect)."""
-    value = str(value or "")
-    if (value.startswith(svc.base_url) and not value.startswith("//") and "\\" not in value
-            and value.isprintable() and "/../" not in value + "/" and "%" not in value.split("?", 1)[0]):
-        return value
-    return svc.base_url
+    return safe_next(svc.base_url, value)
 
 
 def _deadline_text(t):
@@ -160,19 +162,9 @@ def create_app(svc: Service) -> FastAPI:
             f"The request lacks or misspells these fields: {', '.join(missing)} (a submission is multipart form "
             f"data with the fields `assignment` and `file`)."))
 
-    @app.middleware("http")
-    async def _headers(request, call_next):
-        response = await call_next(request)
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        if response.headers.get("content-type", "").startswith(("text/html", "application/json")):
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
-
     app.add_middleware(BodyLimit, limit=svc.max_upload + 64 * 1024)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)  # the outermost: the 413 above gets them too
 
     public = APIRouter()
     protected = APIRouter(dependencies=[Depends(current_user)])
@@ -192,9 +184,7 @@ def create_app(svc: Service) -> FastAPI:
 
     @public.post("/signin")
     def signin(request: Request, token: str = Form(""), next: str = Form("")):
-        origin = request.headers.get("origin")
-        from .auth import allowed_origins
-        if origin and origin not in allowed_origins(request):
+        if not same_origin(request):  # nobody is signed in by another site's form
             return error_response(ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
                                                "A form sent from another site is refused (cross-site request)."))
         address = client_address(request)
@@ -222,15 +212,17 @@ def create_app(svc: Service) -> FastAPI:
         return RedirectResponse(f"{svc.base_url}{'instructor' if user.instructor else 'submissions'}", status_code=303)
 
     @protected.post("/signout")
-    def signout(request: Request, csrf: str = Form(""), user: User = Depends(current_user)):
+    async def signout(request: Request, csrf: str = Form(""), user: User = Depends(current_user)):
         check_csrf(request, user, csrf)
         hub = svc.authenticator
         if user.via.startswith("hub") and hub is not None:  # the seam's optional sign-out
             where = hub.logout_url() if hasattr(hub, "logout_url") else svc.base_url
             response = RedirectResponse(where, status_code=303)
             if hasattr(hub, "logout"):
-                hub.logout(response)
+                await run_in_threadpool(hub.logout, request, response)
             return response
+        if user.via == "cookie":  # its session ends here: a copy of the cookie is nobody's
+            await run_in_threadpool(svc.roster.sign_out, user)
         response = RedirectResponse(f"{svc.base_url}signin", status_code=303)
         response.delete_cookie(COOKIE, path=svc.base_url)
         return response
@@ -469,8 +461,6 @@ async def _submit(svc, user, assignment, file):
         kind = check_upload(file.filename, data)
     except UploadRefused as e:
         raise ServiceError(415, "unsupported_file", e.zh, e.en) from None
-    from starlette.concurrency import run_in_threadpool
-
     return await run_in_threadpool(_keep, svc, user, assignment, rules, file.filename, kind, data, at)
 
 
@@ -480,9 +470,9 @@ def _keep(svc, user, assignment, rules, filename, kind, data, at):
     sid = store.new_id()
     stored = f"{sid}.{'py' if kind == 'py' else 'ipynb'}"  # never the uploaded name
     path = svc.uploads / stored
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{stored}.tmp")
-    with open(tmp, "wb") as f:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:  # private, whatever the umask
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -538,6 +528,28 @@ def _attempts_used(e, rules, at):
                         f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
                         f"{_deadline_text(e.next_at)} (in {en_in}).",
                         {"Retry-After": str(max(1, int(wait + 0.999)))})
+
+
+class SecurityHeaders:
+    """An ASGI middleware: every answer carries SECURITY_HEADERS (those it does not set itself)."""
+
+    HEADERS = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                have = {k.lower() for k, _ in headers}
+                message = {**message, "headers": headers + [(k, v) for k, v in self.HEADERS if k not in have]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 class HeadAsGet:

@@ -9,7 +9,13 @@ route can forget it (tests/test_service.py checks every route).
                         2. the sign-in cookie (set by the sign-in page from a token; signed),
                         3. the authenticator (JupyterHub mode: autograder/service/hub.py)
                       and NotSignedIn otherwise (API: 401 JSON; pages: to the sign-in page)
-    check_csrf()      a form sent with a cookie must carry the form's token (forms_token)
+    check_csrf()      a request signed in by a cookie (ours or the Hub's) that changes something
+                      must come from this site (same_origin) and carry the page's forms token; a
+                      request signed in by a header (a roster or Hub token) needs neither
+    safe_next()       where a sign-in may lead afterwards: a path of this service, nothing else
+
+Sessions: a sign-in cookie names a session row (store.sessions); signing out deletes it, and a
+new token or leaving the roster deletes the person's, so a copied cookie stops working with them.
 
 Tokens: a person's token is HMAC(the service's key, name:generation), so `seqgrader tokens`
 prints the same token every time until `--rotate` adds one to the generation (the old token and
@@ -23,7 +29,7 @@ The authenticator seam (JupyterHub mode).  Any object with
     router                                            a fastapi APIRouter (its /oauth_callback),
                                                       mounted under the base URL; may be None
     def login_url(self, request, next) -> str         where a browser goes to sign in
-    def logout(self, response)                        optional: forget its sign-in cookie
+    def logout(self, request, response)               optional: end its sign-in (its session)
     def logout_url(self) -> str                       optional: where signing out leads
 
 passed as ``create_app(..., authenticator=...)``.  `serve` builds one from
@@ -34,7 +40,6 @@ import base64
 import csv
 import hashlib
 import hmac
-import os
 import threading
 import time
 from collections import deque
@@ -50,6 +55,9 @@ from ..errors import NotSignedIn, ServiceError
 ROLES = ("student", "instructor")
 COOKIE = "seqgrader-signin"
 COOKIE_DAYS = 14
+
+
+HEADER_VIAS = ("bearer", "hub-token")  # signed in by a header no browser adds by itself
 
 
 @dataclass(frozen=True)
@@ -103,13 +111,15 @@ def sync_roster(engine, roster, rotate=()):
     replaced.  Returns [(name, role, token)] in the roster's order."""
     key = store.secret(engine)
     rotate = set(rotate)
-    out = []
+    out, ended = [], []
     with engine.begin() as conn:
         have = {r.name: r for r in conn.execute(select(store.people))}
         listed = {name for name, _ in roster}
         for name, role in roster:
             old = have.get(name)
             gen = 0 if old is None else old.generation + (1 if ("*" in rotate or name in rotate) else 0)
+            if old is not None and gen != old.generation:
+                ended.append(name)  # a new token: the browsers signed in with the old one are signed out
             token = make_token(key, name, gen)
             values = dict(role=role, active=True, generation=gen, token_hash=store.hash_token(token))
             if old is None:
@@ -120,6 +130,7 @@ def sync_roster(engine, roster, rotate=()):
         for name, old in have.items():
             if name not in listed and old.token_hash is not None:
                 conn.execute(update(store.people).where(store.people.c.name == name).values(active=False))
+        store.close_sessions(conn, ended + [name for name in have if name not in listed])
     return out
 
 
@@ -149,8 +160,9 @@ class Roster:
         return base64.urlsafe_b64encode(hmac.new(self.key, payload.encode(), hashlib.sha256).digest()).decode().rstrip("=")
 
     def cookie_for(self, row):
+        """A new session of `row`'s person, as the cookie that carries it."""
+        nonce = store.open_session(self.engine, row.name, COOKIE_DAYS * 86400)
         expires = int(time.time()) + COOKIE_DAYS * 86400
-        nonce = os.urandom(12).hex()
         payload = base64.urlsafe_b64encode(f"{row.name}\0{row.generation}\0{expires}\0{nonce}".encode()).decode()
         return f"{payload}.{self._sign('cookie:' + payload)}"
 
@@ -160,14 +172,20 @@ class Roster:
             if not hmac.compare_digest(sig, self._sign("cookie:" + payload)):
                 return None
             name, gen, expires, nonce = base64.urlsafe_b64decode(payload.encode()).decode().split("\0")
+            if int(expires) < time.time():
+                return None
         except (ValueError, UnicodeError):
             return None
-        if int(expires) < time.time():
-            return None
+        if store.session_of(self.engine, nonce) != name:
+            return None  # signed out (or a new token, or off the roster)
         row = self.person(name)
         if row is None or row.generation != int(gen):
             return None  # rotated, or no longer on the roster
         return User(row.name, row.role, via="cookie", nonce=nonce)
+
+    def sign_out(self, user):
+        """End the session of `user`'s cookie: the cookie, wherever it was copied, is nobody's."""
+        store.close_session(self.engine, user.nonce)
 
     def forms_token(self, user):
         """The token every form of a page for `user` carries (checked by check_csrf)."""
@@ -244,7 +262,8 @@ async def current_user(request: Request) -> User:
     user = None
     token = _bearer(request)
     failures = app.failures
-    sent = bool(request.headers.get("authorization"))  # a token of ours, or the Hub's ("token ...")
+    # a token of ours, or the Hub's ("token ..."): a proxy's "Basic ..." is no attempt at either
+    sent = request.headers.get("authorization", "").partition(" ")[0].lower() in ("bearer", "token")
     if sent:
         wait = failures.wait(client_address(request))
         if wait:
@@ -271,13 +290,13 @@ async def current_user(request: Request) -> User:
 
 
 def check_csrf(request, user, sent):
-    """A form POST made with a cookie (ours or the Hub's) must carry the page's forms token and
-    come from this site; a request with an Authorization header needs neither (no browser sends
-    that header by itself to another site)."""
-    if request.headers.get("authorization"):
+    """A request that changes something, signed in by a cookie (ours or the Hub's: any way but a
+    header, HEADER_VIAS), must come from this site and carry the page's forms token.  Keyed on how
+    this request was signed in, never on which headers it has: a browser behind a proxy that
+    asks for a password sends `Authorization: Basic ...` by itself, on every request."""
+    if user.via in HEADER_VIAS:
         return
-    origin = request.headers.get("origin")
-    if origin and origin not in allowed_origins(request):
+    if not same_origin(request):
         raise ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
                            "A form sent from another site is refused (cross-site request).")
     want = request.app.state.service.roster.forms_token(user)
@@ -287,6 +306,35 @@ def check_csrf(request, user, sent):
                            "it again.")
 
 
+def same_origin(request):
+    """False when the browser says the request comes from another site: Sec-Fetch-Site (sent by
+    every current browser) other than same-origin or none, else an Origin that is not this
+    service's.  A client that sends neither (a script) is no browser another site can drive."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or origin in allowed_origins(request)
+
+
 def allowed_origins(request):
     host = request.headers.get("host", "")
     return {f"http://{host}", f"https://{host}"}
+
+
+def safe_next(base_url, value):
+    """`value` if it is a path of this service (under `base_url`), else `base_url`: never another
+    site (`//host`, `https:`, a backslash), never a path that climbs out of the service (`/../`,
+    `/./`, or either hidden behind %-escapes), never a control character."""
+    from urllib.parse import unquote, urlsplit
+
+    value = str(value or "")
+    parts = urlsplit(value)
+    path = parts.path
+    decoded = unquote(unquote(path))
+    segments = decoded.split("/")
+    if (parts.scheme or parts.netloc or not value.startswith(base_url) or value.startswith("//")
+            or "\\" in decoded or not value.isprintable() or not decoded.isprintable()
+            or "." in segments or ".." in segments or "//" in decoded):
+        return base_url
+    return value

@@ -39,7 +39,7 @@ def _latest_folder(svc, assignment):
 def dashboard_html(svc, assignment):
     folder = _latest_folder(svc, assignment)
     try:
-        return render_dashboard(folder, language=svc.language)
+        return render_dashboard(folder, language=svc.language, label=assignment)  # no server path on a page
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -49,8 +49,51 @@ def _database(args):
     from .store import sqlite_url
 
     data = Path(args.data)
+    private(data)
+    url = args.db or os.environ.get("SEQGRADER_DB") or sqlite_url(data)
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+        db = Path(url[len("sqlite:///"):])
+        db.parent.mkdir(parents=True, exist_ok=True)
+        _made_private([db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")])
+    return url
+
+
+def private(data):
+    """Everything this process (and the grading processes it starts) writes is private to its
+    user, whatever the umask it was given: 0700 folders, 0600 files.  The data folder holds the
+    key that makes every token, and every upload; what is already there and readable by other
+    users is made private, and said."""
+    os.umask(0o077)
+    data = Path(data)
     data.mkdir(parents=True, exist_ok=True)
-    return args.db or os.environ.get("SEQGRADER_DB") or sqlite_url(data)
+    _made_private([data, *data.rglob("*")])
+
+
+def _made_private(paths):
+    import stat
+
+    from .worker import log
+
+    opened, stuck = [], []
+    for p in paths:
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+            continue
+        try:
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+            opened.append(p)
+        except OSError:
+            stuck.append(p)
+    if opened or stuck:
+        log(f"WARNING: {len(opened) + len(stuck)} file(s) of the service's data could be read by other users of this "
+            f"machine (e.g. {(opened + stuck)[0]}): "
+            + (f"made private now (0700 / 0600); " if opened else "")
+            + (f"{len(stuck)} could not be changed by this user: change them yourself; " if stuck else "")
+            + "whoever read the database has the key of every token: give everyone new ones with `seqgrader tokens "
+              "--roster CSV --new-key`")
 
 
 def _engine(args):
@@ -130,6 +173,11 @@ def cmd_serve(args):
         raise ConfigError(f"--workers {workers}: write 0 or more")
     if args.poll <= 0:
         raise ConfigError(f"--poll {args.poll:g}: write a number of seconds above 0")
+    if args.max_connections < 1:
+        raise ConfigError(f"--max-connections {args.max_connections}: write 1 or more")
+    for option, value in (("--header-timeout", args.header_timeout), ("--body-timeout", args.body_timeout)):
+        if not value > 0:
+            raise ConfigError(f"{option} {value:g}: write a number of seconds above 0")
     if workers == 0:
         grader = None
     elif args.dask_scheduler:
@@ -156,10 +204,15 @@ def cmd_serve(args):
         threading.Thread(target=grader.warm_up, args=(first,), name="warm-up", daemon=True).start()
     log(f"serving {Path(course_file).resolve()} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
         + ("JupyterHub sign-in" if authenticator else "roster tokens")
+        + (f", believing X-Forwarded-* from {args.forwarded_allow_ips}" if args.forwarded_allow_ips else "")
         + (f", grading on {args.dask_scheduler}" if args.dask_scheduler else
            f", {workers} grading process(es)" if worker else ", no grading here") + ")")
+    from .connections import guarded
+
+    proxy = args.forwarded_allow_ips  # no proxy named: X-Forwarded-* are nobody's word
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            proxy_headers=True, forwarded_allow_ips=args.forwarded_allow_ips)
+                            proxy_headers=bool(proxy), forwarded_allow_ips=proxy or None,
+                            http=guarded(args.max_connections, args.header_timeout, args.body_timeout))
     server = _uvicorn_server()(config)
     try:
         server.run(sockets=[sock])
@@ -197,6 +250,10 @@ def cmd_tokens(args):
 
     engine, _ = _engine(args)
     rotate = ["*"] if args.rotate_all else (args.rotate or [])
+    if args.new_key:
+        from .store import new_secret
+
+        new_secret(engine)  # every token and every sign-in made with the old key stops working
     roster = read_roster(args.roster)
     unknown = [n for n in rotate if n != "*" and n not in {name for name, _ in roster}]
     if unknown:
@@ -209,6 +266,8 @@ def cmd_tokens(args):
 
 def add_parser(sub):
     import argparse
+
+    from .connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 
     s = sub.add_parser("serve", help="the grading web service (upload, queue, reports, the class's view)",
                        description=SERVE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -243,8 +302,18 @@ def add_parser(sub):
     s.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
                    help="how often an idle grading thread reads the queue for uploads another service on the same "
                         "database accepted; an upload this service accepts is graded at once (default 1)")
-    s.add_argument("--forwarded-allow-ips", metavar="IPS", default="127.0.0.1",
-                   help="proxies whose X-Forwarded-* headers are believed (default 127.0.0.1)")
+    s.add_argument("--forwarded-allow-ips", metavar="IPS",
+                   help="the proxy in front of the service (its addresses, comma-separated, or *): its "
+                        "X-Forwarded-For and X-Forwarded-Proto are believed. Default: none, every client is "
+                        "the address it connects from (any local process could write those headers)")
+    s.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                   help=f"connections open at once; one more is answered 503 (default {MAX_CONNECTIONS})")
+    s.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
+                   help=f"how long a request's headers may take to arrive, then 408 and closed (default "
+                        f"{HEADER_TIMEOUT:g})")
+    s.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
+                   help=f"how long a request's body (an upload) may take to arrive, then closed (default "
+                        f"{BODY_TIMEOUT:g})")
     s.set_defaults(func=cmd_serve)
 
     t = sub.add_parser("tokens", help="print the roster's sign-in tokens (student,token), making them if needed",
@@ -259,5 +328,8 @@ def add_parser(sub):
     t.add_argument("--db", metavar="URL", help="database URL (default: sqlite:///DATA/service.db, or $SEQGRADER_DB)")
     t.add_argument("--rotate", action="append", metavar="NAME", help="give NAME a new token (repeatable)")
     t.add_argument("--rotate-all", action="store_true", help="give everyone a new token")
+    t.add_argument("--new-key", action="store_true",
+                   help="replace the service's key, from which every token is made: everyone gets a new token and "
+                        "is signed out (for a key that others may have read)")
     t.set_defaults(func=cmd_tokens)
     return s

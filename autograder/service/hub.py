@@ -11,7 +11,8 @@ JUPYTERHUB_API_TOKEN is set): `await hub.user(request)` says who is asking, or N
   hub's /hub/api/oauth2/authorize; the hub sends it back to PREFIX/oauth_callback with a code, which
   must come with the same state; the code becomes the user's token, kept in a signed HttpOnly
   cookie on the prefix (SameSite=Lax; a cookie on a cross-site request that changes something is
-  not accepted).
+  not accepted) that names a session in the service's database (store.sessions): signing out
+  ends it, so a copy of the cookie is nobody's afterwards.
 
 Either way the token is identified with the hub by jupyterhub.services.auth.HubOAuth's
 `user_for_token` (cached for `cache_max_age` seconds), the way JupyterHub's own services do it; the
@@ -44,7 +45,7 @@ import json
 import os
 import secrets
 import time
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
@@ -58,10 +59,16 @@ COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may
 class Hub:
     """The authenticator of `seqgrader serve` under JupyterHub (see autograder/service/auth.py for
     the seam).  `base_url`: the service's prefix (default: JUPYTERHUB_SERVICE_PREFIX); `engine`,
-    the service's database, is not needed: the hub is the one who knows people."""
+    the service's database, keeps the sessions of the sign-in cookies (the hub is the one who
+    knows people)."""
 
     def __init__(self, base_url=None, engine=None, *, instructors_group=None, api_token=None, cache_max_age=60):
         from jupyterhub.services.auth import HubOAuth
+
+        if engine is None:
+            raise ConfigError("JupyterHub sign-in needs the service's database (its sessions: a browser that signs "
+                              "out is signed out everywhere)")
+        self.engine = engine
 
         self.instructors_group = (instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP")
                                   or "instructors")
@@ -90,12 +97,21 @@ class Hub:
         """The User of this request, or None: a token in the Authorization header, else the
         sign-in cookie.  A token the hub does not know, or one without access to this service,
         is nobody."""
+        from starlette.concurrency import run_in_threadpool
+
+        from . import store
+        from .auth import same_origin
+
         token, via, nonce = _header_token(request), "hub-token", ""
         if token is None:
             kept = self._unsign(request.cookies.get(self.cookie_name))
-            if not kept or not kept.get("token") or not _same_site_or_safe(request):
+            if not kept or not kept.get("token"):
                 return None
-            token, via, nonce = kept["token"], "hub-cookie", kept.get("nonce", "")
+            if request.method not in ("GET", "HEAD", "OPTIONS") and not same_origin(request):
+                return None  # a change asked from another site (check_csrf would refuse it too)
+            token, via, nonce = kept["token"], "hub-cookie", str(kept.get("nonce") or "")
+            if await run_in_threadpool(store.session_of, self.engine, nonce) is None:
+                return None  # signed out: a copy of the cookie is nobody's
         model = await self._identify(token, request)
         return self._as_user(model, via, nonce)
 
@@ -106,9 +122,9 @@ class Hub:
             return await self.auth.user_for_token(token, use_cache=use_cache, sync=False,
                                                   session_id=request.cookies.get("jupyterhub-session-id", ""))
         except HTTPError as e:  # the hub cannot be reached or refuses the service's own token
-            raise ServiceError(502, "hub_unavailable", f"JupyterHub 暂时无法确认你的身份，请稍后再试（{e.log_message or e}）。",
-                               f"JupyterHub cannot say who you are just now; try again in a moment "
-                               f"({e.log_message or e}).") from None
+            _log_hub_error("identifying a token", e)  # the hub's address and errors are the log's, not the page's
+            raise ServiceError(502, "hub_unavailable", "JupyterHub 暂时无法确认你的身份，请稍后再试。",
+                               "JupyterHub cannot say who you are just now; try again in a moment.") from None
 
     def _as_user(self, model, via="hub-token", nonce=""):
         from jupyterhub.services.auth import check_scopes
@@ -139,7 +155,9 @@ class Hub:
     async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
                              error_description: str = ""):
         if error:
-            why = error_description or error
+            from ..safe import one_line
+
+            why = one_line(error_description or error, 200)  # from the query string: anyone's words
             raise ServiceError(400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}")
         kept = self._unsign(request.cookies.get(self.state_cookie_name))
         if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
@@ -151,20 +169,31 @@ class Hub:
         try:
             token = await self.auth.token_for_code(code, code_verifier=kept.get("verifier"), sync=False)
         except HTTPError as e:
-            raise ServiceError(403, "oauth_code", f"JupyterHub 没有接受这次登录：{e.log_message or e}",
-                               f"JupyterHub did not accept the sign-in: {e.log_message or e}") from None
+            _log_hub_error("exchanging a sign-in code", e)
+            raise ServiceError(403, "oauth_code", "JupyterHub 没有接受这次登录：请重新登录。",
+                               "JupyterHub did not accept the sign-in: sign in again.") from None
         user = self._as_user(await self._identify(token, request, use_cache=False))
         if user is None:
             raise ServiceError(403, "not_allowed", "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
                                "Your JupyterHub account may not use this service: ask the course staff.")
-        response = RedirectResponse(kept.get("next") or self.prefix, status_code=303)
+        from starlette.concurrency import run_in_threadpool
+
+        from . import store
+
+        nonce = await run_in_threadpool(store.open_session, self.engine, user.name, COOKIE_MAX_AGE)
+        response = RedirectResponse(self._safe_next(kept.get("next")), status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
-        self._set_cookie(response, request, self.cookie_name, {"token": token, "nonce": secrets.token_hex(12)},
-                         COOKIE_MAX_AGE)
+        self._set_cookie(response, request, self.cookie_name, {"token": token, "nonce": nonce}, COOKIE_MAX_AGE)
         return response
 
-    def logout(self, response):
-        """Forget the sign-in cookie (the hub's own sign-in stays: see logout_url)."""
+    def logout(self, request, response):
+        """End this browser's session and forget its cookie (the hub's own sign-in stays: see
+        logout_url).  In a thread: it writes to the database."""
+        from . import store
+
+        kept = self._unsign(request.cookies.get(self.cookie_name))
+        if kept and kept.get("nonce"):
+            store.close_session(self.engine, str(kept["nonce"]))
         response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
 
     def logout_url(self):
@@ -173,11 +202,10 @@ class Hub:
         return f"{self.auth.hub_prefix}logout"
 
     def _safe_next(self, next):
-        """Only a path under the service's prefix: never another site, never `//host`."""
-        parts = urlsplit(next or "")
-        if parts.scheme or parts.netloc or not parts.path.startswith(self.prefix) or next.startswith("//"):
-            return self.prefix
-        return next
+        """Only a path of the service (auth.safe_next, as the roster's sign-in)."""
+        from .auth import safe_next
+
+        return safe_next(self.prefix, next)
 
     # ------------------------------------------------------------ signed cookies
     def _sign(self, data, max_age):
@@ -200,7 +228,7 @@ class Hub:
         return data.get(key) if key else data
 
     def _set_cookie(self, response, request, name, data, max_age):
-        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+        secure = request.url.scheme == "https"  # behind a proxy that is believed: what it says (--forwarded-allow-ips)
         response.set_cookie(name, self._sign(data, max_age), max_age=max_age, path=self.auth.cookie_path,
                             httponly=True, samesite="lax", secure=secure)
 
@@ -213,17 +241,7 @@ def _header_token(request):
     return None
 
 
-def _same_site_or_safe(request):
-    """A sign-in cookie counts on reads from anywhere and on changes from this site only (the
-    browser says where a request comes from in Sec-Fetch-Site, or Origin)."""
-    if request.method in ("GET", "HEAD", "OPTIONS"):
-        return True
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        return site in ("same-origin", "none")
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
-    return urlsplit(origin).netloc == host
+def _log_hub_error(what, e):
+    from .worker import log
 
+    log(f"JupyterHub: {what} failed: {e.log_message or e}")

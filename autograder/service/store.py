@@ -4,6 +4,9 @@ PostgreSQL through SQLAlchemy 2; the schema itself comes from migrations/, run o
     people        one row per person who may sign in: name, role ("student" | "instructor"),
                   the sha256 of their token and its generation (`tokens --rotate` adds one)
     keys          the service's secret key (signs the sign-in cookie and derives the tokens)
+    sessions      one row per signed-in browser: the sha256 of its cookie's nonce, whose it is and
+                  until when.  A cookie counts only while its row is there: signing out, a new
+                  token and leaving the roster delete rows, so a copied cookie dies with them
     submissions   one row per accepted upload: who, which assignment, the file on disk (a generated
                   name), the queue's state and lease, and whether it holds one of the attempts
     results       at most one row per submission (its primary key is the submission's): the
@@ -57,6 +60,13 @@ keys = Table(
     Column("value", String(200), nullable=False),
 )
 
+sessions = Table(
+    "sessions", metadata,
+    Column("id", String(64), primary_key=True),  # sha256 of the cookie's nonce
+    Column("name", String(200), nullable=False, index=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
 submissions = Table(
     "submissions", metadata,
     Column("id", String(32), primary_key=True),
@@ -88,6 +98,7 @@ results = Table(
 )
 
 STATUSES = ("queued", "grading", "graded", "not_graded")
+MAX_SESSIONS = 20  # signed-in browsers per person; signing in once more ends the oldest
 MAX_CLAIMS = 3  # a submission whose grading was interrupted this often is not graded (it may be the cause)
 
 
@@ -194,6 +205,52 @@ def secret(engine, name="signing"):
         value = os.urandom(32).hex()
         conn.execute(keys.insert().values(name=name, value=value))
         return value
+
+
+def new_secret(engine, name="signing"):
+    """Replace the key `name`: every token made from it and every cookie signed with it stop
+    working, and every session ends."""
+    with engine.begin() as conn:
+        conn.execute(keys.delete().where(keys.c.name == name))
+        conn.execute(keys.insert().values(name=name, value=os.urandom(32).hex()))
+        conn.execute(sessions.delete())
+
+
+def open_session(engine, name, seconds):
+    """A new session of `name` for `seconds`: the nonce its cookie carries (signed).  Sessions
+    past their end are deleted on the way."""
+    nonce = os.urandom(16).hex()
+    at = now()
+    with engine.begin() as conn:
+        conn.execute(sessions.delete().where(sessions.c.expires_at < at))
+        conn.execute(sessions.insert().values(id=hash_token(nonce), name=name,
+                                              expires_at=at + timedelta(seconds=seconds)))
+        old = conn.execute(select(sessions.c.id).where(sessions.c.name == name)
+                           .order_by(sessions.c.expires_at.desc()).offset(MAX_SESSIONS)).scalars().all()
+        if old:  # a person signing in again and again keeps their newest browsers only
+            conn.execute(sessions.delete().where(sessions.c.id.in_(old)))
+    return nonce
+
+
+def session_of(engine, nonce):
+    """The name whose live session `nonce` is, or None."""
+    if not nonce:
+        return None
+    with engine.begin() as conn:
+        row = conn.execute(select(sessions.c.name, sessions.c.expires_at)
+                           .where(sessions.c.id == hash_token(str(nonce)))).first()
+    return row.name if row is not None and aware(row.expires_at) > now() else None
+
+
+def close_session(engine, nonce):
+    with engine.begin() as conn:
+        conn.execute(sessions.delete().where(sessions.c.id == hash_token(str(nonce))))
+
+
+def close_sessions(conn, names):
+    """(In the caller's transaction.)  Every session of these people ends."""
+    if names:
+        conn.execute(sessions.delete().where(sessions.c.name.in_(list(names))))
 
 
 def hash_token(token):
