@@ -90,7 +90,7 @@ def _made_private(paths):
     if opened or stuck:
         log(f"WARNING: {len(opened) + len(stuck)} file(s) of the service's data could be read by other users of this "
             f"machine (e.g. {(opened + stuck)[0]}): "
-            + (f"made private now (0700 / 0600); " if opened else "")
+            + ("made private now (0700 / 0600); " if opened else "")
             + (f"{len(stuck)} could not be changed by this user: change them yourself; " if stuck else "")
             + "whoever read the database has the key of every token: give everyone new ones with `seqgrader tokens "
               "--roster CSV --new-key`")
