@@ -28,16 +28,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import NotSignedIn, ServiceError
 from ..safe import csv_cell
 from . import store
-from .auth import (COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, same_origin,
-                   safe_next)
+from .auth import (COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, safe_next,
+                   same_origin)
+from .connections import SECURITY_HEADERS
 from .views import UploadRefused, check_upload, shown_report
 
 MB = 1 << 20
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "
-       "frame-ancestors 'none'")
-# on every answer, refusals included: everything the service answers is somebody's (no-store)
-SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
 
 @dataclass
