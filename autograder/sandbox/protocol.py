@@ -505,7 +505,6 @@ class Channel:
         self._take_into(body, deadline)
         return header, arrays_from_body(specs, body)
 
-
     def recv_fds(self, maxfds, deadline=None):
         """(header, arrays, file descriptors) of one frame sent with `fds` (send)."""
         self.maxfds, self.fds = maxfds, []

@@ -149,11 +149,6 @@ class Roster:
                                                           store.people.c.active.is_(True))).first()
         return row
 
-    def person(self, name):
-        with self.engine.begin() as conn:
-            return conn.execute(select(store.people).where(store.people.c.name == name,
-                                                           store.people.c.active.is_(True))).first()
-
     # ---- the cookie: name, generation, expiry and a nonce, signed
 
     def _sign(self, payload):
@@ -176,11 +171,13 @@ class Roster:
                 return None
         except (ValueError, UnicodeError):
             return None
-        if store.session_of(self.engine, nonce) != name:
-            return None  # signed out (or a new token, or off the roster)
-        row = self.person(name)
-        if row is None or row.generation != int(gen):
-            return None  # rotated, or no longer on the roster
+        with self.engine.begin() as conn:  # the person, only while this cookie's session lives
+            row = conn.execute(select(store.people, store.sessions.c.expires_at)
+                               .join(store.sessions, store.sessions.c.name == store.people.c.name)
+                               .where(store.sessions.c.id == store.hash_token(nonce), store.people.c.name == name,
+                                      store.people.c.active.is_(True))).first()
+        if row is None or store.aware(row.expires_at) <= store.now() or row.generation != int(gen):
+            return None  # signed out, rotated, or no longer on the roster
         return User(row.name, row.role, via="cookie", nonce=nonce)
 
     def sign_out(self, user):

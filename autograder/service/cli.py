@@ -49,7 +49,7 @@ def _database(args):
     from .store import sqlite_url
 
     data = Path(args.data)
-    private(data)
+    _private(data)
     url = args.db or os.environ.get("SEQGRADER_DB") or sqlite_url(data)
     if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
         db = Path(url[len("sqlite:///"):])
@@ -58,7 +58,7 @@ def _database(args):
     return url
 
 
-def private(data):
+def _private(data):
     """Everything this process (and the grading processes it starts) writes is private to its
     user, whatever the umask it was given: 0700 folders, 0600 files.  The data folder holds the
     key that makes every token, and every upload; what is already there and readable by other

@@ -48,7 +48,7 @@ def guarded(max_connections=MAX_CONNECTIONS, header_timeout=HEADER_TIMEOUT, body
     class Guarded(H11Protocol):
         def connection_made(self, transport):
             super().connection_made(transport)
-            self._timer, self._phase = None, None
+            self._timer, self._phase, self._stalled = None, None, None
             if len(self.connections) > max_connections:
                 transport.write(BUSY)
                 transport.close()
@@ -65,18 +65,18 @@ def guarded(max_connections=MAX_CONNECTIONS, header_timeout=HEADER_TIMEOUT, body
 
         def connection_lost(self, exc):
             self._cancel()
-            if getattr(self, "_stalled", None) is not None:
+            if self._stalled is not None:
                 self._stalled.cancel()
             super().connection_lost(exc)
 
         def pause_writing(self):  # the client does not read what it asked for
             super().pause_writing()
-            if getattr(self, "_stalled", None) is None:
+            if self._stalled is None:
                 self._stalled = self.loop.call_later(body_timeout, self.transport.abort)  # its unread answers dropped
 
         def resume_writing(self):
             super().resume_writing()
-            if getattr(self, "_stalled", None) is not None:
+            if self._stalled is not None:
                 self._stalled.cancel()
                 self._stalled = None
 
@@ -107,7 +107,7 @@ def guarded(max_connections=MAX_CONNECTIONS, header_timeout=HEADER_TIMEOUT, body
                                                self._too_slow)
 
         def _cancel(self):
-            if getattr(self, "_timer", None) is not None:
+            if self._timer is not None:
                 self._timer.cancel()
             self._timer, self._phase = None, None
 

@@ -49,8 +49,12 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from ..errors import ConfigError, ServiceError
+from ..safe import one_line
+from . import store
+from .auth import safe_next, same_origin
 
 STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
 COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
@@ -97,11 +101,6 @@ class Hub:
         """The User of this request, or None: a token in the Authorization header, else the
         sign-in cookie.  A token the hub does not know, or one without access to this service,
         is nobody."""
-        from starlette.concurrency import run_in_threadpool
-
-        from . import store
-        from .auth import same_origin
-
         token, via, nonce = _header_token(request), "hub-token", ""
         if token is None:
             kept = self._unsign(request.cookies.get(self.cookie_name))
@@ -155,8 +154,6 @@ class Hub:
     async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
                              error_description: str = ""):
         if error:
-            from ..safe import one_line
-
             why = one_line(error_description or error, 200)  # from the query string: anyone's words
             raise ServiceError(400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}")
         kept = self._unsign(request.cookies.get(self.state_cookie_name))
@@ -176,10 +173,6 @@ class Hub:
         if user is None:
             raise ServiceError(403, "not_allowed", "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
                                "Your JupyterHub account may not use this service: ask the course staff.")
-        from starlette.concurrency import run_in_threadpool
-
-        from . import store
-
         nonce = await run_in_threadpool(store.open_session, self.engine, user.name, COOKIE_MAX_AGE)
         response = RedirectResponse(self._safe_next(kept.get("next")), status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
@@ -189,8 +182,6 @@ class Hub:
     def logout(self, request, response):
         """End this browser's session and forget its cookie (the hub's own sign-in stays: see
         logout_url).  In a thread: it writes to the database."""
-        from . import store
-
         kept = self._unsign(request.cookies.get(self.cookie_name))
         if kept and kept.get("nonce"):
             store.close_session(self.engine, str(kept["nonce"]))
@@ -203,8 +194,6 @@ class Hub:
 
     def _safe_next(self, next):
         """Only a path of the service (auth.safe_next, as the roster's sign-in)."""
-        from .auth import safe_next
-
         return safe_next(self.prefix, next)
 
     # ------------------------------------------------------------ signed cookies
