@@ -1487,7 +1487,24 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
         parts = by_part.get(functions_of(n)) or []
         if parts and not d:
             outcomes[n]["explained_by_part"] = parts
+        outcomes[n].update(elsewhere_hint(functions_of(n), d, parts if not d else []))
     return added
+
+
+def elsewhere_hint(function, named, parts):
+    """{"hint_zh", "hint_en"} replacing a failed test's own hint when what the diagnosis found lies in
+    another function only (a wrong attention function seen through MultiHeadAttention): the test's
+    hint names parts of its own function, which the diagnosis shows are not at fault.  {} otherwise."""
+    if named and all(d.get("function") not in (None, function) for d in named):
+        fns = list(dict.fromkeys(d["function"] for d in named))
+        where = ", ".join(f"`{f}`" for f in fns)
+        return {"hint_zh": f"差别来自 {where}：先让它通过自己的测试，再看这个测试。",
+                "hint_en": f"The difference comes from {where}: make it pass its own tests first, then this one.",
+                "hint_elsewhere": True}
+    if parts and all(p.get("hint_en") for p in parts):
+        return {"hint_zh": "\n".join(p["hint_zh"] for p in parts), "hint_en": "\n".join(p["hint_en"] for p in parts),
+                "hint_elsewhere": True}
+    return {}
 
 
 def _alarm(_signum, _frame):

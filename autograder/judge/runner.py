@@ -336,6 +336,10 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             by_part = {n: o["explained_by_part"] for n, o in outcomes.items() if o.get("explained_by_part")}
             if by_part:
                 emit({"event": "explained_by_part", "tests": by_part})
+            hints = {n: {"hint_zh": o["hint_zh"], "hint_en": o["hint_en"]} for n, o in outcomes.items()
+                     if o.get("hint_elsewhere")}
+            if hints:  # what the diagnosis found lies in another function: the tests' own hints are wrong there
+                emit({"event": "hints", "tests": hints})
             if share:
                 data = shared.export()
                 if data:
@@ -636,6 +640,11 @@ class ForkRunner:
             elif kind == "behaviour" and isinstance(ev.get("functions"), dict):
                 job.behaviour = {str(f): {"outputs": str(r.get("outputs")), "named": r.get("named") is True}
                                  for f, r in ev["functions"].items() if isinstance(r, dict)}
+            elif kind == "hints" and isinstance(ev.get("tests"), dict):
+                for name, hint in ev["tests"].items():
+                    if name in job.results and isinstance(hint, dict):
+                        job.results[name]["hint_zh"] = str(hint.get("hint_zh", ""))
+                        job.results[name]["hint_en"] = str(hint.get("hint_en", ""))
             elif kind == "explained_by_part" and isinstance(ev.get("tests"), dict):
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):

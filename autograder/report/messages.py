@@ -196,6 +196,72 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
                                  "your loss equals the reference's with the tokens of id 0 taken as the padding: "
                                  "it does not use the lengths"),
+    "part.random": ("`{fn}` 是随机的：同样的输入、同样的权重调用两次，结果不同（训练模式下的 dropout？合同里没有随机性）",
+                    "`{fn}` is random: called twice with the same inputs and weights it gives different results "
+                    "(dropout in training mode? the contract has no randomness)"),
+    "part.which_outputs": ("`{fn}` 返回的 {good} 是对的，只有 {bad} 与参考不同：错在只影响 {bad} 的那部分计算",
+                           "`{fn}` returns {good} right; only {bad} differ from the reference: the mistake is in the part "
+                           "of the computation that only {bad} depend on"),
+    "part.swapped": ("你的结果等于把 {a} 和 {b} 对调后返回的参考结果", "your result equals the reference's with {a} and {b} "
+                     "returned in each other's place"),
+    "part.swapped_in": ("你的结果等于把输入 {a} 和 {b} 对调后的参考结果", "your result equals the reference's with the "
+                        "inputs {a} and {b} swapped"),
+    "part.when_unsorted": ("`{fn}` 在 lengths 按从长到短排好序时是对的，没排序时就错了：它依赖了长度的顺序",
+                           "`{fn}` is right when the lengths come sorted from longest to shortest and wrong when they "
+                           "do not: it relies on their order"),
+    "part.when_long": ("`{fn}` 在短序列上是对的；在长序列上前 {t} 步（0 到 {t} - 1）都对，在第 {t} 步第一次出错",
+                       "`{fn}` is right on short sequences; on long ones the first {t} steps (0 to {t} - 1) are right "
+                       "and it first goes wrong at step {t}"),
+    "part.when_long_positions": ("`{fn}` 在前 {t} 个位置（0 到 {t} - 1）上是对的，在位置 {t} 第一次出错：像是只准备了 {t} 个位置的表",
+                                 "`{fn}` is right at the first {t} positions (0 to {t} - 1) and first goes wrong at "
+                                 "position {t}: as if a table held only {t} positions"),
+    "part.when_big_batch": ("`{fn}` 对一个批次的前 {t} 个序列是对的，在第 {t} 个序列（从 0 数）第一次出错：像是只准备了 {t} 个序列",
+                            "`{fn}` is right for the first {t} sequences of a batch and first goes wrong at sequence {t} "
+                            "(counting from 0): as if it were made for {t} sequences only"),
+    "part.when_second": ("`{fn}` 第一次调用的结果是对的，之后用别的输入再调用时就错了：它在两次调用之间保留了东西（缓存？）",
+                         "`{fn}` gives the right result on a first call and a wrong one on a later call with other "
+                         "inputs: something is kept between calls (a cache?)"),
+    "part.when_far": ("`{fn}` 在分数适中时是对的；当一行里所有允许的分数都远小于 0（约 -100 以下，float32 的 exp 下溢为 0）时就错了",
+                      "`{fn}` is right while the scores are moderate and wrong when every allowed score of a row is far "
+                      "below 0 (under about -100, where exp underflows to 0 in float32)"),
+    "part.attn_scale": ("你的注意力等于把分数除以{by_zh}、而不是除以 sqrt(dk) 的参考结果",
+                        "your attention equals the reference's with the scores divided by {by_en} instead of sqrt(dk)"),
+    "part.attn_temperature": ("你的注意力等于把分数再除以 {t}（softmax(QKᵀ / (sqrt(dk)·{t}))）的参考结果：多了一个温度/缩放常数",
+                              "your attention equals the reference's with the scores further divided by {t} "
+                              "(softmax(QKᵀ / (sqrt(dk)·{t}))): an extra temperature or scale constant"),
+    "part.attn_mask_ignored": ("你的注意力等于忽略 mask 时的参考结果：被屏蔽的键也拿到了权重",
+                               "your attention equals the reference's with the mask ignored: masked keys get weight too"),
+    "part.attn_mask_inverted": ("你的注意力等于把 mask 取反时的参考结果：True 被当成了“屏蔽”",
+                                "your attention equals the reference's with the mask inverted: True is taken as \"blocked\""),
+    "part.attn_mask_zero": ("你的注意力等于把被屏蔽的分数设为 0（而不是 -inf）时的参考结果：被屏蔽的键仍有 exp(0) 的权重",
+                            "your attention equals the reference's with the masked scores set to 0 instead of -inf: "
+                            "masked keys keep a weight of exp(0)"),
+    "part.attn_softmax_queries": ("你的注意力等于沿查询轴（dim=-2）做 softmax 的参考结果；应沿键轴（dim=-1）",
+                                  "your attention equals the reference's with the softmax over the queries (dim=-2); "
+                                  "it goes over the keys (dim=-1)"),
+    "part.mha_attention_function": ("你的 MultiHeadAttention 等于参考的投影和分头、中间用你自己的 `{function}`：差别来自 `{function}`，"
+                                    "W_q、W_k、W_v、W_o 和分头都是对的",
+                                    "your MultiHeadAttention equals the reference's projections and heads around your own "
+                                    "`{function}`: the difference comes from `{function}`; W_q, W_k, W_v, W_o and the heads "
+                                    "are right"),
+    "part.loss_ignore_kept": ("你的损失等于把目标为类别 {k} 的词元排除在外（像 ignore_index={k}）、再对剩下的有效词元取平均的参考损失",
+                              "your loss equals the reference's with the tokens whose target is class {k} left out "
+                              "(as ignore_index={k} does), averaged over the remaining valid tokens"),
+    "part.loss_ignore_valid": ("你的损失等于把目标为类别 {k} 的词元排除在外、但仍除以全部有效词元数的参考损失",
+                               "your loss equals the reference's with the tokens whose target is class {k} left out, "
+                               "still divided by the number of valid tokens"),
+    "part.loss_clamp": ("你的损失等于先把 logits 截断到 [-{c}, {c}] 的参考损失：|logit| 超过 {c} 时结果就不对了",
+                        "your loss equals the reference's with the logits clamped to [-{c}, {c}] first: it is wrong "
+                        "once some |logit| exceeds {c}"),
+    "part.loss_precision": ("你的损失等于用 {dtype} 计算交叉熵的参考损失：精度不够（合同要求的数值在 float32 下算）",
+                            "your loss equals the reference's with the cross-entropy computed in {dtype}: too little "
+                            "precision (the contract's values are float32 arithmetic)"),
+    "part.loss_rounded": ("你的损失等于先把 logits 舍入到 {dtype} 的参考损失：精度不够",
+                          "your loss equals the reference's with the logits rounded to {dtype} first: too little precision"),
+    "part.loss_smoothing": ("你的损失等于 label_smoothing={eps} 的交叉熵：(1 - {eps})·CE + {eps}·（对所有类别的 -log p 的平均）；"
+                            "合同要的是不带平滑的交叉熵",
+                            "your loss equals cross-entropy with label_smoothing={eps}: (1 - {eps})·CE + {eps}·(the mean "
+                            "of -log p over all classes); the contract asks for plain cross-entropy"),
     "part.loss": ("你的损失等于{tokens_zh}的交叉熵之和除以{denom_zh}",
                   "your loss equals the sum of the cross-entropy over {tokens_en}, divided by {denom_en}"),
     # a counterexample

@@ -273,6 +273,17 @@ def _cell_variants(ref_ns, kind):
                                                                                   b_hn_outside=True)))
     if kind == "lstm":
         variant("c=0", "part.cell_state_zero", lambda x, h, c, W, d: c.zero_(), state="c")
+
+        def swapped(i, call):  # (c_new, h_new)
+            x, h, c, W, d_h = call.inputs
+            h_new, c_new = _cell_ref(kind, fn, x, h, c, W)
+            return [c_new, h_new]
+        out.append(Variant("h_new, c_new swapped", "part.swapped", swapped, a="h_new", b="c_new"))
+
+        def state_swapped(i, call):  # the state read as (c, h)
+            x, h, c, W, d_h = call.inputs
+            return _cell_ref(kind, fn, x, c, h, W)
+        out.append(Variant("state read as (c, h)", "part.swapped_in", state_swapped, a="h", b="c"))
     else:
         variant("h=0", "part.cell_state_zero", lambda x, h, c, W, d: h.zero_(), state="h")
         variant("h<-0 in the update", "part.gru_carry_zero", lambda x, h, c, W, d: None)
@@ -320,7 +331,12 @@ def _gru_without_carry(fn):
 # ---------------------------------------------------------------- lstm_sequence
 
 SEQ_CASES = [([4, 2, 1], 4, 2, 3, False), ([3, 1], 5, 3, 2, True), ([2, 3], 3, 2, 2, False),
-             ([3, 3], 3, 2, 3, True), ([1, 4, 2], 4, 3, 2, True), ([5, 2], 5, 2, 3, False)]
+             ([3, 3], 3, 2, 3, True), ([1, 4, 2], 4, 3, 2, True), ([5, 2], 5, 2, 3, False),
+             # lengths unsorted: [2, 3] and [1, 4, 2] above; the same sequences sorted and unsorted
+             ([4, 3, 1], 4, 2, 2, False), ([1, 3, 4], 4, 2, 2, False), ([3, 2], 3, 2, 3, True), ([2, 3], 3, 2, 3, True),
+             # long sequences, lengths sorted: wrong only past some number of steps
+             ([150, 97], 150, 2, 2, False), ([131, 131, 70], 131, 2, 2, True)]
+SEQ_LONG = 100  # a call with T at least this long is tagged "long"
 
 
 def _sequence(cell, X, lengths, W, state, knobs):
@@ -394,9 +410,43 @@ def _sequence_calls(ref_ns):
         shows = f"lstm_sequence(X {B}×{T}×{d_in}, lengths={lengths}" + (", state=(h0, c0)" if with_state else "") + ")"
         call = Call(shows, run, None)
         call.inputs = (X, L, W, state)
+        if T >= SEQ_LONG:
+            call.condition, call.where = "long", _first_wrong_step
+        elif lengths != sorted(lengths, reverse=True):
+            call.condition = "unsorted"
         call.ref = (lambda call=call, ns=ref_ns: _seq_outs(ns, call, ()))
         calls.append(call)
     return calls
+
+
+def first_wrong(axis):
+    """where(S, R, calls) -> {"t"}: the first index along `axis` (steps, positions) at which the
+    first output differs, the same on every call it is given and not 0 ("skip" otherwise: then the
+    positions say nothing simple)."""
+    def where(S, R, calls):
+        firsts = set()
+        for s, r in zip(S, R):
+            if s is None or not isinstance(s[0], torch.Tensor) or not isinstance(r[0], torch.Tensor) \
+                    or s[0].shape != r[0].shape:
+                return {"skip": True}
+            bad = ~torch.isclose(s[0], r[0], atol=ATOL, rtol=RTOL, equal_nan=True)
+            a = axis % bad.dim()
+            steps = bad.any(tuple(k for k in range(bad.dim()) if k != a)).nonzero() if bad.dim() > 1 else bad.nonzero()
+            if len(steps) == 0:
+                return {"skip": True}
+            firsts.add(int(steps[0]))
+        return {"t": firsts.pop()} if len(firsts) == 1 and min(firsts) > 0 else {"skip": True}
+    return where
+
+
+_first_wrong_step = first_wrong(1)
+
+
+def _first_wrong_square(S, R, calls):
+    """first_wrong over a (query, key) square: the first position t whose row or column is wrong (the
+    t×t block before it is right)."""
+    a, b = first_wrong(-2)(S, R, calls), first_wrong(-1)(S, R, calls)
+    return {"skip": True} if "skip" in a or "skip" in b else {"t": min(a["t"], b["t"])}
 
 
 def _seq_outs(ns, call, knobs):
@@ -434,6 +484,11 @@ def _sequence_variants(ref_ns):
     def inplace(i, call):  # it writes into the initial state it is given
         return [INPLACE] * 3 if call.inputs[3] is not None else None
     out.append(Variant("state in place", "part.seq_state_in_place", inplace))
+
+    def swapped(i, call):  # (outputs, (c_n, h_n))
+        o, h, c = _seq_outs(ref_ns, call, ())
+        return [o, c, h]
+    out.append(Variant("h_n, c_n swapped", "part.swapped", swapped, a="h_n", b="c_n"))
     return out
 
 
@@ -529,8 +584,11 @@ def _mask_calls(ref_ns, function):
         cases = PAD_CASES
     else:
         cases = ATT_CASES
+    tags = [None] * len(cases)
+    for cond, more in MASK_CONDITIONS[function]:
+        cases, tags = cases + more, tags + [cond] * len(more)
     calls = []
-    for a in cases:
+    for a, tag in zip(cases, tags):
         def args(a=a):
             if function == "causal_mask":
                 return (a[0],), {}
@@ -548,12 +606,30 @@ def _mask_calls(ref_ns, function):
             return [_value(ref_ns[function](*p, **kw))]
 
         p, kw = args()
-        shown = ", ".join([repr(x) if not isinstance(x, torch.Tensor) else f"tensor({x.tolist()})" for x in p]
-                          + [f"{k}={v!r}" for k, v in kw.items()])
+        shown = ", ".join([repr(x) if not isinstance(x, torch.Tensor) else
+                           f"tensor({x.tolist()})" if x.numel() <= 8 else f"lengths of {x.numel()} sequences {x.tolist()[:6]}…"
+                           for x in p] + [f"{k}={v!r}" for k, v in kw.items()])
         call = Call(f"{function}({shown})", run, reference)
         call.case = a
+        if tag is not None:
+            call.condition = tag
+            call.where = first_wrong(0) if tag == "big_batch" else first_wrong(-1) if function == "padding_mask" \
+                else _first_wrong_square
         calls.append(call)
     return calls
+
+
+def _lengths(n, T, seed):
+    return torch.randint(1, T + 1, (n,), generator=_gen(seed)).tolist()
+
+
+MASK_CONDITIONS = {  # function -> [(condition, [case])]: past the positions and batch sizes of the cases above
+    "causal_mask": [("long_positions", [(100,), (150,)])],
+    "padding_mask": [("long_positions", [([150, 3, 97], None), ([130, 130, 1], 140)]),
+                     ("big_batch", [(_lengths(40, 6, 1), 6), (_lengths(33, 5, 2), None)])],
+    "attention_mask": [("long_positions", [([130, 70], None, True), ([100, 100, 5], 120, False)]),
+                       ("big_batch", [(_lengths(40, 4, 3), 4, False), (_lengths(24, 3, 4) + [3], None, True)])],
+}
 
 
 def _mask_variants(function):
@@ -611,6 +687,50 @@ def _pe_calls(ref_ns, function):
         call.dtype = dtype
         calls.append(call)
     return calls
+
+
+PE_LONG = [(150, 8), (300, 6)]  # (T, d): past a table of 100 or 128 positions
+PE_SECOND = [((3, 4), (9, 4)), ((12, 6), (5, 6)), ((4, 8), (4, 2))]  # a first call, then the one compared
+
+
+def _pe_conditions(student, ref_ns, function, deadline):
+    """The encoding's conditions (see _conditions): right on the small tables, wrong past some
+    position, or on a second call of other sizes (a table kept from the first call)."""
+    fn = ref_ns[function]
+
+    def make(T, d, before=None, seed=0):
+        X = _rnd((2, T, d), 9300 + seed, 2.0) if function == "add_positional_encoding" else None
+        B = _rnd((2,) + before, 9350 + seed, 2.0) if function == "add_positional_encoding" and before else None
+
+        def run(g):
+            if before is not None:
+                g.call(function, *((B.clone(),) if B is not None else before))
+            out = g.call(function, *((X.clone(),) if X is not None else (T, d)))
+            v = _value(out)
+            if v is None or v is INPLACE:
+                return [v]
+            return [v - X.double() if X is not None and v.shape == X.shape else v]
+
+        def ref():
+            with torch.no_grad():
+                return [_value(fn(X)) - X.double()] if X is not None else [_value(fn(T, d))]
+        what = f"X 2×{T}×{d}" if X is not None else f"{T}, {d}"
+        pre = "" if before is None else f"after {function}({'2×' + '×'.join(map(str, before)) if X is not None else ', '.join(map(str, before))}): "
+        return Call(f"{pre}{function}({what})", run, ref)
+
+    calls = [make(T, d, seed=k) for k, (T, d, _) in enumerate(PE_CASES[:4])]
+    for k, (T, d) in enumerate(PE_LONG):
+        c = make(T, d, seed=10 + k)
+        c.condition, c.where = "long_positions", first_wrong(-2)
+        calls.append(c)
+    for k, (before, (T, d)) in enumerate(PE_SECOND):
+        c = make(T, d, before=before, seed=20 + k)
+        c.condition = "second"
+        calls.append(c)
+    S = _student_outputs(student, calls, deadline)
+    if S is None:
+        return []
+    return _conditions(function, calls, S, [c.ref() for c in calls])
 
 
 def _pe_explain(student, ref_ns, function, deadline):
@@ -681,19 +801,23 @@ def _pe_explain(student, ref_ns, function, deadline):
 
 # ---------------------------------------------------------------- the masked loss
 
-LOSS_CASES = [  # (B, T, V, mask): valid counts, B, T and B*T all told apart across the calls
-    (2, 4, 5, [[1, 1, 1, 0], [1, 0, 0, 0]]),
-    (3, 4, 3, [[1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]]),
-    (2, 3, 4, [[1, 1, 0], [1, 0, 0]]),
-    (3, 5, 4, [[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]),
-    (1, 6, 3, [[1, 1, 1, 1, 0, 0]]),
+LOSS_CASES = [  # (B, T, V, mask, scale): valid counts, B, T and B*T all told apart across the calls;
+    # the last three with large logits (|logit| up to 60, 2000, 300), where a clamp or a precision shows
+    (2, 4, 5, [[1, 1, 1, 0], [1, 0, 0, 0]], 3.0),
+    (3, 4, 3, [[1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 1, 1]], 3.0),
+    (2, 3, 4, [[1, 1, 0], [1, 0, 0]], 3.0),
+    (3, 5, 4, [[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]], 3.0),
+    (1, 6, 3, [[1, 1, 1, 1, 0, 0]], 3.0),
+    (2, 5, 6, [[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]], 60.0),
+    (3, 3, 5, [[1, 1, 1], [1, 1, 0], [1, 0, 0]], 2000.0),
+    (2, 4, 3, [[1, 1, 1, 1], [1, 1, 0, 0]], 300.0),
 ]
 
 
 def _loss_calls(ref_ns):
     calls = []
-    for j, (B, T, V, mask) in enumerate(LOSS_CASES):
-        logits = _rnd((B, T, V), 9500 + j, 3.0)
+    for j, (B, T, V, mask, scale) in enumerate(LOSS_CASES):
+        logits = _rnd((B, T, V), 9500 + j, scale)
         targets = torch.randint(0, V, (B, T), generator=_gen(9600 + j))
         m = torch.tensor(mask, dtype=torch.bool)
 
@@ -706,6 +830,7 @@ def _loss_calls(ref_ns):
         ce = torch.nn.functional.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1),
                                                reduction="none").reshape(B, T)
         call.inputs = (ce, m)
+        call.logits, call.targets = logits, targets
         # the cross-entropy of softmax(logits) taken as the scores: log_softmax applied twice
         call.ce_softmax = torch.nn.functional.cross_entropy(
             torch.softmax(logits.double(), -1).reshape(-1, V), targets.reshape(-1), reduction="none").reshape(B, T)
@@ -795,7 +920,74 @@ def _loss_variants():
         m = call.inputs[1]
         return [((call.ce_softmax * m).sum() / m.sum()).to(torch.float64)]
     out.append(Variant("softmax before cross_entropy", "part.loss_softmax_first", softmaxed))
+    for k in range(3):  # the tokens whose target is class k left out, as ignore_index=k does
+        for did in ("kept", "valid"):
+            def ignored(i, call, k=k, did=did):
+                ce, m = call.inputs
+                keep = m & (call.targets != k)
+                n = float(keep.sum() if did == "kept" else m.sum())
+                return None if n == 0 else [((ce * keep).sum() / n).to(torch.float64)]
+            out.append(Variant(f"ignore class {k}/{did}", f"part.loss_ignore_{did}", ignored, k=k))
+    for c in CLAMPS:  # the logits clamped to [-c, c] first
+        out.append(Variant(f"clamp {c:g}", "part.loss_clamp", _loss_of(lambda x, c=c: x.clamp(-c, c)), c=f"{c:g}"))
+    for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+        out.append(Variant(f"in {name}", "part.loss_precision", _loss_in(dtype), dtype=name))
+        out.append(Variant(f"in {name}, mean too", "part.loss_precision", _loss_in(dtype, True), dtype=name))
+        out.append(Variant(f"logits rounded to {name}", "part.loss_rounded",
+                           _loss_of(lambda x, dtype=dtype: x.to(dtype).to(torch.float64)), dtype=name))
     return out
+
+
+CLAMPS = (1, 2, 3, 5, 10, 15, 20, 25, 30, 40, 50, 64, 80, 100, 128, 200, 256, 500, 1000)
+
+
+def _loss_of(change, smoothing=0.0):
+    """The reference loss with the logits changed first (and label smoothing), in float64."""
+    def outs(i, call):
+        m = call.inputs[1]
+        x = change(call.logits.double())[m]
+        v = torch.nn.functional.cross_entropy(x, call.targets[m], label_smoothing=smoothing, reduction="sum")
+        return [(v / m.sum()).to(torch.float64)]
+    return outs
+
+
+def _loss_in(dtype, mean=False):
+    """The reference loss computed in a lower precision (cross_entropy on the valid logits cast to it;
+    the mean taken in it too when `mean`)."""
+    def outs(i, call):
+        m = call.inputs[1]
+        if mean:
+            return [_value(torch.nn.functional.cross_entropy(call.logits[m].to(dtype), call.targets[m]))]
+        ce = torch.nn.functional.cross_entropy(call.logits[m].to(dtype), call.targets[m], reduction="none")
+        return [(ce.double().sum() / m.sum()).to(torch.float64)]
+    return outs
+
+
+def _loss_fits(S, calls):
+    """Variants whose constant is read off the student's first deviating call (and then tested on the
+    others like any variant): label smoothing, loss = (1 - eps) CE + eps mean_k(-log p_k)."""
+    out = []
+    for i, call in enumerate(calls):
+        s = S[i][0] if S[i] else None
+        if not isinstance(s, torch.Tensor) or s.numel() != 1 or not bool(torch.isfinite(s).all()):
+            continue
+        plain, uniform = _loss_of(lambda x: x)(i, call)[0], _loss_of(lambda x: x, 1.0)(i, call)[0]
+        if abs(float(uniform - plain)) < 1e-3 or _close(s, plain):
+            continue
+        eps = float((s.reshape(()) - plain) / (uniform - plain))
+        if not 0.0 < eps < 1.0:
+            return out
+        eps = _simple(eps)
+        out.append(Variant(f"label smoothing {eps:g}", "part.loss_smoothing",
+                           _loss_of(lambda x: x, eps), eps=f"{eps:g}"))
+        return out
+    return out
+
+
+def _simple(x):
+    """x rounded to 2 significant digits when that is within 1e-4 of it (0.1, not 0.1000003)."""
+    r = float(f"{x:.2g}")
+    return r if abs(r - x) <= 1e-4 * max(1.0, abs(x)) else x
 
 
 # ---------------------------------------------------------------- the explanation
@@ -818,6 +1010,19 @@ FUNCTIONS = {  # exercise -> functions explained by part
     "tiny_lm": ("tiny_lm_loss",),
     "bert_masking": ("mlm_mask",),
     "ablation": ("make_ablation", "run_ablation"),
+    "attention": ("scaled_dot_product_attention", "MultiHeadAttention"),
+}
+
+
+def _sdpa_fits(S, calls):
+    from . import attention
+
+    return attention._sdpa_fits(S, calls)
+
+
+FITS = {  # function -> fits(S, calls) -> [Variant]: variants whose constant is read off the student's outputs
+    "masked_cross_entropy": _loss_fits,
+    "scaled_dot_product_attention": _sdpa_fits,
 }
 
 
@@ -832,6 +1037,10 @@ def _setup(exercise, function, ref_ns):
         return _mask_calls(ref_ns, function), _mask_variants(function)
     if function == "masked_cross_entropy":
         return _loss_calls(ref_ns), _loss_variants()
+    if exercise == "attention":
+        from . import attention
+
+        return attention.setup(function, ref_ns)
     from . import more
 
     return more.setup(exercise, function, ref_ns)
@@ -846,7 +1055,7 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
     if function not in FUNCTIONS.get(exercise, ()):
         return []
     if function in ("sinusoidal_encoding", "add_positional_encoding"):
-        return _pe_explain(student, ref_ns, function, deadline)
+        return _pe_explain(student, ref_ns, function, deadline) or _pe_conditions(student, ref_ns, function, deadline)
     if function == "mlm_mask":  # random: facts of what it returns, not variants of the reference
         from . import mlm
 
@@ -862,8 +1071,12 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
     S = _student_outputs(student, calls, deadline)
     if S is None:
         return []
+    if function in FITS:
+        variants = variants + FITS[function](S, calls)
     R = [c.ref() for c in calls]
     found = _judge(S, R, calls, variants)
+    if not found:
+        return _conditions(function, calls, S, R) or _which_outputs(function, S, R, calls)
     out = []
     for v, tested, else_ in found:
         if deadline is not None and deadline():
@@ -873,8 +1086,86 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
         fields = dict(v.fields)
         zh, en = pair(v.key, **fields)
         first = min(i for i, _ in tested)
-        out.append(_claim(function, v.id, zh, en, calls[first].shows, else_))
+        claim = _claim(function, v.id, zh, en, calls[first].shows, else_)
+        if "hint_en" in fields and not else_:  # the part at fault is another function: the test's hint is not
+            claim["in"] = fields["function"]
+            claim["hint_zh"], claim["hint_en"] = fields["hint_zh"], fields["hint_en"]
+        out.append(claim)
     return out
+
+
+def _deviates(s, r):
+    return r is not None and (s is None or len(s) != len(r) or not all(_close(a, b) for a, b in zip(s, r)))
+
+
+def _conditions(function, calls, S, R):
+    """Where no variant reproduces the student: the condition under which the student's function
+    is wrong, by experiment.  A call may be tagged with a `condition` (lengths unsorted, T past 64, a
+    second call of one module, scores far below 0...); the condition is claimed when the student is
+    right on every untagged call and wrong on at least MIN_CALLS of the calls it tags, and at least half.  A call tagged
+    "again" repeats the call `again_of` on fresh inputs of the same values: differing from the
+    student's own first answer, the function is random."""
+    plain = [i for i, c in enumerate(calls) if not getattr(c, "condition", None)]
+    for i, c in enumerate(calls):
+        if getattr(c, "condition", None) == "again" and S[i] is not None and S[c.again_of] is not None:
+            if _deviates(S[i], S[c.again_of]) and _deviates(S[c.again_of], R[c.again_of]):
+                zh, en = pair("part.random", fn=function)
+                return [_claim(function, "random", zh, en, c.shows, False)]
+    if not plain or any(_deviates(S[i], R[i]) for i in plain):
+        return []
+    out = []
+    for cond in dict.fromkeys(getattr(c, "condition", None) for c in calls):
+        if cond in (None, "again"):
+            continue
+        tagged = [i for i, c in enumerate(calls) if getattr(c, "condition", None) == cond]
+        wrong = [i for i in tagged if _deviates(S[i], R[i])]
+        if len(wrong) >= MIN_CALLS and 2 * len(wrong) >= len(tagged):
+            tagged = wrong
+            fields = {"fn": function}
+            where = getattr(calls[tagged[0]], "where", None)
+            if where is not None:
+                fields.update(where([S[i] for i in tagged], [R[i] for i in tagged], [calls[i] for i in tagged]))
+            if "skip" in fields:
+                continue
+            zh, en = pair(f"part.when_{cond}", **fields)
+            out.append(_claim(function, f"when {cond}", zh, en, calls[tagged[0]].shows, False))
+    return out
+
+
+OUTPUTS = {  # function -> the names of what a call returns, in the order the calls' outputs list them
+    "lstm_cell": ("h_new", "c_new"),
+    "lstm_sequence": ("outputs", "h_n", "c_n"),
+    "scaled_dot_product_attention": ("out", "weights"),
+    "MultiHeadAttention": ("out", "weights"),
+}
+
+
+def _which_outputs(function, S, R, calls):
+    """Where no variant nor condition fits: which of the function's outputs differ, when it is the
+    same proper part of them on every call that deviates (at least MIN_CALLS), and the rest is right
+    on every call."""
+    names = OUTPUTS.get(function)
+    if names is None:
+        return []
+    seen, first = set(), None
+    for i, (s, r) in enumerate(zip(S, R)):
+        if r is None:
+            continue
+        if s is None or len(s) != len(r) or len(r) != len(names):
+            return []
+        wrong = frozenset(k for k in range(len(r)) if r[k] is not None and not _close(s[k], r[k]))
+        if wrong:
+            seen.add(wrong)
+            first = i if first is None else first
+    if len(seen) != 1:
+        return []
+    wrong = next(iter(seen))
+    if len(wrong) == len(names) or sum(1 for s, r in zip(S, R) if r is not None and _deviates(s, r)) < MIN_CALLS:
+        return []
+    bad = ", ".join(names[k] for k in sorted(wrong))
+    good = ", ".join(names[k] for k in range(len(names)) if k not in wrong)
+    zh, en = pair("part.which_outputs", fn=function, bad=bad, good=good)
+    return [_claim(function, "outputs " + bad, zh, en, calls[first].shows, False)]
 
 
 def _catalogued(v, tested, calls, catalogued, deadline):

@@ -3,7 +3,7 @@ altered (the offset taken as 0, positions counted along another axis, the horizo
 windows taken across the boundary between the periods).  Same rules as the package's variants."""
 import torch
 
-from . import CRASHED, Call, Variant, _rnd, _value
+from . import CRASHED, Call, Variant, _rnd, _value, first_wrong
 
 # ---------------------------------------------------------------- rope
 
@@ -31,7 +31,31 @@ def _rope_calls(ref_ns):
                     (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]))
         call.inputs = (x, offset)
         calls.append(call)
+    # past some position (a cos / sin table of fixed length), and a second call of another size (a kept table)
+    for j, (shape, offset, before) in enumerate(ROPE_CONDITIONS):
+        x = _rnd(shape, 9850 + j, 2.0).double()
+        b = None if before is None else _rnd(before, 9870 + j, 2.0).double()
+
+        def run(g, x=x, offset=offset, b=b):
+            if b is not None:
+                g.call("apply_rope", b.clone())
+            kw = {"offset": offset} if offset else {}
+            return [_value(g.call("apply_rope", x.clone(), **kw))]
+
+        pre = "" if b is None else f"after apply_rope(x {'×'.join(map(str, before))}): "
+        call = Call(pre + f"apply_rope(x {'×'.join(map(str, shape))}" + (f", offset={offset})" if offset else ")"), run,
+                    (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]))
+        call.inputs = (x, offset)
+        if b is None:
+            call.condition, call.where = "long_positions", first_wrong(-2)
+        else:
+            call.condition = "second"
+        calls.append(call)
     return calls
+
+
+ROPE_CONDITIONS = [((1, 200, 4), 0, None), ((2, 150, 6), 0, None),
+                   ((2, 9, 4), 0, (2, 3, 4)), ((1, 4, 6), 0, (1, 12, 6)), ((2, 5, 8), 0, (2, 5, 2))]
 
 
 def _rope_variants(ref_ns):

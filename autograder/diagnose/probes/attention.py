@@ -9,11 +9,14 @@ SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
 
 
-def attention_call(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, grad=False, empty=None):
+def attention_call(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, grad=False, empty=None, far=False):
     """One call of the attention function.  mask: None, a shape (random, every row kept) or 'causal';
-    empty: a query row left with no allowed key (its values are free: only finiteness is read)."""
+    empty: a query row left with no allowed key (its values are free: only finiteness is read);
+    far: every score far below 0 (Q ~ -15, K ~ +15), where exp underflows in float32."""
     def run(s):
         Q, K, V = (rnd(lead + (T, d), seed + j, dtype=dtype) for j, (T, d) in enumerate([(Tq, dk), (Tk, dk), (Tk, dv)]))
+        if far:
+            Q, K = Q / 3 - 15, K / 3 + 15
         if mask is None:
             m = None
         elif mask == "causal":
@@ -43,7 +46,8 @@ def attention_call(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, g
             g = gradients([out, w], leaves)
             obs["finite gradient (a query with no allowed key)"] = g if isinstance(g, str) else finite(g)
         return obs
-    run.__name__ = f"attention_{Tq}x{Tk}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "")
+    run.__name__ = f"attention_{Tq}x{Tk}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "") \
+        + ("_far_below_0" if far else "")
     return run
 
 
@@ -57,6 +61,7 @@ for _i, _kw in enumerate([
         dict(lead=(2, 2), Tq=2, Tk=3, dk=3, dv=2, grad=True),
         dict(lead=(2,), Tq=3, Tk=4, dk=2, dv=3, mask=(2, 3, 4), empty=1),
         dict(lead=(2,), Tq=3, Tk=3, dk=2, dv=2, mask=(3, 3), empty=0, grad=True),
+        dict(lead=(2,), Tq=3, Tk=4, dk=4, dv=2, mask=(2, 3, 4), far=True),
 ]):
     probe(EX, SDPA)(attention_call(seed=100 + 10 * _i, **_kw))
 
@@ -70,7 +75,7 @@ def mha_params(d, bias, seed):
     return P
 
 
-def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False, zero_q=False):
+def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False, zero_q=False, before=None):
     """One forward of the student's module with fixed weights.  grad: also the gradients with
     respect to x_q and x_kv (a mistake in the student's own attention function that shows only in
     gradients shows here too).  zero_q: x_q is 0 (queries are W_q's bias alone), so that whatever
@@ -101,6 +106,8 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
             m = bools(mask, seed + 30)
         leaves = [x.requires_grad_(True) for x in (x_q, x_kv)] if grad else []
         args = (x_q, x_kv) if m is None else (x_q, x_kv, m)
+        if before is not None:  # a forward on other inputs first: the module keeps nothing from it
+            s.invoke(f"{MHA}.forward", mha, rnd((B, before[0], d), seed + 40), rnd((B, before[1], d), seed + 41))
         res = s.invoke(f"{MHA}.forward", mha, *args)
         obs = {"layout of W_q, W_k, W_v, W_o": layout}
         if isinstance(res, (tuple, list)) and len(res) == 2:
@@ -111,7 +118,7 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
             obs["result"] = res
         return obs
     run.__name__ = f"multi_head_{d}_{H}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "") \
-        + ("_zero_queries" if zero_q else "")
+        + ("_zero_queries" if zero_q else "") + (f"_after_a_call_{before[0]}x{before[1]}" if before else "")
     return run
 
 
@@ -122,6 +129,8 @@ for _i, _kw in enumerate([
         dict(d=6, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 2, 3, 4)),
         dict(d=8, H=4, bias=True, B=1, Tq=2, Tk=3, mask=(1, 1, 2, 3)),
         dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 1, 1, 4), grad=True),
+        dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=5, before=(3, 5)),
+        dict(d=6, H=3, bias=True, B=2, Tq=2, Tk=4, before=(4, 2)),
 ]):
     probe(EX, MHA)(mha_call(seed=300 + 100 * _i, **_kw))
 
