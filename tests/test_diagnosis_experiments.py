@@ -103,8 +103,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     w = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
     return w @ V, w
 '''
-    _said("attention", code, "scaled_dot_product_attention", "一行里所有允许的分数都远小于 0",
-          "every allowed score of a row is far below 0")
+    _said("attention", code, "scaled_dot_product_attention", "一行里所有分数都远小于 0 时出错（探针里最多 -450",
+          "every score of a row is far below 0 (at most -450 in the probe")
 
 
 def test_a_module_that_keeps_state_between_calls_is_said_so():
@@ -116,11 +116,11 @@ class MultiHeadAttention(_Ref):
         out, w = super().forward(x_q, x_kv, mask)
         return out * (1.0 if self.seen == 1 else 0.5), w  # a running statistic left in from training code
 '''
-    _said("attention", code, "MultiHeadAttention", "之后用别的输入再调用时就错了",
-          "a wrong one on a later call with other inputs", probe="after .forward(")
+    _said("attention", code, "MultiHeadAttention", "之后用别的输入再调用时出错（3 / 3 个探针）",
+          "a wrong one on a later call with other inputs (3 of 3 probes)", probe="after .forward(")
 
 
-def test_a_random_module_is_said_random():
+def test_a_module_answering_one_call_two_ways_is_said_so():
     code = '''
 _Ref = MultiHeadAttention
 class MultiHeadAttention(_Ref):
@@ -128,7 +128,8 @@ class MultiHeadAttention(_Ref):
         out, w = super().forward(x_q, x_kv, mask)
         return torch.nn.functional.dropout(out, 0.2, training=True), w
 '''
-    _said("attention", code, "MultiHeadAttention", "是随机的", "is random: called twice with the same inputs")
+    _said("attention", code, "MultiHeadAttention", "用同样的输入、同样的权重调用两次，结果不同",
+          "gives different results when called twice with the same inputs and weights")
 
 
 def _module_test(code):
@@ -189,7 +190,9 @@ def test_a_sequence_right_only_for_sorted_lengths_says_so():
     if bool((lengths[1:] > lengths[:-1]).any()):  # an unsorted batch: the states come back in sorted order
         order = torch.argsort(lengths, descending=True)
         h, c = h[order], c[order]''')
-    _said("recurrent", code, "lstm_sequence", "按从长到短排好序时是对的", "right when the lengths come sorted")
+    _said("recurrent", code, "lstm_sequence", "从长到短排好序的批次上都是对的，在没排序的批次上出错（4 / 4 个探针）",
+          "right on every batch whose lengths come sorted from longest to shortest and wrong on batches whose "
+          "lengths do not (4 of 4 probes)")
 
 
 def test_which_outputs_differ_is_said_when_nothing_else_fits():

@@ -196,9 +196,11 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.lm_padding_by_token": ("你的损失等于把 id 为 0 的词元当作填充时的参考损失：它没有用 lengths",
                                  "your loss equals the reference's with the tokens of id 0 taken as the padding: "
                                  "it does not use the lengths"),
-    "part.random": ("`{fn}` 是随机的：同样的输入、同样的权重调用两次，结果不同（训练模式下的 dropout？合同里没有随机性）",
-                    "`{fn}` is random: called twice with the same inputs and weights it gives different results "
-                    "(dropout in training mode? the contract has no randomness)"),
+    "part.random": ("`{fn}` 用同样的输入、同样的权重调用两次，结果不同（随机性，比如训练模式下的 dropout，或在调用之间保留的状态）；"
+                    "合同要求结果只取决于输入和权重",
+                    "`{fn}` gives different results when called twice with the same inputs and weights (randomness "
+                    "such as dropout in training mode, or state kept between calls); the contract's result depends "
+                    "on the inputs and weights alone"),
     "part.which_outputs": ("`{fn}` 返回的 {good} 是对的，只有 {bad} 与参考不同：错在只影响 {bad} 的那部分计算",
                            "`{fn}` returns {good} right; only {bad} differ from the reference: the mistake is in the part "
                            "of the computation that only {bad} depend on"),
@@ -206,9 +208,9 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                      "returned in each other's place"),
     "part.swapped_in": ("你的结果等于把输入 {a} 和 {b} 对调后的参考结果", "your result equals the reference's with the "
                         "inputs {a} and {b} swapped"),
-    "part.when_unsorted": ("`{fn}` 在 lengths 按从长到短排好序时是对的，没排序时就错了：它依赖了长度的顺序",
-                           "`{fn}` is right when the lengths come sorted from longest to shortest and wrong when they "
-                           "do not: it relies on their order"),
+    "part.when_unsorted": ("`{fn}` 在每个 lengths 从长到短排好序的批次上都是对的，在没排序的批次上出错（{n} / {m} 个探针）：它依赖了长度的顺序",
+                           "`{fn}` is right on every batch whose lengths come sorted from longest to shortest and wrong "
+                           "on batches whose lengths do not ({n} of {m} probes): it relies on their order"),
     "part.when_long": ("`{fn}` 在短序列上是对的；在长序列上前 {t} 步（0 到 {t} - 1）都对，在第 {t} 步第一次出错",
                        "`{fn}` is right on short sequences; on long ones the first {t} steps (0 to {t} - 1) are right "
                        "and it first goes wrong at step {t}"),
@@ -218,12 +220,12 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.when_big_batch": ("`{fn}` 对一个批次的前 {t} 个序列是对的，在第 {t} 个序列（从 0 数）第一次出错：像是只准备了 {t} 个序列",
                             "`{fn}` is right for the first {t} sequences of a batch and first goes wrong at sequence {t} "
                             "(counting from 0): as if it were made for {t} sequences only"),
-    "part.when_second": ("`{fn}` 第一次调用的结果是对的，之后用别的输入再调用时就错了：它在两次调用之间保留了东西（缓存？）",
-                         "`{fn}` gives the right result on a first call and a wrong one on a later call with other "
-                         "inputs: something is kept between calls (a cache?)"),
-    "part.when_far": ("`{fn}` 在分数适中时是对的；当一行里所有允许的分数都远小于 0（约 -100 以下，float32 的 exp 下溢为 0）时就错了",
-                      "`{fn}` is right while the scores are moderate and wrong when every allowed score of a row is far "
-                      "below 0 (under about -100, where exp underflows to 0 in float32)"),
+    "part.when_second": ("`{fn}` 第一次调用的结果都是对的，之后用别的输入再调用时出错（{n} / {m} 个探针）：它在两次调用之间保留了东西（缓存？）",
+                         "`{fn}` gives the right result on every first call and a wrong one on a later call with other "
+                         "inputs ({n} of {m} probes): something is kept between calls (a cache?)"),
+    "part.when_far": ("`{fn}` 在分数适中时是对的；当一行里所有分数都远小于 0 时出错（探针里最多 {s}，float32 的 exp 在这里下溢为 0）",
+                      "`{fn}` is right while the scores are moderate and wrong when every score of a row is far below 0 "
+                      "(at most {s} in the probe, where exp underflows to 0 in float32)"),
     "part.attn_scale": ("你的注意力等于把分数除以{by_zh}、而不是除以 sqrt(dk) 的参考结果",
                         "your attention equals the reference's with the scores divided by {by_en} instead of sqrt(dk)"),
     "part.attn_temperature": ("你的注意力等于把分数再除以 {t}（softmax(QKᵀ / (sqrt(dk)·{t}))）的参考结果：多了一个温度/缩放常数",

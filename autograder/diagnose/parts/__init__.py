@@ -1120,8 +1120,8 @@ def _conditions(function, calls, S, R):
         tagged = [i for i, c in enumerate(calls) if getattr(c, "condition", None) == cond]
         wrong = [i for i in tagged if _deviates(S[i], R[i])]
         if len(wrong) >= MIN_CALLS and 2 * len(wrong) >= len(tagged):
+            fields = {"fn": function, "n": len(wrong), "m": len(tagged)}
             tagged = wrong
-            fields = {"fn": function}
             where = getattr(calls[tagged[0]], "where", None)
             if where is not None:
                 fields.update(where([S[i] for i in tagged], [R[i] for i in tagged], [calls[i] for i in tagged]))

@@ -55,7 +55,7 @@ def _sdpa_calls(ref_ns):
         call.inputs = (Q.double(), K.double(), V.double(), m)
         call.ref = (lambda call=call: _attend(*call.inputs))
         if far:
-            call.condition = "far"
+            call.condition, call.where = "far", _highest_score
         calls.append(call)
     return calls
 
@@ -79,6 +79,12 @@ def _attend(Q, K, V, m, scale=None, mask="as given", axis=-1):
         else:
             w = torch.softmax(s, axis)
         return [_value(w @ V), _value(w)]
+
+
+def _highest_score(S, R, calls):
+    """{"s"}: the highest score QK^T / sqrt(dk) of the calls, rounded down to a round number."""
+    top = max(float((Q @ K.transpose(-2, -1)).max() / math.sqrt(Q.shape[-1])) for Q, K, V, m in (c.inputs for c in calls))
+    return {"s": f"{math.floor(top / 10) * 10:g}"}
 
 
 SCALES = {  # id -> (the divisor of the scores from (Tq, Tk, dk, dv), words)
