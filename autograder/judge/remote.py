@@ -193,12 +193,21 @@ class RemoteObject:
 
     def __init__(self, handle, type_name, children):
         self._handle, self._type_name = handle, type_name
+        self._training = None  # set by train() / eval(): the mode the worker puts the object in before the next call
         for name, child in children.items():
             setattr(self, name, child)
         self._children = children
 
     def __repr__(self):
         return f"<{self._type_name} in the worker>"
+
+    def train(self, mode=True):
+        """`module.train(mode)`, done in the worker with the next call (as the weights are)."""
+        self._training = bool(mode)
+        return self
+
+    def eval(self):
+        return RemoteObject.train(self, False)
 
     def _grad_params(self):
         """Names ("W_q.weight") of the mirrored parameters with requires_grad on: a property that
@@ -464,6 +473,8 @@ class RemoteStudent:
         if obj is not None:
             header["state"] = obj._state(arrays)
             header["grad_params"] = obj._grad_params()
+            if obj._training is not None:
+                header["training"] = obj._training
         if uses_elsewhere([args, kwargs]):
             header["elsewhere"] = True  # the worker puts them on its device (elsewhere.Place)
         answer, out_arrays = self._request(header, arrays)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from ..errors import PropertyFailure, StudentCrash
 from ._harness import check_close, check_tensor, fail, prop, unpack
 from .strategies import lengths_for, sizes
 
@@ -143,6 +144,8 @@ class MHACase:
     x_q: torch.Tensor
     x_kv: torch.Tensor
     mask: object = None
+    again: object = None  # (x_q, x_kv, mask) of a second call of the same module, or None
+    mode: str = "train"  # the mode of that second call: "train" or "eval" (module.eval())
 
 
 @st.composite
@@ -244,6 +247,19 @@ def _big_ex(masked, dtype=torch.float32):
     return Q, K, V, mask
 
 
+def _underflow_ex(center):
+    """Every allowed score of every row far below 0 (around `center`, -200 or -3e4), a masked key in every
+    row, float32: softmax is shift-invariant, so the weights are those of scores a few units apart.  A
+    mask applied by multiplying the scores (a masked score becomes 0, far above the allowed ones) and
+    renormalising after the softmax gives rows of zeros (or NaN): exp(center) underflows to 0 in float32
+    below about -104.  Q (2, 1), K (4, 1): score = q * k (dk = 1), every product exact in float32."""
+    k = torch.tensor([[0.0], [-1.5], [0.75], [-0.75]], dtype=torch.float64) + center  # (Tk=4, dk=1)
+    q = torch.tensor([[1.0], [2.0]], dtype=torch.float64)  # (Tq=2, dk=1): rows around center, 2 * center
+    V = _t((4, 3), 3)
+    mask = torch.tensor([[True, False, True, False], [False, True, False, True]])
+    return q.float(), k.float(), V, mask
+
+
 def _mha_ex(B, H, dh, Tq, Tk, mask_shape=None, bias=True, empty_row=False):
     d = H * dh
     m = None if mask_shape is None else _mask(mask_shape, Tk, Tq + 2 * Tk, empty_row)
@@ -264,6 +280,18 @@ def _far_mha_ex():
     x_kv = torch.linalg.solve(P["W_k"].double(), k.T).T
     mask = torch.tensor([[True, False, True, False], [False, True, False, True]])
     return MHACase(1, H, d, False, seed, x_q.float()[None], x_kv.float()[None], mask)
+
+
+def _again_ex(B, H, dh, first, second, mode="train", mask=False):
+    """A module called twice: first with x_q (B, Tq, d), x_kv (B, Tk, d) for `first` = (Tq, Tk), then, in
+    `mode`, with other values of the sizes `second` (None: the first call's inputs again, with mode="eval")."""
+    d = H * dh
+    x_q, x_kv = _t((B, first[0], d), 4), _t((B, first[1], d), 5)
+    if second is None:
+        return MHACase(B, H, d, True, 7, x_q, x_kv, None, (x_q, x_kv, None), mode)
+    Tq, Tk = second
+    m = _mask((B, 1, Tq, Tk), Tk, Tq + Tk) if mask else None
+    return MHACase(B, H, d, True, 7, x_q, x_kv, None, (_t((B, Tq, d), 8), _t((B, Tk, d), 9), m), mode)
 
 
 def _causal_ex(lead, T, dk, dv, t, dtype=torch.float32):
@@ -509,6 +537,31 @@ def sdpa_matches_torch(student, case):
     _compare_sdpa(student, *case)
 
 
+MULTIPLIED_MASK = (
+    "有的查询行的可看键的分数都远小于 0（低于约 -104），而权重全是 0 或 NaN：可看键的 exp 在 float32 里下溢成了 0。"
+    "常见的原因：掩码乘到了分数上（scores * mask，被屏蔽的分数变成 0，比可看的分数大得多），softmax 之后再乘掩码、"
+    "按行和重新归一化；或者 exp 之前没有减去可看键里的最大值。softmax 与整体平移无关：在 softmax 之前用 "
+    "scores.masked_fill(~mask, float('-inf'))（或 -1e9）屏蔽，再用 torch.softmax，它会先减去每行的最大值。",
+    "In some query rows every allowed score is far below 0 (under about -104) and the weights are all 0 or NaN: the "
+    "allowed keys' exp underflowed to 0 in float32. The usual causes: the mask multiplied into the scores (scores * "
+    "mask: a masked score becomes 0, far above the allowed ones), then the softmax multiplied by the mask and "
+    "renormalised by its row sum; or exp taken without first subtracting the maximum over the allowed keys. "
+    "Softmax does not change when the scores are shifted: mask with scores.masked_fill(~mask, float('-inf')) (or "
+    "-1e9) before the softmax, then use torch.softmax, which subtracts each row's maximum first.")
+
+
+def _multiplied_mask_underflows(w, Q, K, mask, rows):
+    """True if some graded row has every allowed score below exp's underflow in Q's dtype and the student's
+    weights there are all 0 or not finite (softmax(scores * mask) * mask, renormalised by its row sum)."""
+    s = (Q.detach().double() @ K.detach().double().transpose(-2, -1)) / math.sqrt(Q.shape[-1])
+    full = _full_mask(mask, s.shape)
+    low = -math.log(torch.finfo(Q.dtype).tiny) * 1.2  # ~105 in float32, ~850 in float64
+    far = rows & ~full.all(-1) & (s.masked_fill(~full, float("-inf")).amax(-1) < -low)
+    g = w.detach().double()
+    dead = ~torch.isfinite(g).all(-1) | (g.abs().sum(-1) == 0)
+    return bool((far & dead).any())
+
+
 def _compare_sdpa(student, Q, K, V, mask):
     show = _show(Q, K, V, mask)
     out, w = _sdpa_checked(student, Q, K, V, mask, show)
@@ -523,6 +576,8 @@ def _compare_sdpa(student, Q, K, V, mask):
                     "The weights hold NaN or inf: exp(scores) overflows when the scores are large (exp(89) is "
                     "already inf in float32). Use torch.softmax(scores, dim=-1), or subtract each row's maximum "
                     "first: exp(s - s.max(-1, keepdim=True)).")
+        elif diag is None and mask is not None and _multiplied_mask_underflows(w, Q, K, mask, rows):
+            diag = MULTIPLIED_MASK
         elif diag is None and mask is not None and bool((gw.sum(-1) == 0).any()):
             diag = ("有的查询行的权重全是 0，尽管它有可看的键：每行的最大值是在包括被屏蔽键在内的所有键上取的，"
                     "被屏蔽的键分数最大时，可看的键 exp(s - max) 全部下溢为 0。先把被屏蔽的分数设为 -inf（masked_fill），"
@@ -560,6 +615,8 @@ def _compare_sdpa(student, Q, K, V, mask):
 @example(case=_ex((2,), 3, 4, 3, 2, mask_shape=(2, 3, 4), empty_row=True))
 @example(case=_ex((2,), 3, 4, 2, 2, mask_shape=(4,)))
 @example(case=_big_ex(masked=True))
+@example(case=_underflow_ex(-200.0))  # every allowed score below exp's underflow in float32 (about -104)
+@example(case=_underflow_ex(-3e4))
 def sdpa_matches_torch_with_mask(student, case):
     _compare_sdpa(student, *case)
 
@@ -571,24 +628,28 @@ def sdpa_matches_torch_with_mask(student, case):
 @example(case=_ex((), 2, 4, 3, 3))
 @example(case=_ex((2,), 4, 3, 2, 2, mask_shape=(4, 3)))
 @example(case=_ex((2, 2), 3, 5, 2, 2, mask_shape=(2, 1, 1, 5)))
+@example(case=_underflow_ex(-200.0))  # allowed scores far below 0: still weights that sum to 1
 def sdpa_weights_sum_to_one(student, case):
     Q, K, V, mask = case
     show = _show(Q, K, V, mask)
     _, w = _sdpa_checked(student, Q, K, V, mask, show)
     rows = _full_mask(mask, w.shape).any(-1)
     g = w.detach().double()
+    multiplied = mask is not None and _multiplied_mask_underflows(w, Q, K, mask, rows)
     if bool((g[rows] < 0).any()) or not bool(torch.isfinite(g[rows]).all()):
+        hint_zh, hint_en = MULTIPLIED_MASK if multiplied else ("softmax 的结果都在 [0, 1] 内。", "softmax values lie in [0, 1].")
         fail("有查询的权重为负数或不是有限值。", "some weights are negative or not finite.",
-             show={**show, "weights": w}, student=student,
-             hint_zh="softmax 的结果都在 [0, 1] 内。", hint_en="softmax values lie in [0, 1].")
+             show={**show, "weights": w}, student=student, hint_zh=hint_zh, hint_en=hint_en)
     sums = g.sum(-1)
-    check_close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, rtol=0, where=rows,
-                student=student, show={**show, "weights": w},
-                hint_zh="softmax 要在键的轴上做（dim=-1），不是查询的轴（dim=-2）；如果在 softmax 之后才用掩码，"
+    hint_zh, hint_en = ("softmax 要在键的轴上做（dim=-1），不是查询的轴（dim=-2）；如果在 softmax 之后才用掩码，"
                         "就要重新归一化。最好在 softmax 之前把被屏蔽的分数设为 -inf。",
-                hint_en="Take the softmax over the key axis (dim=-1), not the query axis (dim=-2); if you apply "
+                        "Take the softmax over the key axis (dim=-1), not the query axis (dim=-2); if you apply "
                         "the mask after the softmax you must renormalise. Better: set masked scores to -inf "
                         "before the softmax.")
+    if multiplied:
+        hint_zh, hint_en = MULTIPLIED_MASK
+    check_close(sums, torch.ones_like(sums), "weights.sum(-1)", atol=1e-4, rtol=0, where=rows,
+                student=student, show={**show, "weights": w}, hint_zh=hint_zh, hint_en=hint_en)
 
 
 def _far_scores_ex(center, dtype=torch.float32):
@@ -930,11 +991,127 @@ def mha_shapes(student, c):
 @example(c=_mha_ex(1, 8, 2, 3, 4, mask_shape=(1, 1, 1, 4)))  # many heads, a batch of one
 @example(c=_mha_ex(2, 16, 1, 2, 3, mask_shape=(2, 3)))
 @example(c=_far_mha_ex())  # allowed scores ~ -3e4: a -1e4 fill inside the module takes the weight
+# one module called twice: other sizes (Tq 3 -> 5, Tk 4 -> 2) and a mask, then the same sizes with other values
+# (keys and values kept from the first call, a cache of anything, must not change the second call's result)
+@example(c=_again_ex(2, 2, 2, (3, 4), (5, 2), mask=True))
+@example(c=_again_ex(1, 2, 3, (4, 4), (4, 4)))
+@example(c=_again_ex(2, 2, 2, (3, 4), None, mode="eval"))  # train mode, then module.eval() on the same inputs
 def mha_matches_torch(student, c):
     P = _params(c.d, c.bias, c.seed)
     mha = _student_mha(student, c, P)
+    if c.again is not None:
+        _set_training(student, mha, True)
     out, w = _forward(student, mha, c)
     ref_out, ref_w, rows = _torch_mha(c, P)
+    if not _mha_agrees(out, w, ref_out, ref_w, rows):
+        _random_in_train_mode(student, mha, c, out, w, ref_out, ref_w)
+    _compare_mha(student, c, P, out, w, ref_out, ref_w, rows)
+    if c.again is not None:
+        _check_again(student, mha, c, P)
+
+
+def _mha_agrees(out, w, ref_out, ref_w, rows):
+    """The student's (out, weights) agree with the reference where graded (as _compare_mha checks them)."""
+    if tuple(out.shape) != tuple(ref_out.shape) or tuple(w.shape) != tuple(ref_w.shape):
+        return False
+    g_w, g_out = w.detach().double(), out.detach().double()
+    r = rows.all(1)
+    return (torch.allclose(g_w[rows], ref_w[rows], atol=1e-4, rtol=1e-4)
+            and torch.allclose(g_out[r], ref_out[r], atol=1e-4, rtol=1e-4))
+
+
+def _set_training(student, mha, mode):
+    """module.train(mode) / module.eval() on the student's module (in the worker: done with the next call)."""
+    try:
+        type(mha).train(mha, mode)
+    except Exception as e:  # noqa: BLE001 - the student's own train()
+        fail(f"{MHA}.train({mode}) 抛出了异常 {type(e).__name__}。", f"{MHA}.train({mode}) raised {type(e).__name__}.",
+             show={"异常 exception": f"{type(e).__name__}: {str(e)[:300]}"}, student=student,
+             hint_zh="不要改写 nn.Module 的 train()/eval()：训练和推理都会调用它们。",
+             hint_en="Do not override nn.Module's train() / eval(): training and inference both call them.")
+
+
+MODE_HINT_ZH = ("合同里的多头注意力没有 dropout，也没有任何随模式（module.train() / module.eval()）变化的部分："
+                "去掉 nn.Dropout / F.dropout（要用 dropout 的话放在模型里这一层之外）。")
+MODE_HINT_EN = ("The contract's multi-head attention has no dropout, and nothing that depends on the mode "
+                "(module.train() / module.eval()): remove nn.Dropout / F.dropout (a model that wants dropout puts it "
+                "outside this layer).")
+
+
+def _random_in_train_mode(student, mha, c, out, w, ref_out, ref_w):
+    """The first call differs from the reference: if a second call on the same inputs gives other values, the
+    module is random in train mode (the mode a new module starts in): dropout.  Fails with that, or returns."""
+    try:
+        out2, w2 = _forward(student, mha, c)
+    except Exception:  # noqa: BLE001 - a failure of the second call is not this diagnosis
+        return
+    same = tuple(out2.shape) == tuple(out.shape) and tuple(w2.shape) == tuple(w.shape) \
+        and torch.equal(out2.detach(), out.detach()) and torch.equal(w2.detach(), w.detach())
+    if same:
+        return
+    fail("训练模式下（module.train()，新建的模块默认就是这个模式）输出与参考答案不一致，而且同样的输入调用两次结果不同："
+         "模块里有随机的部分（dropout）。合同里没有 dropout，两种模式下输出都必须等于参考答案。",
+         "In train mode (module.train(), the mode a new module starts in) the output differs from the reference, and "
+         "two calls with the same inputs give different results: something random (dropout) acts in the module. "
+         "The contract has no dropout: the output must equal the reference in both modes.",
+         show=_mha_show(c, c.x_q, c.x_kv, c.mask, **{"期望 expected out": ref_out, "第一次 first call out": out,
+                                                     "第二次 second call out": out2}),
+         student=student, hint_zh=MODE_HINT_ZH, hint_en=MODE_HINT_EN)
+
+
+def _check_again(student, mha, c, P):
+    """The second call of the same module (c.again, in c.mode) must match the reference on its own inputs."""
+    x_q, x_kv, mask = c.again
+    c2 = MHACase(c.B, c.H, c.d, c.bias, c.seed, x_q, x_kv, mask)
+    ref_out, ref_w, rows = _torch_mha(c2, P)
+    if c.mode == "eval":
+        _set_training(student, mha, False)
+    problem = None
+    try:
+        out, w = _forward(student, mha, c2)
+        if _mha_agrees(out, w, ref_out, ref_w, rows):
+            return
+    except (PropertyFailure, StudentCrash) as e:
+        problem = e
+    first = {"第一次调用 first call: x_q": c.x_q, "第一次调用 first call: x_kv": c.x_kv}
+    show = _mha_show(c2, x_q, x_kv, mask, **first, **{"期望 expected out": ref_out, "期望 expected weights": ref_w})
+    if problem is not None:
+        show["第二次调用的问题 the second call's problem"] = problem.en
+    if c.mode == "eval":
+        fail("训练模式下（module.train()）输出与参考答案一致，切换到推理模式（module.eval()）后，同样的输入得到的输出与参考答案"
+             "不一致。合同里没有 dropout，也没有随模式变化的部分：两种模式下输出都必须等于参考答案。",
+             "In train mode (module.train()) the output equals the reference; after module.eval(), the same inputs give "
+             "an output that differs from the reference. The contract has no dropout and nothing that depends on the "
+             "mode: the output must equal the reference in both modes.",
+             show=show, student=student, hint_zh=MODE_HINT_ZH + "也不要在推理模式下走另一条路径（例如生成时用的 KV 缓存）。",
+             hint_en=MODE_HINT_EN + " Nor take another path in eval mode (e.g. the KV cache of generation code).")
+    fresh = _student_mha(student, c2, P)
+    _set_training(student, fresh, True)
+    try:
+        f_out, f_w = _forward(student, fresh, c2)
+        fresh_ok = _mha_agrees(f_out, f_w, ref_out, ref_w, rows)
+    except (PropertyFailure, StudentCrash):
+        fresh_ok = False
+    if not fresh_ok:  # wrong on these inputs whatever came before: the ordinary comparison says how
+        if problem is not None:
+            raise problem
+        _compare_mha(student, c2, P, out, w, ref_out, ref_w, rows)
+        return
+    Tq, Tk = x_q.shape[1], x_kv.shape[1]
+    fail(f"同一个模块第二次调用（其他输入：Tq = {c.x_q.shape[1]} -> {Tq}，Tk = {c.x_kv.shape[1]} -> {Tk}）的结果，与权重相同的"
+         f"新模块在这些输入上的结果（它与参考答案一致）不同：有东西在两次调用之间被保留了下来（例如第一次调用的键和值）。",
+         f"The second call of the same module, with other inputs (Tq {c.x_q.shape[1]} -> {Tq}, Tk {c.x_kv.shape[1]} -> "
+         f"{Tk}), differs from a fresh module with the same weights on those inputs (which matches the reference): "
+         f"something is kept between calls (the first call's keys and values, for instance).",
+         show=show, student=student,
+         hint_zh="forward 每次都只用这次传入的 x_q、x_kv 和 mask 计算 q、k、v：不要把它们（或任何中间结果）存到 self 上"
+                 "留给下一次调用。生成时的 KV 缓存不属于这个模块的合同。",
+         hint_en="Compute q, k and v from this call's x_q, x_kv and mask on every call: do not keep them (or anything "
+                 "computed from them) on self for the next call. A generation-time KV cache is not part of this "
+                 "module's contract.")
+
+
+def _compare_mha(student, c, P, out, w, ref_out, ref_w, rows):
     show = _mha_show(c, c.x_q, c.x_kv, c.mask)
     excl_zh = "（有某个头没有任何可看键的查询行不比较。）" if c.mask is not None else ""
     excl_en = " (Query rows where some head has no allowed key are not compared.)" if c.mask is not None else ""

@@ -30,6 +30,43 @@ def _T(lengths, max_len):
     return int(lengths.max()) if max_len is None else int(max_len)
 
 
+# ---------------------------------------------------------------- sizes of real batches
+#
+# The draws keep B <= 4 and T <= 8; a batch in training holds dozens of sequences of hundreds of steps.
+# A mask built from a fixed block (a 64 x 64 or 128 x 128 triangle computed once and sliced, a table of
+# 32 positions) is right at the drawn sizes and wrong beyond them, so every value test pins batches of
+# real size, with lengths of every kind (0, 1, T itself, values around 16, 32, 64, 128 and 256):
+# padding_mask B = 64, T = 300; causal_mask T = 300; attention_mask, (B, 1, T, T), B = 64 with T = 20
+# and B = 3 with T = 130 (a correct mask built with Python loops over b, i, j stays well within the
+# time limit there; at B = 64, T = 300 it takes longer than the limit).
+
+BIG_B, BIG_T = 64, 300
+SMALL = 16  # the drawn sizes stay at or below this
+
+
+def _big_lengths(lo=0, B=BIG_B, T=BIG_T):
+    """(B,) lengths in [lo, T]: T itself, 1 and lo, values next to 16, 32, 64, 128 and 256, the rest spread."""
+    fixed = [T, 1, lo, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, T - 1]
+    spread = [(37 * i + 11) % (T + 1) for i in range(B)]
+    return torch.tensor([min(T, max(lo, v)) for v in (fixed + spread)[:B]], dtype=torch.int64)
+
+
+def _check_big_shape(student, out, shape, call):
+    """At sizes beyond the drawn ones, a mask of another shape is a size bound in the code: say so."""
+    if isinstance(out, torch.Tensor) and tuple(out.shape) != tuple(shape) and max(shape) > SMALL:
+        fail(f"{call} 返回的掩码形状为 {tuple(out.shape)}，应为 {tuple(shape)}：在大小超过 {SMALL} 的批次上，"
+             f"掩码没有按实际的 T 建出来（例如切片了一块预先算好的固定大小的三角或位置表）。",
+             f"{call} returned a mask of shape {tuple(out.shape)}, not {tuple(shape)}: at sizes beyond {SMALL} the "
+             f"mask is not built for the actual T (a slice of a fixed-size triangle or position table computed "
+             f"in advance, for instance).", student=student,
+             hint_zh="每次调用都按给定的 T 现算：torch.arange(T, device=...)、torch.ones(T, T, ...).tril()。"
+                     "不要依赖一块固定大小（64、128、512 ...）的预计算表：真实批次的 T 可以是几百上千。",
+             hint_en="Build the mask for the given T on every call: torch.arange(T, device=...), torch.ones(T, T, "
+                     "...).tril(). Do not rely on a precomputed table of a fixed size (64, 128, 512, ...): real "
+                     "batches have T in the hundreds or thousands.")
+    return out
+
+
 # ---------------------------------------------------------------- padding_mask
 
 @prop(EX, "padding_mask", "shape_and_dtype",
@@ -86,10 +123,13 @@ PADDING_DEVICE_HINT_EN = ("Build the mask on lengths' device: torch.arange(T, de
 @example(case=(torch.tensor([1, 3]), None))
 @example(case=(torch.tensor([2, 0, 3], dtype=torch.int32), 4))  # "a 1-D int tensor": int32 too
 @example(case=(torch.tensor([1, 3], dtype=torch.int32), None))
+@example(case=(_big_lengths(), BIG_T))  # a batch of real size: B = 64, T = 300
+@example(case=(_big_lengths(lo=1), None))  # T = lengths.max() = 300
 def padding_values(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)
     out = student.call("padding_mask", lengths, max_len) if max_len is not None else student.call("padding_mask", lengths)
+    _check_big_shape(student, out, (len(lengths), T), f"padding_mask(<({len(lengths)},)>, max_len={max_len})")
     check_equal(out, padding_mask_ref(lengths, T), "mask", student=student,
                 show={"lengths": lengths, "max_len": max_len},
                 hint_zh="位置从 0 开始计数：长度为 L 的序列真实位置是 0..L-1。True = 真实词元，不是填充。",
@@ -165,6 +205,7 @@ def _causal_elsewhere(student, T):
 def _causal_values(student, T, part):
     out = student.call("causal_mask", T)
     ref = torch.ones(T, T, dtype=torch.bool).tril()
+    _check_big_shape(student, out, (T, T), f"causal_mask({T})")
     check_tensor(out, "mask", shape=(T, T), dtype=torch.bool, student=student)
     i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
     region = (j > i) if part == "future" else (j <= i)
@@ -192,6 +233,7 @@ def _causal_values(student, T, part):
 @given(T=sizes(1, 8))
 @example(T=1)
 @example(T=3)
+@example(T=BIG_T)  # beyond a precomputed 64 x 64, 128 x 128 or 256 x 256 triangle
 def causal_future(student, T):
     _causal_values(student, T, "future")
 
@@ -202,6 +244,7 @@ def causal_future(student, T):
 @given(T=sizes(1, 8))
 @example(T=1)
 @example(T=3)
+@example(T=BIG_T)
 def causal_past(student, T):
     _causal_values(student, T, "past")
 
@@ -258,10 +301,13 @@ ATTENTION_DEVICE_HINT_EN = ("Build every part of the mask on lengths' device: pa
 @example(case=(torch.tensor([3, 1]), None))
 @example(case=(torch.tensor([2]), 3))
 @example(case=(torch.tensor([2, 0, 3]), None))  # length 0: no key of that sequence may be attended to
+@example(case=(_big_lengths(T=20), 20))  # batches of real size: B = 64, T = 20
+@example(case=(torch.tensor([130, 1, 65, 0]), None))  # T = 130, past a 64 x 64 or 128 x 128 block
 def attention_padding(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)
     out = _call_attention_mask(student, lengths, max_len, False)
+    _check_big_shape(student, out, (len(lengths), 1, T, T), f"attention_mask(<({len(lengths)},)>, max_len={max_len})")
     check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
     check_equal(out, _attention_ref(lengths, T, False), "mask", student=student, show={"lengths": lengths},
                 hint_zh="填充掩码 (B, T) 要放在键的轴上：mask[:, None, None, :]，形状 (B, 1, 1, T)。"
@@ -277,10 +323,14 @@ def attention_padding(student, case):
 @example(case=(torch.tensor([3, 1]), None))
 @example(case=(torch.tensor([2]), 3))
 @example(case=(torch.tensor([0, 3]), 4))  # length 0: every row of that sequence is False
+@example(case=(_big_lengths(lo=1, T=20), None))  # batches of real size: B = 64, T = lengths.max() = 20
+@example(case=(torch.tensor([129, 130, 1]), None))  # T = 130, past a 64 x 64 or 128 x 128 block
 def attention_causal(student, case):
     lengths, max_len = case
     T = _T(lengths, max_len)
     out = _call_attention_mask(student, lengths, max_len, True)
+    _check_big_shape(student, out, (len(lengths), 1, T, T),
+                     f"attention_mask(<({len(lengths)},)>, max_len={max_len}, causal=True)")
     check_tensor(out, "mask", shape=(len(lengths), 1, T, T), dtype=torch.bool, student=student)
     check_equal(out, _attention_ref(lengths, T, True), "mask", student=student, show={"lengths": lengths},
                 hint_zh="两个条件都要满足：用 & 合并填充掩码（键轴）和因果掩码（下三角，含对角线）。",

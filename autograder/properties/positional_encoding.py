@@ -69,6 +69,37 @@ def pe_sizes(draw, min_T=1, max_T=8, max_half_d=4):
 
 # ---------------------------------------------------------------- sinusoidal_encoding
 
+
+def _args(T, d, base):
+    return f"{T}, {d}" + ("" if base is None else f", {base}")
+
+
+def _not_the_earlier_table(student, out, now, earlier):
+    """`out`, of sinusoidal_encoding(*now) called right after sinusoidal_encoding(*earlier), must not be (a
+    slice of) the earlier call's table when that differs from the right one: a table kept between calls."""
+    if not isinstance(out, torch.Tensor) or out.dim() != 2:
+        return
+    (T, d, base), (T1, d1, base1) = now, earlier
+    a, b = out.shape
+    if a > T1 or b > d1:
+        return
+    kept = pe_ref(T1, d1, _base(base1))[:a, :b]
+    right = pe_ref(T, d, _base(base))
+    if kept.shape == right.shape and torch.allclose(kept, right, atol=pe_atol(T), rtol=0):
+        return  # the earlier table is the right one here: nothing to tell apart
+    if torch.allclose(out.detach().double(), kept, atol=pe_atol(T1), rtol=0):
+        fail(f"sinusoidal_encoding({_args(T, d, base)}) 紧接在 sinusoidal_encoding({_args(T1, d1, base1)}) 之后调用，"
+             f"返回的是前一次调用的表（形状 {tuple(out.shape)}）：表在两次调用之间被保留了下来，换了大小或 base 也没有重新计算。",
+             f"sinusoidal_encoding({_args(T, d, base)}), called right after sinusoidal_encoding({_args(T1, d1, base1)}), "
+             f"returns the earlier call's table (shape {tuple(out.shape)}): a table kept between calls is returned "
+             f"for another size or base.",
+             show={"期望 expected PE": right, "实际 got PE": out}, student=student,
+             hint_zh="每次调用都按这次的 T、d、base 计算。要缓存的话，用全部参数 (T, d, base) 作键"
+                     "（例如 functools.lru_cache），或者缓存更大的表时检查它够大、base 相同。",
+             hint_en="Compute the table for this call's T, d and base. To cache, key on every argument (T, d, base) "
+                     "(functools.lru_cache, for instance), or check that a larger cached table is large enough and "
+                     "has the same base.")
+
 @prop(EX, "sinusoidal_encoding", "shape_and_dtype",
       zh="sinusoidal_encoding(T, d) 返回形状 (T, d) 的 float32 张量（在 CPU 上）",
       en="sinusoidal_encoding(T, d) returns a (T, d) float32 tensor (on the CPU)")
@@ -127,8 +158,14 @@ def pe_hand(student, case):
 @example(case=(6, 8, 100.0))
 @example(case=(1000, 8, None))
 @example(case=(512, 64, 1000.0))
+# a second call with other arguments: right after a call of another size, or of another base
+@example(case=(200, 8, None, (5, 8, None)))
+@example(case=(6, 8, None, (6, 8, 100.0)))
 def pe_formula(student, case):
-    T, d, base = case
+    T, d, base = case[:3]
+    if len(case) > 3:  # (T, d, base) of a call made just before, whose table must not come back
+        _call_pe(student, *case[3])
+        _not_the_earlier_table(student, _call_pe(student, T, d, base), (T, d, base), case[3])
     out = _call_pe(student, T, d, base)
     check_tensor(out, "PE", shape=(T, d), student=student)
     check_close(out, pe_ref(T, d, _base(base)), "PE", atol=pe_atol(T), rtol=0, student=student,
@@ -221,9 +258,29 @@ def _x(rows):
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float64))
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3] * 2, dtype=torch.float16))
 @example(X=torch.tensor([[[0.5, -0.5, 1.0, 0.0]] * 3], dtype=torch.bfloat16))
+# a second call with another T and d, right after a first one (X, first): no table kept between calls
+@example(X=(torch.zeros(2, 5, 6), torch.zeros(3, 130, 6)))
+@example(X=(torch.zeros(1, 40, 8), torch.zeros(2, 7, 4)))
 def add_values(student, X):
+    first = None
+    if isinstance(X, tuple):
+        first, X = X
+        student.call("add_positional_encoding", first)
     B, T, d = X.shape
-    out = student.call("add_positional_encoding", X)
+    try:
+        out = student.call("add_positional_encoding", X)
+    except StudentCrash as e:
+        if first is None:
+            raise
+        fail(f"add_positional_encoding 先用形状 {tuple(first.shape)} 的 X 调用，再用形状 {(B, T, d)} 的 X 调用时，"
+             f"第二次调用抛出了异常（{str(e.en)[:80]}）。",
+             f"add_positional_encoding, called with X of shape {tuple(first.shape)} and then with X of shape "
+             f"{(B, T, d)}, raised on the second call ({str(e.en)[:80]}).",
+             show={"异常 exception": "\n".join(str(v) for _, v in e.details)}, student=student,
+             hint_zh="每次调用都按这次 X 的 T、d 计算编码（sinusoidal_encoding(X.shape[1], X.shape[2])）：不要把第一次"
+                     "调用算出的表存下来给之后大小不同的调用用。",
+             hint_en="Compute the encoding for this call's T and d (sinusoidal_encoding(X.shape[1], X.shape[2])): do "
+                     "not keep the table of the first call for later calls of other sizes.")
     check_tensor(out, "output", shape=(B, T, d), student=student)
     expected = X.to(torch.float64) + pe_ref(T, d)[None]  # (B, T, d)
     check_close(out, expected, "output", atol=_add_atol(X.dtype, T), rtol=0, student=student,

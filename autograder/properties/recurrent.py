@@ -741,6 +741,54 @@ def lstm_sequence_shapes(student, case):
         _check_gradients(student, "lstm_sequence", [outputs, h_n, c_n], ins)
 
 
+LONG = 16  # steps that a drawn sequence never reaches (T <= 6; the pinned ones, T = 22, 61, 150, 200)
+
+
+def _restarted(case, t, start):
+    """torch.nn.LSTM run on X[:, t:] from `start` (h, c) or zeros: the outputs (B, T - t, d_h) of a network
+    whose state was reset at step t.  Padded steps come after the valid ones, so no packing is needed
+    for the valid outputs."""
+    h0, c0 = start if start is not None else (case.X.new_zeros(case.B, case.d_h),) * 2
+    with torch.no_grad():
+        out, _ = case.module(case.X[:, t:].detach(), (h0.detach()[None], c0.detach()[None]))
+    return out
+
+
+def _long_sequence_failure(student, case, bad, outputs, out_ref, lines):
+    """Valid outputs that agree with torch.nn.LSTM for the first LONG steps or more, and from the first
+    wrong step t on are those of the network restarted at t (from the initial state, or from zeros): the
+    state is reset after a fixed number of steps (chunks of 64, ...).  Fails with that, or returns."""
+    steps = bad.any(-1).any(0).nonzero()  # (k, 1): the time steps with a wrong output
+    t = int(steps[0]) if len(steps) else 0
+    if t < LONG:
+        return
+    n = min(t, case.T - t)  # the steps of one more chunk
+    valid = padding_mask_ref(case.lengths, case.T)[:, t:t + n, None]  # (B, n, 1)
+    got = outputs.detach()[:, t:t + n]
+    starts = [("初始状态 the initial state", case.state)] if case.state is not None else []
+    starts.append(("零状态 zeros", None))
+    for name, start in starts:
+        again = _restarted(case, t, start)[:, :n]
+        if bool(valid.any()) and not bool(_mismatch(got, again, where=valid)[0].any()):
+            break
+    else:
+        return
+    fail(f"在 T = {case.T} 的序列上，有效步的 outputs 在前 {t} 步（t = 0..{t - 1}）与 torch.nn.LSTM 一致，"
+         f"从第 t = {t} 步起正是在第 {t} 步把状态重置为{name.split()[0]}、重新开始的结果：状态没有贯穿整个序列"
+         f"（例如每 {t} 步一块、每块从头开始）。",
+         f"On a sequence of T = {case.T} steps, the outputs at valid steps agree with torch.nn.LSTM for the first "
+         f"{t} steps (t = 0..{t - 1}), and from step t = {t} on they are those of a network restarted at step {t} "
+         f"from {name.split(' ', 1)[1]}: the state is not carried through the whole sequence (chunks of {t} steps, "
+         f"each starting afresh, for instance).",
+         show=case.show(**{"第一个不同的时间步 first differing step": t, "期望 expected outputs": out_ref,
+                           "实际 got outputs": outputs, "不同的元素 differing entries": lines}),
+         student=student,
+         hint_zh="对 t = 0..T-1 的每一步都从上一步的 (h, c) 继续，不要分块、不要在固定步数后重置状态；"
+                 "T 可以是几百。",
+         hint_en="Continue every step t = 0..T-1 from the previous step's (h, c): no chunks, no reset of the state "
+                 "after a fixed number of steps; T may be in the hundreds.")
+
+
 @prop(EX, "lstm_sequence", "matches_torch_lstm_packed",
       zh="lstm_sequence 与 torch.nn.LSTM(batch_first=True) 在 pack_padded_sequence(..., enforce_sorted=False) "
          "上的结果一致：outputs（填充步为 0）、h_n、c_n，以及它们的梯度",
@@ -755,6 +803,9 @@ def lstm_sequence_shapes(student, case):
 # once, unsorted, and T = 61 with those lengths (few sequences: code that runs each one alone stays fast)
 @example(case=seq_case(22, 22, 1, 2, [(5 * i) % 22 + 1 for i in range(22)], seed=6))
 @example(case=seq_case(8, 61, 1, 2, [32, 1, 61, 16, 2, 8, 4, 45], seed=7))
+# a sequence of real length: T = 200 (a state reset or truncated every K <= 199 steps, e.g. chunks of 64 or 128
+# restarting from the initial state or from zeros, shows at step K)
+@example(case=seq_case(3, 200, 2, 3, [200, 1, 131], seed=8, with_state=True))
 def lstm_sequence_matches(student, case):
     X = _leaf(case.X, True)
     W = tuple(_leaf(w, True) for w in case.W)
@@ -787,6 +838,8 @@ def lstm_sequence_matches(student, case):
     for what, got, ref, where, zh, en, hzh, hen in checks:
         bad, lines = _mismatch(got, ref, where=where)
         if bool(bad.any()):
+            if what == "outputs" and where is valid:
+                _long_sequence_failure(student, case, bad, outputs, out_ref, lines)
             diag = {}
             if case.state is not None:
                 with torch.no_grad():

@@ -20,7 +20,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ..errors import StudentCrash
+from ..errors import PropertyFailure, StudentCrash
 from ._harness import check_close, check_tensor, fail, prop
 from .strategies import sizes
 
@@ -256,11 +256,33 @@ def rope_shape(student, case):
 @example(case=(_tensor((2, 4, 8), 4), 0, 100.0))
 @example(case=(_tensor((2, 2, 3, 4), 5, torch.float64), 7, 10.0))
 @example(case=(_tensor((1, 6), 6), 300, None))
+# long sequences: positions 0..1099, and 1800..2099 (beyond a cos / sin table of 512, 1024 or 2048 positions)
+@example(case=(_tensor((1100, 4), 19), 0, None))
+@example(case=(_tensor((2, 300, 4), 20), 1800, None))
+# a second call right after a first one of other sizes (x, offset, base, (x, offset, base) of the first call)
+@example(case=(_tensor((2, 70, 6), 21), 0, None, (_tensor((3, 6), 22), 0, None)))
+@example(case=(_tensor((4, 4), 23), 5, 100.0, (_tensor((2, 6, 8), 24), 0, None)))
 def rope_reference(student, case):
-    x, offset, base = case
-    out = _call_rope(student, x, offset, base)
-    ref = rope_ref(x, offset, base)
+    x, offset, base = case[:3]
     hint_zh, hint_en = HINT_LAYOUT_ZH, HINT_LAYOUT_EN
+    if len(case) > 3:  # a call made just before, with other sizes: nothing of it may be kept
+        x1, offset1, base1 = case[3]
+        _call_rope(student, x1, offset1, base1)
+        hint_zh = (f"这次调用紧接在 apply_rope(x 形状 {tuple(x1.shape)}, offset={offset1}, base={_base(base1)}) 之后："
+                   f"如果单独调用是对的，就是有东西（例如 cos / sin 表）在两次调用之间被保留了下来。每次调用都按这次的 T、d、"
+                   f"offset、base 计算，或者以它们全部为缓存的键。")
+        hint_en = (f"This call came right after apply_rope(x of shape {tuple(x1.shape)}, offset={offset1}, "
+                   f"base={_base(base1)}): if the same call alone is right, something (a cos / sin table, for "
+                   f"instance) is kept between calls. Compute for this call's T, d, offset and base, or key a cache "
+                   f"on all of them.")
+    try:
+        out = _call_rope(student, x, offset, base)
+    except PropertyFailure as e:  # a crash, or out of another shape
+        if len(case) == 3:
+            raise
+        e.hint_zh, e.hint_en = hint_zh, hint_en
+        raise
+    ref = rope_ref(x, offset, base)
     got = out.detach().double()
     atol = rope_atol(offset + x.shape[-2])
     if x.shape[-1] > 2 and torch.allclose(got, _half_split_ref(x, offset, base), atol=atol, rtol=0) \

@@ -7,11 +7,12 @@ data (protocol.py); the judge believes none of it beyond "these are the arrays t
 Requests (header "op"):
   call    {name, args, kwargs}                  call the student's function `name`
   new     {name, args, kwargs}                  instantiate the student's class; answer a handle
-  invoke  {handle, args, kwargs, state, grad_params}
-                                                call a handle (after loading `state` into it); the
-                                                answer's "params" names the parameters of
-                                                `grad_params` whose gradients a vjp returns after the
-                                                inputs' ones
+  invoke  {handle, args, kwargs, state, grad_params, training}
+                                                call a handle (after loading `state` into it, and,
+                                                with `training`, calling its .train(training) if it
+                                                is an nn.Module); the answer's "params" names the
+                                                parameters of `grad_params` whose gradients a vjp
+                                                returns after the inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
   random_state {}                               a fingerprint of the global random states
 Answers: {"ok": value, "call": id, "after": [every input tensor as it is now]}, {"raised": {...}},
@@ -132,6 +133,9 @@ class Worker:
         inputs = P.flat_tensors(list(args) + list(kwargs.values()))
         containers = P.container_snapshot(list(args) + list(kwargs.values()))
         try:
+            mode = h.get("training") if op == "invoke" else None
+            if isinstance(mode, bool) and isinstance(fn, torch.nn.Module):
+                fn.train(mode)  # the student's module: module.train() / module.eval(), as the judge asked
             out = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
             return {"raised": self.exception(e)}

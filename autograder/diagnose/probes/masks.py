@@ -67,3 +67,22 @@ def attention_mask_zero_length(s):
     """A sequence of length 0 among others: its rows have no allowed key."""
     return [s.call("attention_mask", torch.tensor([2, 0, 3])),
             s.call("attention_mask", torch.tensor([0, 2]), 3, causal=True)]
+
+
+@probe(EX, "causal_mask")
+def causal_mask_long(s):
+    """Past 64 and 128 positions: what a fixed block of positions gets wrong."""
+    return [s.call("causal_mask", 150)]
+
+
+@probe(EX, "padding_mask")
+def padding_mask_long_and_wide(s):
+    """Past 64 and 128 positions, and a batch of 40 sequences."""
+    lengths = torch.randint(1, 7, (40,), generator=torch.Generator().manual_seed(1))
+    return [s.call("padding_mask", torch.tensor([150, 3, 97])), s.call("padding_mask", lengths, 6)]
+
+
+@probe(EX, "attention_mask")
+def attention_mask_long_and_wide(s):
+    lengths = torch.randint(1, 5, (40,), generator=torch.Generator().manual_seed(3))
+    return [s.call("attention_mask", torch.tensor([130, 70]), causal=True), s.call("attention_mask", lengths, 4)]
