@@ -209,7 +209,8 @@ def sinusoidal_encoding(T, d, base=10000.0):
     table[120:] = 0  # a table of 120 positions, padded with zeros
     return table[:T]
 '''
-    _said("positional_encoding", pe, "sinusoidal_encoding", "在位置 120 第一次出错", "first goes wrong at position 120")
+    _said("positional_encoding", pe, "sinusoidal_encoding", "在 T = 120 时是对的，在 T = 121",
+          "right at T = 120 and wrong, or failing, at T = 121")
     rope = '''
 def apply_rope(x, offset=0, base=10000.0):
     T, d = x.shape[-2], x.shape[-1]
@@ -256,3 +257,36 @@ class MultiHeadAttention(_Ref):
     # with a mask of (Tq, Tk) the swapped call fails too: something else is said to differ
     _said("attention", module, "MultiHeadAttention", "输入 x_q 和 x_kv 对调", "the inputs x_q and x_kv swapped",
           complete=False)
+
+
+def test_a_small_difference_everywhere_is_said_with_its_size():
+    code = LOSS.format(body='''(-F.log_softmax(logits[mask].half(), -1).gather(-1, targets[mask][:, None])).sum().float() \\
+        / mask.sum()''')
+    claim = _said("masked_loss", code, "masked_cross_entropy", "最大的相对差是", "the largest relative difference is")
+    size = float(claim["en"].split("difference is ")[1].split(" ")[0])
+    assert 1e-4 < size < 1e-2, claim
+
+
+def test_a_table_too_short_for_an_add_is_bisected_to_its_length():
+    code = '''
+_ref_pe = sinusoidal_encoding
+def add_positional_encoding(X):
+    B, T, d = X.shape
+    return X + _ref_pe(111, d)[:T].to(X)  # fails past 111 positions
+'''
+    _said("positional_encoding", code, "add_positional_encoding", "在 T = 111 时是对的，在 T = 112",
+          "right at T = 111 and wrong, or failing, at T = 112")
+
+
+def test_masked_keys_far_above_the_allowed_ones_say_the_condition():
+    code = '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    s = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
+    e = torch.exp(s - s.amax(-1, keepdim=True))  # the maximum over every key, masked ones too
+    if mask is not None:
+        e = e * mask
+    w = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
+    return w @ V, w
+'''
+    _said("attention", code, "scaled_dot_product_attention", "当被屏蔽键的分数远高于可看键时出错",
+          "wrong when they are (2 of 2 probes)")

@@ -658,6 +658,7 @@ def test_two_defects_or_noise_never_get_a_wrong_part():
             if f == "lstm_sequence":  # the noise spares c_n: that much is true, and all that is said
                 assert [c["part"] for c in claims] == ["outputs outputs, h_n"], claims
                 continue
+            claims = [c for c in claims if c["part"] != "near"]  # a small difference, said as its size: true
             # noise on every column and position leaves nothing narrower to say
             assert not claims, (f, claims)
 

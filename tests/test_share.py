@@ -96,3 +96,42 @@ def test_merge_takes_only_plain_data():
     assert share.merge(buf.getvalue()) == 2  # the entries without a cost or with code that is not text are left out
     share.PENDING.clear()
     share.COMPOSITIONS.clear()
+
+
+def _explained_in_judge(code):
+    from autograder import diagnose as D
+    from autograder.diagnose import engine, share
+    from autograder.properties._harness import Student
+
+    from .conftest import Namespace, reference_with
+
+    torch.set_num_threads(1)
+    for cache in (engine._CACHE, engine._COMPOSED, engine._CONSENSUS):
+        cache.clear()
+    share.enable()
+    by_part = {}
+    D.diagnose(Student(Namespace(reference_with("rope", code)), (), "rope"), "rope", ["rope_angles"], by_part=by_part)
+    return {"parts": by_part, "export": share.export()}
+
+
+def test_a_warm_judge_explains_the_form_as_a_cold_one_does():
+    """The form's comparison reads the calls the reference's probes made; an observation shared from
+    another judge comes without them, and the probe runs again for them."""
+    from autograder.diagnose import share
+
+    code = '''
+def rope_angles(T, d, offset=0, base=10000.0):
+    if d % 2 != 0:
+        raise ValueError("d must be even")
+    return torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * base ** (
+        -torch.arange(0, d, 2, dtype=torch.float64) / d)
+'''
+    share.PENDING.clear()
+    share.COMPOSITIONS.clear()
+    cold = _in_judge(lambda: _explained_in_judge(code))
+    assert share.merge(cold["export"]) > 0
+    warm = _in_judge(lambda: _explained_in_judge(code))
+    share.PENDING.clear()
+    share.COMPOSITIONS.clear()
+    assert [c["part"] for c in cold["parts"]["rope_angles"]] == ["form:dtype:():float64:float32"]
+    assert warm["parts"] == cold["parts"]

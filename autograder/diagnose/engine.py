@@ -554,6 +554,20 @@ class _Trusted:
             self.seconds[function] = self.seconds.get(function, 0.0) + _clock() - start
         return self._obs[key]
 
+    def log(self, function, i):
+        """The calls probe i of `function` made here (the form's comparison reads them): recorded when
+        the probe ran here; an observation shared from another judge (share.py) comes without one,
+        so the probe runs again for it."""
+        key = (function, i)
+        if key not in self.logs:
+            student = self.student()
+            if student is False:
+                return []
+            log = self.logs[key] = []
+            with torch.random.fork_rng():
+                observe(student, PROBES[self.exercise][function][i], log=log)
+        return self.logs[key]
+
     def all(self, function):
         return [self.obs(function, i) for i in range(len(PROBES[self.exercise].get(function, [])))]
 
@@ -1405,10 +1419,7 @@ def _by_form(session, f):
 
     try:
         n = len(PROBES[session.exercise].get(f, []))
-        r_logs = []
-        for i in range(n):
-            session.ref.obs(f, i)
-            r_logs.append(session.ref.logs.get((f, i), []))
+        r_logs = [session.ref.log(f, i) for i in range(n)]
         deviating = {k[1] for k in session.deviations(f)}
         s_extra, r_extra = form.extra_logs(f, session.student, session.ref.student())
         return form.explain(f, session.logs.get(f, [[]] * n) + [s_extra], r_logs + [r_extra], deviating,

@@ -208,6 +208,11 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
                      "returned in each other's place"),
     "part.swapped_in": ("你的结果等于把输入 {a} 和 {b} 对调后的参考结果", "your result equals the reference's with the "
                         "inputs {a} and {b} swapped"),
+    "part.near": ("`{fn}` 的结果处处接近参考答案，但超出了容差：最大的相对差是 {x}（评分接受 1e-4）。这是精度不够时的差别大小"
+                  "（float16 每次舍入约 4.9e-4，bfloat16 约 3.9e-3）：是不是有一步用了更低的精度？",
+                  "`{fn}`'s values are close to the reference's everywhere but outside the tolerance: the largest relative "
+                  "difference is {x} (the grader accepts 1e-4). That is the size of a lower precision's rounding (float16: "
+                  "about 4.9e-4 per rounding, bfloat16: 3.9e-3): is a step computed in a lower precision?"),
     "part.when_unsorted": ("`{fn}` 在每个 lengths 从长到短排好序的批次上都是对的，在没排序的批次上出错（{n} / {m} 个探针）：它依赖了长度的顺序",
                            "`{fn}` is right on every batch whose lengths come sorted from longest to shortest and wrong "
                            "on batches whose lengths do not ({n} of {m} probes): it relies on their order"),
@@ -220,9 +225,17 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
     "part.when_big_batch": ("`{fn}` 对一个批次的前 {t} 个序列是对的，在第 {t} 个序列（从 0 数）第一次出错：像是只准备了 {t} 个序列",
                             "`{fn}` is right for the first {t} sequences of a batch and first goes wrong at sequence {t} "
                             "(counting from 0): as if it were made for {t} sequences only"),
+    "part.when_length": ("`{fn}` 在 T = {t1} 时是对的，在 T = {t} 以及试过的更长的 T（{T}）时出错或失败（二分查找得到）：像是只准备了 {t1} 个位置的表",
+                         "`{fn}` is right at T = {t1} and wrong, or failing, at T = {t} and at the longer T tried ({T}) "
+                         "(found by bisection): as if a table held only {t1} positions"),
     "part.when_second": ("`{fn}` 第一次调用的结果都是对的，之后用别的输入再调用时出错（{n} / {m} 个探针）：它在两次调用之间保留了东西（缓存？）",
                          "`{fn}` gives the right result on every first call and a wrong one on a later call with other "
                          "inputs ({n} of {m} probes): something is kept between calls (a cache?)"),
+    "part.when_masked_above": ("`{fn}` 在被屏蔽键的分数不比可看键高很多时是对的；当被屏蔽键的分数远高于可看键时出错（{n} / {m} 个探针）："
+                               "被屏蔽的键仍影响了结果（比如每行的最大值是在包括被屏蔽键在内的所有键上取的，可看键的 exp 就下溢为 0）",
+                               "`{fn}` is right while the masked keys' scores are not far above the allowed ones and wrong "
+                               "when they are ({n} of {m} probes): the masked keys still act on the result (a row's maximum "
+                               "taken over the masked keys too makes every allowed key's exp underflow to 0, for one)"),
     "part.when_far": ("`{fn}` 在分数适中时是对的；当一行里所有分数都远小于 0 时出错（探针里最多 {s}，float32 的 exp 在这里下溢为 0）",
                       "`{fn}` is right while the scores are moderate and wrong when every score of a row is far below 0 "
                       "(at most {s} in the probe, where exp underflows to 0 in float32)"),

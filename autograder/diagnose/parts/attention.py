@@ -28,19 +28,26 @@ def _mask(shape, seed):
 
 # far: every score of the call far below 0 (Q ~ -15, K ~ +15: scores ~ -225 sqrt(dk)), where exp underflows
 FAR_CASES = [((2,), 3, 4, 4, 2, (2, 3, 4)), ((1,), 2, 5, 6, 3, (2, 5))]
+# above: the masked keys' scores far above the allowed ones (Q ~ +15, masked keys ~ +15, allowed ones ~ 0)
+ABOVE_CASES = [((2,), 3, 4, 4, 2, (4,)), ((1,), 2, 5, 6, 3, (5,))]
 
 
 def _sdpa_calls(ref_ns):
     calls = []
-    cases = [(c, False) for c in SDPA_CASES] + [(c, True) for c in FAR_CASES]
-    for j, ((lead, Tq, Tk, dk, dv, mshape), far) in enumerate(cases):
+    cases = [(c, None) for c in SDPA_CASES] + [(c, "far") for c in FAR_CASES] + [(c, "above") for c in ABOVE_CASES]
+    for j, ((lead, Tq, Tk, dk, dv, mshape), kind) in enumerate(cases):
         seed = 8800 + 17 * j
         Q, K, V = _rnd(lead + (Tq, dk), seed, 1.5), _rnd(lead + (Tk, dk), seed + 1, 1.5), _rnd(lead + (Tk, dv), seed + 2)
+        far = kind == "far"
         if far:
             Q, K = Q / 3 - 15, K / 3 + 15
         m = _mask(mshape, seed + 3)
         if m == "causal":
             m = torch.ones(Tq, Tk, dtype=torch.bool).tril()
+        if kind == "above":
+            m = torch.arange(Tk) % 2 == 0  # keys 0, 2, ... allowed
+            Q = Q / 3 + 15
+            K = torch.where(m[:, None], K / 3, K / 3 + 15)
 
         def run(g, Q=Q, K=K, V=V, m=m):
             args = (Q.clone(), K.clone(), V.clone()) + (() if m is None else (m.clone(),))
@@ -56,6 +63,8 @@ def _sdpa_calls(ref_ns):
         call.ref = (lambda call=call: _attend(*call.inputs))
         if far:
             call.condition, call.where = "far", _highest_score
+        elif kind == "above":
+            call.condition = "masked_above"
         calls.append(call)
     return calls
 
