@@ -17,12 +17,7 @@ from autograder.properties._harness import Student
 from .conftest import Namespace, reference_with
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _claims(exercise, code, function):
@@ -91,18 +86,22 @@ def test_an_attention_scale_is_said_with_what_it_equals(scale, zh, en):
     _said("attention", SDPA.format(scale=scale), "scaled_dot_product_attention", zh, en)
 
 
-def test_attention_wrong_only_for_scores_far_below_zero_says_the_condition():
-    code = '''
+HAND_SOFTMAX = '''
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    e = torch.exp(scores.clamp(max=80))  # no max subtracted: exp underflows for rows far below 0
+    {fill}
+    e = {exp}
     if mask is not None:
         e = e * mask
     w = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
     return w @ V, w
 '''
+
+
+def test_attention_wrong_only_for_scores_far_below_zero_says_the_condition():
+    code = HAND_SOFTMAX.format(
+        fill='scores = scores.masked_fill(~mask, float("-inf")) if mask is not None else scores',
+        exp="torch.exp(scores.clamp(max=80))  # no max subtracted: exp underflows for rows far below 0")
     _said("attention", code, "scaled_dot_product_attention", "一行里所有分数都远小于 0 时出错（探针里最多 -450",
           "every score of a row is far below 0 (at most -450 in the probe")
 
@@ -279,14 +278,7 @@ def add_positional_encoding(X):
 
 
 def test_masked_keys_far_above_the_allowed_ones_say_the_condition():
-    code = '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    s = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
-    e = torch.exp(s - s.amax(-1, keepdim=True))  # the maximum over every key, masked ones too
-    if mask is not None:
-        e = e * mask
-    w = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
-    return w @ V, w
-'''
+    code = HAND_SOFTMAX.format(fill="",
+                               exp="torch.exp(scores - scores.amax(-1, keepdim=True))  # the maximum over every key")
     _said("attention", code, "scaled_dot_product_attention", "当被屏蔽键的分数远高于可看键时出错",
           "wrong when they are (2 of 2 probes)")

@@ -261,12 +261,8 @@ def _mha_call(P, x_q, x_kv, m, d, H, before=None):
 
     call.run = run
     call.args = (P, x_q, x_kv, m, d, H)
-    call.ref = (lambda P=P, x_q=x_q, x_kv=x_kv, m=m, H=H: _mha_ref(P, x_q, x_kv, m, H, _reference_attend))
+    call.ref = (lambda P=P, x_q=x_q, x_kv=x_kv, m=m, H=H: _mha_ref(P, x_q, x_kv, m, H, _attend))
     return call
-
-
-def _reference_attend(q, k, v, m):
-    return _attend(q, k, v, m)
 
 
 def _mha_variants():
@@ -274,7 +270,7 @@ def _mha_variants():
         P, x_q, x_kv, m, d, H = call.args
         if m is not None:
             return None
-        return _mha_ref(P, x_kv, x_q, None, H, _reference_attend)
+        return _mha_ref(P, x_kv, x_q, None, H, _attend)
     return [Variant("x_q, x_kv swapped", "part.swapped_in", swapped, a="x_q", b="x_kv"), Variant("its own attention function", "part.mha_attention_function", lambda i, call: call.via,
                     function=SDPA,
                     hint_zh=f"问题出在 `{SDPA}`：先让它通过自己的测试；MultiHeadAttention 的投影和分头是对的。",
