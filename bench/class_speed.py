@@ -1,20 +1,21 @@
 """Benchmark: a whole class graded with `grade-batch`, as a real class looks.
 
     .venv/bin/python bench/class_speed.py [--students 200] [--workers 2] [--seed 0] [--keep DIR]
-                                          [--distinct] [--compare K] [--kinds] [--dask [--pairs P]]
+                                          [--shared] [--compare K] [--kinds] [--dask [--pairs P]]
 
-Generates N distinct submissions of the first assignment (the five core exercises), each
-function drawn the way a class writes them: most from the reference solution or one of the
-correct variants written differently (tests/files/correct/alt*), one or two catalogued mistakes
-in most students (autograder/catalogue/*.yml), a few submissions with an unloadable file (a
-syntax error) or an endless loop.  Formats mix as in a class: a folder of one .py per exercise,
-one .py holding everything, or a folder of notebooks (one cell per definition).  No two
-submissions are the same bytes, but many share functions byte for byte (every function comes from
-a small pool).  --distinct writes every student's files in their own way (bench/obfuscate.py:
-local names, docstrings and comments, layout), so that no two students share a function byte
-for byte, as in a real class; the same seed draws the same recipes, so the two classes must get
-the same scores (the same checksum).  Then it grades them with `grade-batch --workers W` (a fresh
-output folder) and prints
+Generates N submissions of the first assignment (the five core exercises), each function drawn
+the way a class writes them: most from the reference solution or one of the correct variants
+written differently (tests/files/correct/alt*), one or two catalogued mistakes in most students
+(autograder/catalogue/*.yml), a few submissions with an unloadable file (a syntax error) or an
+endless loop.  Formats mix as in a class: a folder of one .py per exercise, one .py holding
+everything, or a folder of notebooks (one cell per definition).  Every student writes every file
+in their own way (bench/obfuscate.py: local names, docstrings and comments, layout, and a comment
+of their own in every definition), so that no two students share a function byte for byte, as in
+a real class: nothing graded for one student can be found again for another.
+--shared grades the older class instead: the same recipes (the same seed draws the same ones)
+without the rewriting, so that many students share functions byte for byte (every function comes
+from a small pool).  The two classes must get the same scores (the same checksum).  Then it
+grades them with `grade-batch --workers W` (a fresh output folder) and prints
 
   total        wall time of the command, CPU time of all its processes (cpuacct cgroup when this
                machine lets us make one)
@@ -24,7 +25,7 @@ output folder) and prints
   marginal     the time per submission after that: (last - first) / (N - 1), the figure that
                decides how long a class of 1,000 takes
   checksum     sha256 of every student's per-exercise scores and whether it was graded (the same
-               class must give the same, and so must the same seed with and without --distinct)
+               class must give the same, and so must the same seed with and without --shared)
   self-check   how many of the reference's tests were run again because a student's test ended in
                an error the grading process had not seen yet (selfcheck.verify), and their time
   --compare K  grades K submissions alone with `grade` and checks the same scores in the two JSON
@@ -96,7 +97,7 @@ def ingredients():
     return out
 
 
-DISTINCT = ("rename", "comments", "format")  # --distinct: what changes the bytes and never the behaviour
+DISTINCT = ("rename", "comments", "format")  # what changes the bytes and never the behaviour
 
 
 def signed(source, sid):
@@ -136,7 +137,7 @@ def student_files(rng, parts, sid, distinct=False):
         name = rng.choice(parts[ex]["functions"])
         files[ex] += LOOP.format(name=name)
         recipe.append(f"{ex}.{name}=loop")
-    if distinct:  # its own rng: the recipes stay those of the class without --distinct
+    if distinct:  # its own rng: the recipes stay those of the --shared class
         from obfuscate import obfuscate
         files = {ex: f"# submission of student {sid:04d}: {ex}\n"
                  + signed(obfuscate(src, DISTINCT, random.Random(f"{sid}/{ex}")), sid) for ex, src in files.items()}
@@ -327,7 +328,7 @@ def grade_locally(klass, out, args):
 def checksum(grades_csv):
     rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
     text = "\n".join(",".join([*(r[k] for k in ["student", *EXERCISES, "total"]), r["status"].split(":")[0]])
-                     for r in rows)  # graded or not (the reason names a line, which --distinct moves)
+                     for r in rows)  # graded or not (the reason names a line, which the rewriting moves)
     return hashlib.sha256(text.encode()).hexdigest()[:16], rows
 
 
@@ -337,8 +338,9 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", metavar="DIR", help="generate the class (and the grades) here and keep them")
-    ap.add_argument("--distinct", action="store_true",
-                    help="every student's functions written their own way: no two students share one byte for byte")
+    ap.add_argument("--shared", action="store_true",
+                    help="the older class: the same recipes without each student's rewriting, so that many "
+                         "students share functions byte for byte")
     ap.add_argument("--compare", type=int, default=0, metavar="K",
                     help="also grade K random submissions alone with `grade` and compare the scores")
     ap.add_argument("--kinds", action="store_true",
@@ -358,11 +360,11 @@ def main():
     if klass.exists():
         shutil.rmtree(klass)
     klass.mkdir(parents=True)
-    recipes = write_class(klass, args.students, args.seed, args.distinct)
+    recipes = write_class(klass, args.students, args.seed, distinct=not args.shared)
     digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in klass.rglob("*") if p.is_file()}
     kinds = {k: sum(1 for r in recipes.values() if r["format"] == k) for k in ("folder", "single", "notebooks")}
     wrong = sum(1 for r in recipes.values() for x in r["recipe"] if ":" in x)
-    print(f"class: {args.students} submissions in {klass} ({kinds}); {wrong} catalogued mistakes, "
+    print(f"class: {args.students} submissions ({'shared' if args.shared else 'distinct'}) in {klass} ({kinds}); {wrong} catalogued mistakes, "
           f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('=loop'))} endless loops, "
           f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('syntax error'))} syntax errors; "
           f"{len(digests)} distinct files; {shared_functions(klass)} functions shared byte for byte by two "

@@ -9,7 +9,8 @@
    command waited for are counted (its judges: the workers' CPU is missing) and it says so.
    CPU time is the honest number on a busy machine: wall time depends on what else runs.
 2. Phases (unless --no-phases): each exercise graded here, one after the other, exactly as a
-   judge does (a Zygote, a sandboxed worker, the properties through RemoteStudent), with:
+   judge of grade-batch does (a Zygote, a sandboxed worker, the properties through RemoteStudent,
+   on the examples its grading process drew once for every submission), with:
      start    forking the zygote, spawning the worker (limits applied) and running the submission
      tests    the properties through the sandbox: wall, the judge's CPU, the worker's CPU
      rpc      requests the judge sent, bytes of arrays both ways, time the judge was blocked
@@ -143,8 +144,11 @@ def phases(args, profile=None):
     load_all()
     torch.set_num_threads(1)
     R._warm_up()
-    from autograder.properties._harness import prepare
-    prepare(REGISTRY[f"{ex}/{n}"] for ex in course.assignment(None) for n in course.exercises[ex].tests)
+    grading_profile(course.max_examples)  # as run_many: the examples are recorded under the judges' settings
+    from autograder.properties._harness import prepare, record
+    props = [REGISTRY[f"{ex}/{n}"] for ex in course.assignment(None) for n in course.exercises[ex].tests]
+    prepare(props)
+    record(props)  # as a grading process of grade-batch does, once for all its submissions
     warm = time.perf_counter() - t
     exercises = course.assignment(None)
     sources, read_errors, root = read_sources(path)

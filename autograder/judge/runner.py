@@ -37,27 +37,34 @@ def _alarm(_signum, _frame):
     raise TestTimeout()
 
 
-def run_one(prop, student, timeout):
-    """Run one property with an alarm; return its outcome dict (never raises but TestTimeout)."""
+def run_one(prop, student, timeout, again=None):
+    """Run one property with an alarm; return its outcome dict (never raises but TestTimeout).
+    `again()`: the test starts over (see _harness.run_property), with its whole time limit."""
     import hypothesis.errors as herr
 
     start = time.perf_counter()
     try:
-        out = _run_one(prop, student, timeout, herr)
+        out = _run_one(prop, student, timeout, herr, again)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     out["seconds"] = round(time.perf_counter() - start, 4)
     return out
 
 
-def _run_one(prop, student, timeout, herr):
-    from ..properties._harness import prepare
+def _run_one(prop, student, timeout, herr, again=None):
+    from ..properties._harness import prepare, run_property
 
     prepare([prop])  # once per process (ForkRunner does it before forking)
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
+
+    def over():
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        if again is not None:
+            again()
+
     try:
-        prop.run(student)
+        run_property(prop, student, over)
         return {"status": "passed"}
     except PropertyFailure as f:
         return {"status": f.kind, "zh": f.zh, "en": f.en, "details": f.details,
@@ -303,7 +310,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
             try:
-                outcome = run_one(prop, student, limit)
+                outcome = run_one(prop, student, limit, again=lambda: emit({"event": "start", "test": name}))
             except TestTimeout:
                 outcome = _timeout(limit)
             if hung and outcome.get("status") == "timeout":
@@ -469,7 +476,9 @@ class ForkRunner:
 
     Every submission is graded from scratch: the same tests, from the same state, whatever this
     process graded before.  `many` (a process that grades many submissions): what every judge
-    would pay again is paid once here, before forking (the properties' seeds, the catalogues)."""
+    would pay again is paid once here, before forking: the properties' seeds, their examples
+    (_harness.prepare, _harness.record) and, with `share`, the catalogues.  (One `grade`: each
+    judge prepares its own properties, side by side, and hypothesis draws their examples.)"""
 
     def __init__(self, course, workers=None, share=False, many=False):
         self.course = course
@@ -489,7 +498,7 @@ class ForkRunner:
 
         from ..load import read_submission
         from ..properties import load_all
-        from ..properties._harness import prepare
+        from ..properties._harness import grading_profile, prepare, record
 
         from ..sandbox import server
 
@@ -498,12 +507,14 @@ class ForkRunner:
         reading = read_submission(path, {p.function for p in registry.values()})
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()  # while the sandbox server warms up in its own process
+        props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
+        if self.many:  # once, before forking: every judge inherits the seeds and the recorded examples
+            grading_profile(self.course.max_examples)  # the judges' settings: the examples recorded here are theirs
+            prepare(props)
+            record(props)
         server.connect()  # ready before any judge forks (each judge asks it for its zygote)
         if TRAINING & set(plan):
             _warm_up_optimizers()
-        props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
-        if self.many:  # once, before forking (one `grade`: each judge prepares its own, side by side)
-            prepare(props)
         if self.share:
             _read_catalogues()
         out = {}

@@ -62,7 +62,7 @@ def grade_notebook(nb, exercise, course_file=None):
     from ..selfcheck import ensure
 
     course = load_course(course_file)
-    runner = ForkRunner(course)
+    runner = ForkRunner(course, many=True)  # an autograde grades the class in one process
     ensure(course, runner, [exercise])  # the reference gets full marks here, or nobody is graded
     with tempfile.TemporaryDirectory(prefix="seqgrader-nbgrader-") as tmp:
         path = os.path.join(tmp, f"{exercise}.ipynb")

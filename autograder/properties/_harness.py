@@ -7,6 +7,7 @@ the call for the counterexample) and reports a broken property by raising ``Prop
 through ``fail`` or the ``check_*`` helpers.  Hypothesis shrinks the failing input, so the
 counterexample in the report is the smallest one found.
 """
+import inspect
 import json
 import math
 import sys
@@ -107,6 +108,7 @@ def prepare(props):
     from hypothesis.internal.compat import int_from_bytes
     from hypothesis.internal.reflection import function_digest
 
+    props = list(props)
     for p in props:
         run = p.run
         if getattr(run, "_seqgrader_prepared", False) or not hasattr(run, "hypothesis"):
@@ -116,6 +118,74 @@ def prepare(props):
         run._hypothesis_internal_database_key = digest
         run._seqgrader_prepared = True
     use_current_profile(props)
+
+
+def record(props):
+    """Draw once, in a process that grades many submissions, the examples hypothesis runs each
+    property on when the student passes them all: the pinned @examples, then the drawn ones
+    (after prepare, under the judges' settings).  With `derandomize`, no database and a body that
+    neither draws (st.data()) nor rejects, that list depends on the property and the settings
+    alone, never on the student: hypothesis only changes course after a failure.  A property that
+    draws inside its body is not recorded (hypothesis runs it, as always).  Idempotent."""
+    for p in props:
+        _record(p)
+
+
+def _record(prop):
+    from hypothesis import settings
+    from hypothesis.strategies import DataObject
+
+    run = getattr(prop, "run", None)
+    if not hasattr(run, "hypothesis") or getattr(run, "_seqgrader_recorded", None) == repr(settings.default):
+        return
+    seen = []
+    inner = run.hypothesis.inner_test
+    first = next(iter(inspect.signature(inner).parameters))  # the student, which run_property passes
+
+    def capture(*args, **kwargs):
+        kwargs.pop(first, None)
+        seen.append(kwargs)
+
+    run.hypothesis.inner_test = capture
+    try:
+        run(None)
+    except Exception:  # noqa: BLE001 - a property that cannot be recorded is run by hypothesis
+        seen = None
+    finally:
+        run.hypothesis.inner_test = inner
+    if seen is not None and any(isinstance(v, DataObject) for kw in seen for v in kw.values()):
+        seen = None
+    run._seqgrader_examples = seen
+    run._seqgrader_recorded = repr(settings.default)  # recorded under these settings only
+
+
+def run_property(prop, student, again=None):
+    """Run a property on the student's code: its recorded examples (record), if any, one after the other,
+    each with the global random states hypothesis gives an example; at the first example that
+    does not pass, hypothesis runs the property from the start, as it always did, and finds and
+    shrinks the failure (`again()` is called first: the test starts over, with its whole time
+    limit).  The same examples, in the same order, as hypothesis alone: the same outcome, without
+    drawing them again for every student."""
+    from hypothesis import settings
+    from hypothesis.internal.entropy import deterministic_PRNG
+
+    run = prop.run
+    examples = getattr(run, "_seqgrader_examples", None)
+    if examples is None or getattr(run, "_seqgrader_recorded", None) != repr(settings.default):
+        run(student)
+        return
+    inner = run.hypothesis.inner_test
+    try:
+        for kwargs in examples:
+            with deterministic_PRNG():
+                inner(student, **kwargs)
+        return
+    except Exception as e:  # noqa: BLE001 - the first example that did not pass: hypothesis takes over
+        first = e
+    if again is not None:
+        again()
+    run(student)
+    raise first  # passed when run again: the student's code answered the same call two ways
 
 
 def use_current_profile(props):
