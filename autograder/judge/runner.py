@@ -507,8 +507,8 @@ class ForkRunner:
         reading = read_submission(path, {p.function for p in registry.values()})
         torch.set_num_threads(1)  # before forking: OpenMP pools do not survive fork
         _warm_up()  # while the sandbox server warms up in its own process
-        props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
         if self.many:  # once, before forking: every judge inherits the seeds and the recorded examples
+            props = [registry[f"{ex}/{name}"] for ex, tests in plan.items() for name in tests]
             grading_profile(self.course.max_examples)  # the judges' settings: the examples recorded here are theirs
             prepare(props)
             record(props)

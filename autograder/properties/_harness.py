@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis.errors import InvalidArgument
 
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
 from ..checks.elsewhere import Place, bring_back, device_of, uses_elsewhere
@@ -56,20 +57,27 @@ def prop(exercise, function, name, *, zh, en):
 
 
 def grading_profile(max_examples=20):
-    """Deterministic settings: the same submission always sees the same examples."""
-    settings.register_profile(
-        "grading",
-        derandomize=True,
-        deadline=None,
-        database=None,
-        max_examples=max_examples,
-        report_multiple_bugs=False,
-        print_blob=False,
-        verbosity=Verbosity.quiet,
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-    )
-    settings.load_profile("grading")
+    """Deterministic settings: the same submission always sees the same examples.  One settings
+    object per `max_examples`, registered once: the same settings are the same object
+    (settings.default), in this process and in the processes it forks (use_current_profile and
+    record compare with it)."""
+    name = f"grading-{max_examples}"
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        settings.register_profile(
+            name,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            max_examples=max_examples,
+            report_multiple_bugs=False,
+            print_blob=False,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.explicit, Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+        )
+    settings.load_profile(name)
     no_local_constants()
 
 
@@ -136,7 +144,7 @@ def _record(prop):
     from hypothesis.strategies import DataObject
 
     run = getattr(prop, "run", None)
-    if not hasattr(run, "hypothesis") or getattr(run, "_seqgrader_recorded", None) == repr(settings.default):
+    if not hasattr(run, "hypothesis") or getattr(run, "_seqgrader_recorded", None) is settings.default:
         return
     seen = []
     inner = run.hypothesis.inner_test
@@ -156,7 +164,7 @@ def _record(prop):
     if seen is not None and any(isinstance(v, DataObject) for kw in seen for v in kw.values()):
         seen = None
     run._seqgrader_examples = seen
-    run._seqgrader_recorded = repr(settings.default)  # recorded under these settings only
+    run._seqgrader_recorded = settings.default  # recorded under these settings only (grading_profile)
 
 
 def run_property(prop, student, again=None):
@@ -171,7 +179,7 @@ def run_property(prop, student, again=None):
 
     run = prop.run
     examples = getattr(run, "_seqgrader_examples", None)
-    if examples is None or getattr(run, "_seqgrader_recorded", None) != repr(settings.default):
+    if examples is None or getattr(run, "_seqgrader_recorded", None) is not settings.default:
         run(student)
         return
     inner = run.hypothesis.inner_test
