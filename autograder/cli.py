@@ -6,6 +6,7 @@ graded here: see selfcheck.py), ``grade-batch SUBMISSIONS --out DIR``
 ``similarity SUBMISSIONS --out DIR`` (the instructors' similarity report: similarity/cli.py), the
 nbgrader commands (nbgrader_course/cli.py), and ``serve`` / ``tokens``, the grading web service
 (service/cli.py)."""
+
 import argparse
 import json
 import os
@@ -18,6 +19,7 @@ from . import __version__
 def cmd_grade(args):
     if not args.in_process:  # first: the sandbox server starts while we read the course
         from .sandbox import server
+
         server.prestart()
     from .config import load_course
     from .store import write_atomic
@@ -28,16 +30,20 @@ def cmd_grade(args):
         if ex in course.exercises:
             course.reference(ex)
     from .grading import grade
-    from .report.text import render_text
     from .judge import ForkRunner, InProcessRunner
+    from .report.text import render_text
 
     runner = InProcessRunner(course) if args.in_process else ForkRunner(course, workers=args.workers)
     from .selfcheck import ensure
+
     checked = ensure(course, runner, exercises)  # the reference gets full marks here, or nobody is graded
     if args.verbose:
-        print(f"(self-check: the reference solutions get {checked['score']:g}/{checked['max_score']:g} here"
-              f"{', remembered from ' + str(checked.get('checked_at')) if checked['cached'] else ''})",
-              file=sys.stderr, flush=True)
+        print(
+            f"(self-check: the reference solutions get {checked['score']:g}/{checked['max_score']:g} here"
+            f"{', remembered from ' + str(checked.get('checked_at')) if checked['cached'] else ''})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def progress(ex, test, status):
         if args.verbose:
@@ -54,14 +60,17 @@ def cmd_grade(args):
         write_atomic(args.json, json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     if args.html:
         from .report.html import render_html
+
         write_atomic(args.html, render_html(report, course.language))
     if args.markdown:
         from .report.markdown import render_markdown
+
         md = Path(args.markdown)
         write_atomic(md, render_markdown(report, course.language, images=md.parent / f"{md.stem}_files"))
     if not args.quiet:
         if args.rich:
             from .report.terminal import render_rich
+
             render_rich(report, course.language)
         else:
             sys.stdout.write(render_text(report, course.language))
@@ -72,10 +81,12 @@ def cmd_self_check(args):
     """Grade the reference solutions here, now (no cache), and say what this environment is."""
     if args.simulate:  # before anything forks: every process of the grader checks its autograd
         from .sandbox import forkcheck
+
         os.environ[forkcheck.MODE] = args.simulate
         forkcheck.install()
     if not args.in_process:
         from .sandbox import server
+
         server.prestart()
     from .config import load_course
     from .errors import GraderEnvironmentError
@@ -101,21 +112,31 @@ def cmd_self_check(args):
             print(text)
         else:
             from .store import write_atomic
+
             write_atomic(args.json, text)
     if not args.quiet and args.json != "-":
         env = out["environment"]
         gpus = env["torch"]["gpus"]
         print(f"grader {env['grader']}, Python {env['python']} ({env['executable']}), {env['kernel']}")
-        print(f"torch {env['torch']['torch']} ({'CUDA ' + env['torch']['cuda_build'] if env['torch']['cuda_build'] else 'CPU build'}); "
-              f"GPUs for the device sentences: {', '.join(gpus) if gpus else 'none (a simulated device)'}"
-              f"; CUDA_VISIBLE_DEVICES={env['torch']['CUDA_VISIBLE_DEVICES']!r}")
+        print(
+            f"torch {env['torch']['torch']} ({'CUDA ' + env['torch']['cuda_build'] if env['torch']['cuda_build'] else 'CPU build'}); "
+            f"GPUs for the device sentences: {', '.join(gpus) if gpus else 'none (a simulated device)'}"
+            f"; CUDA_VISIBLE_DEVICES={env['torch']['CUDA_VISIBLE_DEVICES']!r}"
+        )
         if out["passed"]:
             used = {k: v for k, v in (out.get("devices") or {}).items() if k != "problems"}
-            print(f"self-check passed: the reference solutions of {', '.join(exercises)} get "
-                  f"{out['score']:g}/{out['max_score']:g} here ({out['seconds']:.1f} s); remembered in {cache_dir()}")
+            print(
+                f"self-check passed: the reference solutions of {', '.join(exercises)} get "
+                f"{out['score']:g}/{out['max_score']:g} here ({out['seconds']:.1f} s); remembered in {cache_dir()}"
+            )
             if used:
-                print("device sentences ran on: " + "; ".join(
-                    f"{'a simulated device (meta)' if d == 'meta' else d} ({len(t)} test(s))" for d, t in used.items()))
+                print(
+                    "device sentences ran on: "
+                    + "; ".join(
+                        f"{'a simulated device (meta)' if d == 'meta' else d} ({len(t)} test(s))"
+                        for d, t in used.items()
+                    )
+                )
             for p in (out.get("devices") or {}).get("problems", []):
                 print(f"the GPU could not be used in the sandbox, a simulated device was: {p}")
         else:
@@ -136,8 +157,10 @@ def cmd_dashboard(args):
     return 0
 
 
-COURSE_HELP = ("course folder (course.yml, solutions/, exercises/) or its course.yml (default: the nearest "
-               "course.yml in the current folder or above it, else the built-in course)")
+COURSE_HELP = (
+    "course folder (course.yml, solutions/, exercises/) or its course.yml (default: the nearest "
+    "course.yml in the current folder or above it, else the built-in course)"
+)
 
 
 def cmd_init_course(args):
@@ -148,7 +171,11 @@ def cmd_init_course(args):
     out = Path(args.dir)
     if (out / "course.yml").exists() and not args.force:
         raise ConfigError(f"{out} already holds a course.yml (--force overwrites the course's files)")
-    parts = {"course.yml": BUILTIN / "course.yml", "solutions": BUILTIN / "solutions", "exercises": BUILTIN / "exercises"}
+    parts = {
+        "course.yml": BUILTIN / "course.yml",
+        "solutions": BUILTIN / "solutions",
+        "exercises": BUILTIN / "exercises",
+    }
     missing = [str(p) for p in parts.values() if not p.exists()]
     if missing:
         raise ConfigError(f"the built-in course is missing from this installation: {', '.join(missing)}")
@@ -176,15 +203,20 @@ def cmd_student_kit(args):
     from .nbgrader_course.build import write_student_kit
 
     course = load_course(args.course)
-    written = write_student_kit(args.dir, course, assignment=args.assignment, force=args.force,
-                                service_url=args.service_url)
+    written = write_student_kit(
+        args.dir, course, assignment=args.assignment, force=args.force, service_url=args.service_url
+    )
     if not args.quiet:
         print(f"student kit written to {Path(args.dir).resolve()}: " + ", ".join(p.name for p in written))
-        print("Students run `pytest` there (needs only torch, numpy, matplotlib, pytest and nbformat); "
-              "the hidden tests run when their work is graded.")
+        print(
+            "Students run `pytest` there (needs only torch, numpy, matplotlib, pytest and nbformat); "
+            "the hidden tests run when their work is graded."
+        )
         if args.service_url:
-            print(f"`python submit.py NOTEBOOK` (or `from submit import submit; submit(\"NOTEBOOK\")` in a "
-                  f"notebook) sends their work to {args.service_url} and prints the score.")
+            print(
+                f'`python submit.py NOTEBOOK` (or `from submit import submit; submit("NOTEBOOK")` in a '
+                f"notebook) sends their work to {args.service_url} and prints the score."
+            )
     return 0
 
 
@@ -194,109 +226,151 @@ def _prog():
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog=_prog(),
-                                description="Autograder for the sequence-models chapter. `COMMAND --help` "
-                                            "explains each command.")
+    p = argparse.ArgumentParser(
+        prog=_prog(), description="Autograder for the sequence-models chapter. `COMMAND --help` explains each command."
+    )
     p.add_argument("--version", action="version", version=f"seqgrader {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade one submission (.py, .ipynb or a folder)",
-                       description="Grade one student's submission and print a report. "
-                                   "Exit status 0 whenever a report was produced, whatever the score; 2 when the "
-                                   "grader cannot grade: among others when the reference solutions do not get full "
-                                   "marks in this environment (checked before the first score and remembered per "
-                                   "environment: see `self-check`).")
+    g = sub.add_parser(
+        "grade",
+        help="grade one submission (.py, .ipynb or a folder)",
+        description="Grade one student's submission and print a report. "
+        "Exit status 0 whenever a report was produced, whatever the score; 2 when the "
+        "grader cannot grade: among others when the reference solutions do not get full "
+        "marks in this environment (checked before the first score and remembered per "
+        "environment: see `self-check`).",
+    )
     g.add_argument("submission", help="a .py file, an .ipynb notebook, or a folder of them")
     g.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
     g.add_argument("--course", metavar="DIR", help=COURSE_HELP)
-    g.add_argument("--assignment", metavar="NAME",
-                   help="grade the exercises of this course.yml assignment (default: the first)")
+    g.add_argument(
+        "--assignment", metavar="NAME", help="grade the exercises of this course.yml assignment (default: the first)"
+    )
     g.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     g.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     g.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")
     g.add_argument("--workers", type=int, help="exercises graded in parallel (default: number of cores)")
-    g.add_argument("--in-process", action="store_true",
-                   help="no child processes (debugging only: student code runs in the grader)")
+    g.add_argument(
+        "--in-process", action="store_true", help="no child processes (debugging only: student code runs in the grader)"
+    )
     g.add_argument("--html", metavar="OUT", help="write the student's report as one self-contained HTML page")
-    g.add_argument("--markdown", metavar="OUT",
-                   help="write the report as Markdown (its pictures go to the folder OUT's-stem_files/ beside it)")
-    g.add_argument("--rich", action="store_true",
-                   help="print the report with colours, tables and the counterexamples (rich) instead of plain text")
-    g.add_argument("--student", metavar="NAME",
-                   help="whose submission it is: the title of the reports (default: the file's or folder's name)")
+    g.add_argument(
+        "--markdown",
+        metavar="OUT",
+        help="write the report as Markdown (its pictures go to the folder OUT's-stem_files/ beside it)",
+    )
+    g.add_argument(
+        "--rich",
+        action="store_true",
+        help="print the report with colours, tables and the counterexamples (rich) instead of plain text",
+    )
+    g.add_argument(
+        "--student",
+        metavar="NAME",
+        help="whose submission it is: the title of the reports (default: the file's or folder's name)",
+    )
     g.add_argument("-q", "--quiet", action="store_true", help="no report on stdout")
-    g.add_argument("-v", "--verbose", action="store_true",
-                   help="print each test as it finishes, and the sandbox's isolation level (stderr)")
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each test as it finishes, and the sandbox's isolation level (stderr)",
+    )
     g.set_defaults(func=cmd_grade)
 
-    c = sub.add_parser("self-check", help="grade the reference solutions here, now, and print this environment",
-                       description="Grade the course's reference solutions in this environment (interpreter, torch "
-                                   "build, GPUs, sandbox, course) and say whether they get full marks. `grade`, "
-                                   "`grade-batch` and nbgrader's autograde do the same before the first score and "
-                                   "remember a pass per environment; this command checks again, whatever is "
-                                   "remembered. Exit status 0: full marks; 2: the reference loses points here (the "
-                                   "graders refuse to grade).")
+    c = sub.add_parser(
+        "self-check",
+        help="grade the reference solutions here, now, and print this environment",
+        description="Grade the course's reference solutions in this environment (interpreter, torch "
+        "build, GPUs, sandbox, course) and say whether they get full marks. `grade`, "
+        "`grade-batch` and nbgrader's autograde do the same before the first score and "
+        "remember a pass per environment; this command checks again, whatever is "
+        "remembered. Exit status 0: full marks; 2: the reference loses points here (the "
+        "graders refuse to grade).",
+    )
     c.add_argument("--course", metavar="DIR", help=COURSE_HELP)
     c.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
     c.add_argument("--exercise", action="append", metavar="ID", help="only this exercise (repeatable)")
     c.add_argument("--workers", type=int, help="exercises graded in parallel (default: number of cores)")
     c.add_argument("--in-process", action="store_true", help="check the in-process runner (debugging) instead")
-    c.add_argument("--simulate", choices=["cuda", "broken"],
-                   help="on a machine without a GPU, make autograd behave across fork as a CUDA build does on one "
-                        "(cuda), or break it in every process the grader forks (broken): see "
-                        "autograder/sandbox/forkcheck.py")
+    c.add_argument(
+        "--simulate",
+        choices=["cuda", "broken"],
+        help="on a machine without a GPU, make autograd behave across fork as a CUDA build does on one "
+        "(cuda), or break it in every process the grader forks (broken): see "
+        "autograder/sandbox/forkcheck.py",
+    )
     c.add_argument("--json", metavar="OUT", help="write the environment and the result as JSON to OUT (- for stdout)")
     c.add_argument("-q", "--quiet", action="store_true", help="print nothing (the exit status says it)")
     c.set_defaults(func=cmd_self_check)
 
-    d = sub.add_parser("dashboard", help="the instructor's dashboard (HTML) of a grade-batch output folder",
-                       description="Summarise a grade-batch output folder (reports/*.json and grades.csv) in one "
-                                   "self-contained HTML page: score distribution per exercise, pass rate per "
-                                   "property, the most frequent diagnosed mistakes, the submissions that errored. "
-                                   "grade-batch writes it as dashboard.html at the end of every run.")
+    d = sub.add_parser(
+        "dashboard",
+        help="the instructor's dashboard (HTML) of a grade-batch output folder",
+        description="Summarise a grade-batch output folder (reports/*.json and grades.csv) in one "
+        "self-contained HTML page: score distribution per exercise, pass rate per "
+        "property, the most frequent diagnosed mistakes, the submissions that errored. "
+        "grade-batch writes it as dashboard.html at the end of every run.",
+    )
     d.add_argument("grades", metavar="GRADES_DIR", help="the --out folder of grade-batch")
     d.add_argument("--out", metavar="HTML", help="where to write it (default: GRADES_DIR/dashboard.html)")
     d.add_argument("--language", choices=["zh", "en", "both"], default="both", help="language of the page")
     d.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     d.set_defaults(func=cmd_dashboard)
 
-    i = sub.add_parser("init-course", help="write a course folder (a copy of the built-in course) to edit",
-                       description="Write DIR/course.yml, DIR/solutions/ and DIR/exercises/: the built-in course, "
-                                   "ready to edit. Select it with --course DIR, or run the commands inside DIR.")
+    i = sub.add_parser(
+        "init-course",
+        help="write a course folder (a copy of the built-in course) to edit",
+        description="Write DIR/course.yml, DIR/solutions/ and DIR/exercises/: the built-in course, "
+        "ready to edit. Select it with --course DIR, or run the commands inside DIR.",
+    )
     i.add_argument("dir", metavar="DIR", help="the course folder (created)")
     i.add_argument("--force", action="store_true", help="overwrite the course files of an existing course folder")
     i.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     i.set_defaults(func=cmd_init_course)
 
-    k = sub.add_parser("student-kit", help="write what students need for an assignment (no grader, no solutions)",
-                       description="Write DIR/<exercise>.ipynb for each exercise of the assignment (stubs, visible "
-                                   "checks, hidden-tests cells that only say when they run), DIR/submit.py and "
-                                   "DIR/submit.json (the work sent to the grading service) and DIR/conftest.py: "
-                                   "`pytest` in DIR runs the visible checks with only torch, numpy, matplotlib, "
-                                   "pytest and nbformat installed. Neither the properties nor the solutions are in it.")
+    k = sub.add_parser(
+        "student-kit",
+        help="write what students need for an assignment (no grader, no solutions)",
+        description="Write DIR/<exercise>.ipynb for each exercise of the assignment (stubs, visible "
+        "checks, hidden-tests cells that only say when they run), DIR/submit.py and "
+        "DIR/submit.json (the work sent to the grading service) and DIR/conftest.py: "
+        "`pytest` in DIR runs the visible checks with only torch, numpy, matplotlib, "
+        "pytest and nbformat installed. Neither the properties nor the solutions are in it.",
+    )
     k.add_argument("dir", metavar="DIR", help="the kit folder (created)")
     k.add_argument("--course", metavar="DIR", help=COURSE_HELP)
     k.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
     k.add_argument("--force", action="store_true", help="write into a folder that is not empty")
-    k.add_argument("--service-url", metavar="URL",
-                   help="the grading service (`seqgrader serve`) students submit to: written into DIR/submit.json, "
-                        "which DIR/submit.py reads (under JupyterHub it finds the service by itself)")
+    k.add_argument(
+        "--service-url",
+        metavar="URL",
+        help="the grading service (`seqgrader serve`) students submit to: written into DIR/submit.json, "
+        "which DIR/submit.py reads (under JupyterHub it finds the service by itself)",
+    )
     k.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     k.set_defaults(func=cmd_student_kit)
 
     from .batch import add_parser
+
     add_parser(sub)
     from .similarity.cli import add_parser as add_similarity_parser
+
     add_similarity_parser(sub)
     from .nbgrader_course.cli import add_parser as add_nbgrader_parser
+
     add_nbgrader_parser(sub)
     from .service.cli import add_parser as add_service_parser
+
     add_service_parser(sub)
     for name in ("grade", "self-check", "grade-batch", "serve"):
         sub.choices[name].add_argument(
-            "--allow-weak-sandbox", action="store_true",
+            "--allow-weak-sandbox",
+            action="store_true",
             help="grade even where the sandbox misses a guarantee (a view without the course, no network, no "
-                 "reach to the grader's processes: see docs/security.md); every report then says so at its top. "
-                 "Without it the grader refuses (exit status 2)")
+            "reach to the grader's processes: see docs/security.md); every report then says so at its top. "
+            "Without it the grader refuses (exit status 2)",
+        )
     return p
 
 
@@ -306,6 +380,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     if getattr(args, "allow_weak_sandbox", False):  # every grading process started from here inherits it
         from .sandbox.limits import WEAK_ENV
+
         os.environ[WEAK_ENV] = "1"
     try:
         rc = args.func(args)

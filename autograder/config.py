@@ -41,6 +41,7 @@ service        mapping assignment name -> the rules of `seqgrader serve` for it 
                expected and actual values, the probing call) are removed from every page and
                JSON answer of the service; the verdict, the score and the named mistake stay
 """
+
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -104,6 +105,7 @@ def parse_duration(text):
 
 class ServiceRules(BaseModel):
     """The rules of `seqgrader serve` for one assignment (course.yml ``service:``)."""
+
     model_config = ConfigDict(extra="forbid")
     attempts: int | None = Field(default=None, ge=1)
     window: str | None = None
@@ -116,8 +118,10 @@ class ServiceRules(BaseModel):
         if self.window is not None:
             parse_duration(self.window)
         if self.deadline is not None and self.deadline.tzinfo is None:
-            raise ValueError(f"deadline {self.deadline.isoformat()} has no timezone: write it as "
-                             f"2026-12-20T23:59:00+08:00 (or ...Z for UTC)")
+            raise ValueError(
+                f"deadline {self.deadline.isoformat()} has no timezone: write it as "
+                f"2026-12-20T23:59:00+08:00 (or ...Z for UTC)"
+            )
         return self
 
     @property
@@ -161,8 +165,10 @@ class Course(BaseModel):
         and the nbgrader course need it)."""
         path = self.solutions_dir / f"{exercise}.py"
         if not path.is_file():
-            raise ConfigError(f"no reference solution for exercise {exercise!r}: {path} is missing (the diagnosis "
-                              f"and the nbgrader course need it; `seqgrader init-course DIR` writes a complete course)")
+            raise ConfigError(
+                f"no reference solution for exercise {exercise!r}: {path} is missing (the diagnosis "
+                f"and the nbgrader course need it; `seqgrader init-course DIR` writes a complete course)"
+            )
         return path
 
     @model_validator(mode="after")
@@ -179,11 +185,13 @@ class Course(BaseModel):
                 raise ValueError(f"service: unknown assignment {name!r}; course.yml has {names}")
             ids = self.assignments.get(name) or list(self.exercises)
             tests = {f"{ex}/{t}" for ex in ids for t in self.exercises[ex].tests}
-            unknown = [t for t in rules.hide_counterexamples
-                       if t not in tests and not any(f"{ex}/{t}" in tests for ex in ids)]
+            unknown = [
+                t for t in rules.hide_counterexamples if t not in tests and not any(f"{ex}/{t}" in tests for ex in ids)
+            ]
             if unknown:
-                raise ValueError(f"service: {name}: hide_counterexamples names tests the assignment does not "
-                                 f"have: {unknown}")
+                raise ValueError(
+                    f"service: {name}: hide_counterexamples names tests the assignment does not have: {unknown}"
+                )
         return self
 
     def rules(self, assignment):
@@ -216,8 +224,10 @@ def _course_part(root, name):
         return own.resolve()  # a submission-like folder: the loader follows no link
     builtin = (BUILTIN / name).resolve()
     if not builtin.is_dir():
-        raise ConfigError(f"the course {root} has no {name}/ folder and the built-in one is missing from this "
-                          f"installation ({builtin}): reinstall seqgrader, or add {own}")
+        raise ConfigError(
+            f"the course {root} has no {name}/ folder and the built-in one is missing from this "
+            f"installation ({builtin}): reinstall seqgrader, or add {own}"
+        )
     return builtin
 
 
@@ -228,8 +238,9 @@ def find_course(arg=None, cwd=None):
         p = Path(arg)
         if p.is_dir():
             if not (p / "course.yml").is_file():
-                raise ConfigError(f"{p} is not a course folder: it has no course.yml "
-                                  f"(`seqgrader init-course {p}` writes one)")
+                raise ConfigError(
+                    f"{p} is not a course folder: it has no course.yml (`seqgrader init-course {p}` writes one)"
+                )
             return p / "course.yml"
         if not p.is_file():
             raise ConfigError(f"course not found: {p} (give a course folder or its course.yml)")
@@ -239,8 +250,10 @@ def find_course(arg=None, cwd=None):
         if (d / "course.yml").is_file():
             return d / "course.yml"
     if not DEFAULT_COURSE.is_file():
-        raise ConfigError(f"no course.yml in {here} or above it, and the built-in course is missing from this "
-                          f"installation ({DEFAULT_COURSE}): give --course DIR, or reinstall seqgrader")
+        raise ConfigError(
+            f"no course.yml in {here} or above it, and the built-in course is missing from this "
+            f"installation ({DEFAULT_COURSE}): give --course DIR, or reinstall seqgrader"
+        )
     return DEFAULT_COURSE
 
 

@@ -1,4 +1,5 @@
 """Grade one submission: plan the tests from course.yml, run them, score them, build the Report."""
+
 import re
 import time
 from pathlib import Path
@@ -9,8 +10,7 @@ from .properties import load_all
 from .properties._harness import grading_profile
 from .report.feedback import feedback_text
 from .report.messages import pair
-from .report.model import (ExerciseResult, Report, Status, TestResult, exercise_not_graded_reason,
-                           not_graded_reason)
+from .report.model import ExerciseResult, Report, Status, TestResult, exercise_not_graded_reason, not_graded_reason
 
 
 def check_course(course, exercises=None):
@@ -42,6 +42,7 @@ def grade(path, course, runner, exercises=None, progress=None, verify=True, beha
     registry, raw = run_plan(path, course, runner, {ex: list(course.exercises[ex].tests) for ex in ids}, progress)
     if verify:
         from .selfcheck import verify as verify_errors
+
         verify_errors(course, runner, raw, student=str(path))
     if behaviour is not None:
         for got in raw.values():
@@ -61,6 +62,7 @@ def run_plan(path, course, runner, plan, progress=None):
     for ex in plan:  # the diagnosis compares with the course's reference: missing is an error
         course.reference(ex)
     from .catalogue import use_solutions
+
     use_solutions(course.solutions_dir)
     find_files(path)  # raises SubmissionNotFound early, with a clear message
     if hasattr(runner, "run_many"):
@@ -90,33 +92,58 @@ def build_report(path, course, ids, registry, raw, start):
         tests = []
         for name, tcfg in cfg.tests.items():
             p = registry[f"{ex}/{name}"]
-            o = got["tests"].get(name) or {"status": "error", "zh": "测试没有运行。", "en": "The test did not run.",
-                                          "details": []}
+            o = got["tests"].get(name) or {
+                "status": "error",
+                "zh": "测试没有运行。",
+                "en": "The test did not run.",
+                "details": [],
+            }
             o = clean_outcome(o)
             passed = o["status"] == "passed"
             res = TestResult(
-                name=f"{ex}/{name}", function=p.function, score=tcfg.points if passed else 0.0,
-                max_score=tcfg.points, passed=passed, feedback="", status=o["status"],
-                property_zh=p.zh, property_en=p.en, message_zh=o.get("zh", ""), message_en=o.get("en", ""),
-                details=[list(d) for d in o.get("details", [])], hint_zh=o.get("hint_zh", ""),
-                hint_en=o.get("hint_en", ""), seconds=o.get("seconds", 0.0),
-                counterexample=o.get("counterexample") or {}, diagnosis=o.get("diagnosis") or [],
-                explained_by_part=o.get("explained_by_part") or [])
+                name=f"{ex}/{name}",
+                function=p.function,
+                score=tcfg.points if passed else 0.0,
+                max_score=tcfg.points,
+                passed=passed,
+                feedback="",
+                status=o["status"],
+                property_zh=p.zh,
+                property_en=p.en,
+                message_zh=o.get("zh", ""),
+                message_en=o.get("en", ""),
+                details=[list(d) for d in o.get("details", [])],
+                hint_zh=o.get("hint_zh", ""),
+                hint_en=o.get("hint_en", ""),
+                seconds=o.get("seconds", 0.0),
+                counterexample=o.get("counterexample") or {},
+                diagnosis=o.get("diagnosis") or [],
+                explained_by_part=o.get("explained_by_part") or [],
+            )
             res.feedback = feedback_text(res, course.language)
             tests.append(res)
         exercises_out.append(ExerciseResult(ex, sum(t.score for t in tests), cfg.max_score, tests, load_errors))
-    from .load.reader import peak_mib
     from .judge.runner import PEAKS
+    from .load.reader import peak_mib
+
     timing = {}
     for got in raw.values():
         for k, v in (got.get("timing") or {}).items():
             timing[k] = max(timing.get(k, 0.0), v) if k in PEAKS else round(timing.get(k, 0.0) + v, 4)
     if raw:
         timing["grader_peak_mib"] = peak_mib()  # the most memory this grading process has held yet
-    report = Report(submission=safe.cap(str(Path(path)), 1000, 1), score=sum(e.score for e in exercises_out),
-                    max_score=sum(e.max_score for e in exercises_out), exercises=exercises_out,
-                    errors=errors, seconds=round(time.monotonic() - start, 3), sandbox=_describe(levels), sandbox_warning=weak_warning(levels),
-                    language=course.language, timing=timing)
+    report = Report(
+        submission=safe.cap(str(Path(path)), 1000, 1),
+        score=sum(e.score for e in exercises_out),
+        max_score=sum(e.max_score for e in exercises_out),
+        exercises=exercises_out,
+        errors=errors,
+        seconds=round(time.monotonic() - start, 3),
+        sandbox=_describe(levels),
+        sandbox_warning=weak_warning(levels),
+        language=course.language,
+        timing=timing,
+    )
     return mark_not_graded(report, course.language)
 
 
@@ -130,6 +157,7 @@ MAX_ITEMS, MAX_DEPTH = 500, 12  # of a list or dict in an outcome (a counterexam
 
 def clean_outcome(outcome):
     """A runner's outcome of one test with every text made safe and short (see TEXT_CHARS)."""
+
     def clean(v, depth=0):
         if isinstance(v, str):
             return safe.cap(v, TEXT_CHARS, TEXT_LINES)
@@ -140,6 +168,7 @@ def clean_outcome(outcome):
         if isinstance(v, dict):
             return {safe.cap(k, 200, 1): clean(x, depth + 1) for k, x in list(v.items())[:MAX_ITEMS]}
         return safe.cap(v, TEXT_CHARS, TEXT_LINES)
+
     return clean(outcome)
 
 
@@ -179,17 +208,23 @@ def weak_warning(levels):
     if not levels:
         return ""
     from .sandbox.limits import missing
+
     gaps = missing(levels)
     if not gaps:
         return ""
-    return safe.cap("WARNING: graded with a weak sandbox (--allow-weak-sandbox): the student's code was not kept "
-                    "from: " + "; ".join(gaps), 1000, 1)
+    return safe.cap(
+        "WARNING: graded with a weak sandbox (--allow-weak-sandbox): the student's code was not kept "
+        "from: " + "; ".join(gaps),
+        1000,
+        1,
+    )
 
 
 def _describe(levels):
     if not levels:
         return "in-process (no isolation)"
     from .sandbox.limits import describe
+
     try:
         return safe.cap(re.sub(r" \(worker uid \d+\)", "", describe(levels)), 1000, 2)  # the same report every time
     except Exception:  # noqa: BLE001 - a description must never cost a report

@@ -18,6 +18,7 @@ a terminal, a log line, a web page or a spreadsheet it passes through here, in t
 Every cap is a fixed number: whatever a submission does, nothing it controls grows a report, a
 page or a log line past it.
 """
+
 import re
 
 # C0 controls but \t and \n, DEL, C1 controls; bidi embeddings, overrides and isolates; the line

@@ -22,6 +22,7 @@ build, devices, sandbox and course as the students:
 
 `seqgrader self-check` runs 1 without the cache and prints the environment.
 """
+
 import fcntl
 import hashlib
 import json
@@ -29,14 +30,18 @@ import os
 import platform
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import GraderEnvironmentError
 
 # outcomes of a test whose submission could not even be loaded: the reference loads (1 checked it)
-LOAD_FAILURES = ("Loading your submission", "The process ended while loading your submission",
-                 "Loading your other files", "The process ended while loading your other files")
+LOAD_FAILURES = (
+    "Loading your submission",
+    "The process ended while loading your submission",
+    "Loading your other files",
+    "The process ended while loading your other files",
+)
 SETTINGS = ("SEQGRADER_ALLOW_WEAK_SANDBOX", "SEQGRADER_AUTOGRAD_FORK")
 
 _VERIFIED = set()  # (exercise, test, signature) whose reference passed in this process
@@ -44,6 +49,7 @@ VERIFY = {"runs": 0, "tests": 0, "seconds": 0.0}  # what verify() cost in this p
 
 
 # ---------------------------------------------------------------- the environment
+
 
 def course_digest(course, exercises):
     """sha256 of what defines the assignment: course.yml's settings and the reference solutions."""
@@ -80,8 +86,9 @@ def environment(course, exercises, runner_kind="sandbox"):
 def cache_dir():
     base = os.environ.get("SEQGRADER_CACHE_DIR")
     if not base:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                            "seqgrader")
+        base = os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "seqgrader"
+        )
     return Path(base) / "self-check"
 
 
@@ -133,6 +140,7 @@ class _Lock:
 
 # ---------------------------------------------------------------- 1. before the first score
 
+
 def ensure(course, runner, exercises, refresh=False, runner_kind=None):
     """Make sure the reference solutions of `exercises` get full marks with `runner` here; raises
     GraderEnvironmentError if not.  Returns what was found: {"cached": bool, "seconds", "score",
@@ -152,9 +160,14 @@ def ensure(course, runner, exercises, refresh=False, runner_kind=None):
         lost = lost_tests(course, plan, raw)
         if lost:
             raise GraderEnvironmentError(failure_message(lost, course, "before grading anyone"), lost=lost)
-        record = {"passed": True, "score": _points(course, plan), "max_score": _points(course, plan),
-                  "seconds": round(seconds, 3), "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  "devices": devices_used(raw)}
+        record = {
+            "passed": True,
+            "score": _points(course, plan),
+            "max_score": _points(course, plan),
+            "seconds": round(seconds, 3),
+            "checked_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "devices": devices_used(raw),
+        }
         _remember(env, record)
         return {"cached": False, **record, "environment": env}
     finally:
@@ -162,8 +175,11 @@ def ensure(course, runner, exercises, refresh=False, runner_kind=None):
 
 
 def _remembered(hit, env):
-    return {"cached": True, **{k: hit.get(k) for k in ("seconds", "score", "max_score", "checked_at", "devices")},
-            "environment": env}
+    return {
+        "cached": True,
+        **{k: hit.get(k) for k in ("seconds", "score", "max_score", "checked_at", "devices")},
+        "environment": env,
+    }
 
 
 def devices_used(raw):
@@ -203,8 +219,14 @@ def lost_tests(course, plan, raw):
         for name in tests:
             o = (got.get("tests") or {}).get(name) or {"status": "error", "en": "The test did not run.", "details": []}
             if o.get("status") != "passed":
-                out.append({"test": f"{ex}/{name}", "status": o.get("status"), "message": o.get("en", ""),
-                            "exception": exception_of(o)})
+                out.append(
+                    {
+                        "test": f"{ex}/{name}",
+                        "status": o.get("status"),
+                        "message": o.get("en", ""),
+                        "exception": exception_of(o),
+                    }
+                )
         for e in got.get("load_errors") or []:
             out.append({"test": ex, "status": "error", "message": f"loading the reference: {e}", "exception": ""})
     return out
@@ -223,20 +245,28 @@ def advice(texts):
     """What to try, from the exceptions met."""
     joined = " ".join(texts)
     if "autograd's threading" in joined or "fork" in joined:
-        return ("A process of the grader ran a backward pass before it forked (what a CUDA build of torch forbids "
-                "on a machine with a GPU). Hide the GPU and grade again (CUDA_VISIBLE_DEVICES= seqgrader ...), and "
-                "report it with the output of `seqgrader self-check --json -`.")
+        return (
+            "A process of the grader ran a backward pass before it forked (what a CUDA build of torch forbids "
+            "on a machine with a GPU). Hide the GPU and grade again (CUDA_VISIBLE_DEVICES= seqgrader ...), and "
+            "report it with the output of `seqgrader self-check --json -`."
+        )
     if any(w in joined for w in ("CUDA", "cuda", "Accelerator", "NCCL", "cuDNN", "GPU")):
-        return ("Something about the GPU fails here. Hide it and grade again (CUDA_VISIBLE_DEVICES= seqgrader ...), "
-                "and report it with the output of `seqgrader self-check --json -`.")
-    return ("Run `seqgrader self-check` to see it again; check that torch is a version seqgrader supports "
-            "(pyproject.toml) and that the course's solutions/ match its course.yml; report it with the output of "
-            "`seqgrader self-check --json -`.")
+        return (
+            "Something about the GPU fails here. Hide it and grade again (CUDA_VISIBLE_DEVICES= seqgrader ...), "
+            "and report it with the output of `seqgrader self-check --json -`."
+        )
+    return (
+        "Run `seqgrader self-check` to see it again; check that torch is a version seqgrader supports "
+        "(pyproject.toml) and that the course's solutions/ match its course.yml; report it with the output of "
+        "`seqgrader self-check --json -`."
+    )
 
 
 def failure_message(lost, course, when, student=None):
-    lines = [f"the reference solutions ({course.solutions_dir}) do not get full marks in this environment, so no "
-             f"score is written{' (' + when + ')' if when else ''}:"]
+    lines = [
+        f"the reference solutions ({course.solutions_dir}) do not get full marks in this environment, so no "
+        f"score is written{' (' + when + ')' if when else ''}:"
+    ]
     for item in lost[:8]:
         exc = f" -- {item['exception']}" if item.get("exception") else ""
         lines.append(f"  {item['test']}: {item['status']}: {item['message']}{exc}")
@@ -249,6 +279,7 @@ def failure_message(lost, course, when, student=None):
 
 
 # ---------------------------------------------------------------- 2. while grading
+
 
 def _signature(outcome):
     """How a test failed, as far as the environment could be the cause: its status, its message

@@ -12,6 +12,7 @@
 The hidden-name rule (``hidden``) is the one discovery and the loader follow: dot-files and the
 cache folders of SKIP_DIRS are never a submission's.
 """
+
 import hashlib
 import json
 import os
@@ -70,9 +71,12 @@ def submission_files(path):
 def settings_digest(course_file, course, exercises):
     """What, besides the submission, decides a report: course.yml's bytes, the effective course
     (after --language / --max-examples), the exercises graded, and the grader's version."""
-    payload = {"grader": grader_version(),
-               "course_file": hashlib.sha256(Path(course_file).read_bytes()).hexdigest(),
-               "course": course.model_dump(mode="json"), "exercises": list(exercises)}
+    payload = {
+        "grader": grader_version(),
+        "course_file": hashlib.sha256(Path(course_file).read_bytes()).hexdigest(),
+        "course": course.model_dump(mode="json"),
+        "exercises": list(exercises),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

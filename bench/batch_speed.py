@@ -23,6 +23,7 @@ tests that timed out (carol's endless loop), and the rest (start-up, loading, re
 --no-loop leaves carol out (the class then measures grading, not a time-out); --copies K grades
 K copies of the class (a larger batch amortises the start of the grading processes).
 """
+
 import argparse
 import os
 import shutil
@@ -37,7 +38,6 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.batch import LocalPool, discover  # noqa: E402
 from autograder.config import DEFAULT_COURSE, load_course  # noqa: E402
-
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 
@@ -57,13 +57,17 @@ class CpuMeter:
                 self.path = path
             except OSError:
                 pass
-        self.kind = ("every process of the batch (cpuacct cgroup)" if self.path else
-                     "processes waited for only (no cpuacct cgroup: sandboxed workers are missing)")
+        self.kind = (
+            "every process of the batch (cpuacct cgroup)"
+            if self.path
+            else "processes waited for only (no cpuacct cgroup: sandboxed workers are missing)"
+        )
 
     def usage(self):
         if self.path:
             return int((self.path / "cpuacct.usage").read_text()) / 1e9
         import resource
+
         ru, me = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
         return ru.ru_utime + ru.ru_stime + me.ru_utime + me.ru_stime
 
@@ -117,11 +121,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", type=int, default=os.cpu_count())
     ap.add_argument("--course", default=str(DEFAULT_COURSE))
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="run every strategy this many times, interleaved (A B A B ...); print the median")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every strategy this many times, interleaved (A B A B ...); print the median",
+    )
     ap.add_argument("--only", action="append", help="strategy to run (repeatable)")
-    ap.add_argument("--pool", action="append", default=[], metavar="PxW",
-                    help="also run P grading processes x W exercises each (repeatable), e.g. 3x1")
+    ap.add_argument(
+        "--pool",
+        action="append",
+        default=[],
+        metavar="PxW",
+        help="also run P grading processes x W exercises each (repeatable), e.g. 3x1",
+    )
     ap.add_argument("--no-loop", action="store_true", help="leave carol's endless loop out of the class")
     ap.add_argument("--copies", type=int, default=1, help="grade this many copies of the class")
     args = ap.parse_args()
@@ -141,7 +154,9 @@ def main():
     _, items, _ = discover(tmp / "class")
 
     def pool(procs, per):
-        return lambda: [res for _, res in LocalPool(procs, per, args.course, options, budget, tmp / "workers.log").run(items)]
+        return lambda: [
+            res for _, res in LocalPool(procs, per, args.course, options, budget, tmp / "workers.log").run(items)
+        ]
 
     strategies = {
         "submissions": (f"{n} processes x 1 exercise", pool(n, 1)),
@@ -158,7 +173,7 @@ def main():
     times, cpus, parts, scores = {k: [] for k in chosen}, {k: [] for k in chosen}, {k: [] for k in chosen}, {}
     try:
         for r in range(args.rounds):
-            for name, (what, run) in chosen.items():
+            for name, (_what, run) in chosen.items():
                 load = os.getloadavg()[0]
                 t, c = time.perf_counter(), meter.usage()
                 results = run()
@@ -168,19 +183,27 @@ def main():
                 cpus[name].append(meter.usage() - c)
                 parts[name].append(breakdown(results))
                 scores[name] = sorted(r.get("report", {}).get("score", -1) for r in results)
-                print(f"  round {r + 1} {name:<12} {times[name][-1]:7.1f} s wall {cpus[name][-1]:7.1f} s CPU  "
-                      f"(load average before: {load:.1f})", flush=True)
+                print(
+                    f"  round {r + 1} {name:<12} {times[name][-1]:7.1f} s wall {cpus[name][-1]:7.1f} s CPU  "
+                    f"(load average before: {load:.1f})",
+                    flush=True,
+                )
     finally:
         meter.close()
     first = next(iter(scores.values()))
-    print(f"{'strategy':<12} {'':<30} {'wall':>8} {'per sub':>8} {'CPU':>8} {'per sub':>8} | "
-          f"{'in props':>8} {'time-outs':>9} {'reports':>8}  (seconds summed over the reports)")
+    print(
+        f"{'strategy':<12} {'':<30} {'wall':>8} {'per sub':>8} {'CPU':>8} {'per sub':>8} | "
+        f"{'in props':>8} {'time-outs':>9} {'reports':>8}  (seconds summed over the reports)"
+    )
     for name, (what, _) in chosen.items():
         wall, cpu = statistics.median(times[name]), statistics.median(cpus[name])
         props, touts, total = (statistics.median(p[i] for p in parts[name]) for i in range(3))
         same = "same scores" if scores[name] == first else f"SCORES DIFFER {scores[name]}"
-        print(f"{name:<12} {what:<30} {wall:7.1f}s {wall / len(items):7.2f}s {cpu:7.1f}s {cpu / len(items):7.2f}s | "
-              f"{props:7.1f}s {touts:8.1f}s {total:7.1f}s  (median of {len(times[name])}; {same})", flush=True)
+        print(
+            f"{name:<12} {what:<30} {wall:7.1f}s {wall / len(items):7.2f}s {cpu:7.1f}s {cpu / len(items):7.2f}s | "
+            f"{props:7.1f}s {touts:8.1f}s {total:7.1f}s  (median of {len(times[name])}; {same})",
+            flush=True,
+        )
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -44,6 +44,7 @@ grades them with `grade-batch --workers W` (a fresh output folder) and prints
 
 Nothing here is a test; run it on a quiet machine.
 """
+
 import argparse
 import ast
 import csv
@@ -76,7 +77,7 @@ def top_level_defs(source):
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             start = node.lineno - 1 - len(node.decorator_list)
-            out[node.name] = "\n".join(lines[start:node.end_lineno])
+            out[node.name] = "\n".join(lines[start : node.end_lineno])
     return out
 
 
@@ -92,8 +93,7 @@ def ingredients():
             for name, text in top_level_defs(alt.read_text(encoding="utf-8")).items():
                 variants.setdefault(name, []).append((alt.parent.name, text))
         mistakes = [e for _, e in load_catalogue(ex)]
-        out[ex] = {"reference": ref, "functions": list(top_level_defs(ref)), "variants": variants,
-                   "mistakes": mistakes}
+        out[ex] = {"reference": ref, "functions": list(top_level_defs(ref)), "variants": variants, "mistakes": mistakes}
     return out
 
 
@@ -139,8 +139,12 @@ def student_files(rng, parts, sid, distinct=False):
         recipe.append(f"{ex}.{name}=loop")
     if distinct:  # its own rng: the recipes stay those of the --shared class
         from obfuscate import obfuscate
-        files = {ex: f"# submission of student {sid:04d}: {ex}\n"
-                 + signed(obfuscate(src, DISTINCT, random.Random(f"{sid}/{ex}")), sid) for ex, src in files.items()}
+
+        files = {
+            ex: f"# submission of student {sid:04d}: {ex}\n"
+            + signed(obfuscate(src, DISTINCT, random.Random(f"{sid}/{ex}")), sid)
+            for ex, src in files.items()
+        }
     if broken:
         ex = rng.choice(EXERCISES)
         files[ex] += "\n\ndef unfinished(:\n"
@@ -177,8 +181,7 @@ def notebook(source):
     except SyntaxError:  # a broken file stays one (broken) cell
         chunks = [source]
     for chunk in chunks:
-        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                      "source": chunk})
+        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": chunk})
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
 
 
@@ -259,6 +262,7 @@ class ProcessCpu:
 
 def cpu_meter():
     from grade_speed import CpuMeter
+
     return CpuMeter()
 
 
@@ -299,9 +303,16 @@ def outcome(out, t0):
     first, marginal = start_and_marginal(out / "batch.log", t0)
     digest, rows = checksum(out / "grades.csv")
     split, graded = report_timing(out)
-    return {"first": first, "marginal": marginal, "checksum": digest, "rows": rows, "processes": len(procs),
-            "split": split, "graded": graded,
-            "checked": (len(checks), sum(int(m.group(1)) for m in checks), sum(float(m.group(2)) for m in checks))}
+    return {
+        "first": first,
+        "marginal": marginal,
+        "checksum": digest,
+        "rows": rows,
+        "processes": len(procs),
+        "split": split,
+        "graded": graded,
+        "checked": (len(checks), sum(int(m.group(1)) for m in checks), sum(float(m.group(2)) for m in checks)),
+    }
 
 
 def ratios(local, remote):
@@ -314,21 +325,38 @@ def grade_locally(klass, out, args):
     if out.exists():
         shutil.rmtree(out)
     meter = cpu_meter()
-    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out), "--workers",
-           str(args.workers), "-q"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade-batch",
+        str(klass),
+        "--out",
+        str(out),
+        "--workers",
+        str(args.workers),
+        "-q",
+    ]
     sampler = ProcessCpu() if args.dask or args.kinds else None
     t0 = datetime.now()
     wall, cpu = meter.run(cmd)
     meter.close()
     kinds = sampler.stop() if sampler else None
-    return {"wall": wall, "cpu": cpu, "meter": meter.kind, "complete": meter.path is not None, "kinds": kinds,
-            **outcome(out, t0)}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "meter": meter.kind,
+        "complete": meter.path is not None,
+        "kinds": kinds,
+        **outcome(out, t0),
+    }
 
 
 def checksum(grades_csv):
     rows = sorted(csv.DictReader(open(grades_csv, encoding="utf-8")), key=lambda r: r["student"])
-    text = "\n".join(",".join([*(r[k] for k in ["student", *EXERCISES, "total"]), r["status"].split(":")[0]])
-                     for r in rows)  # graded or not (the reason names a line, which the rewriting moves)
+    text = "\n".join(
+        ",".join([*(r[k] for k in ["student", *EXERCISES, "total"]), r["status"].split(":")[0]]) for r in rows
+    )  # graded or not (the reason names a line, which the rewriting moves)
     return hashlib.sha256(text.encode()).hexdigest()[:16], rows
 
 
@@ -338,19 +366,37 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", metavar="DIR", help="generate the class (and the grades) here and keep them")
-    ap.add_argument("--shared", action="store_true",
-                    help="the older class: the same recipes without each student's rewriting, so that many "
-                         "students share functions byte for byte")
-    ap.add_argument("--compare", type=int, default=0, metavar="K",
-                    help="also grade K random submissions alone with `grade` and compare the scores")
-    ap.add_argument("--kinds", action="store_true",
-                    help="also print the CPU of each kind of process in the local run (sampled with psutil; "
-                         "--dask always does)")
-    ap.add_argument("--dask", action="store_true",
-                    help="also grade the class on a Dask LocalCluster with --workers single-thread workers and "
-                         "compare the time per submission per core")
-    ap.add_argument("--pairs", type=int, default=1, metavar="P",
-                    help="with --dask: grade the class P times each way and print the ratios' median")
+    ap.add_argument(
+        "--shared",
+        action="store_true",
+        help="the older class: the same recipes without each student's rewriting, so that many "
+        "students share functions byte for byte",
+    )
+    ap.add_argument(
+        "--compare",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also grade K random submissions alone with `grade` and compare the scores",
+    )
+    ap.add_argument(
+        "--kinds",
+        action="store_true",
+        help="also print the CPU of each kind of process in the local run (sampled with psutil; --dask always does)",
+    )
+    ap.add_argument(
+        "--dask",
+        action="store_true",
+        help="also grade the class on a Dask LocalCluster with --workers single-thread workers and "
+        "compare the time per submission per core",
+    )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        metavar="P",
+        help="with --dask: grade the class P times each way and print the ratios' median",
+    )
     args = ap.parse_args()
     if args.pairs < 1 or (args.pairs > 1 and not args.dask):
         ap.error("--pairs P needs P >= 1, and --dask when P > 1")
@@ -364,58 +410,86 @@ def main():
     digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in klass.rglob("*") if p.is_file()}
     kinds = {k: sum(1 for r in recipes.values() if r["format"] == k) for k in ("folder", "single", "notebooks")}
     wrong = sum(1 for r in recipes.values() for x in r["recipe"] if ":" in x)
-    print(f"class: {args.students} submissions ({'shared' if args.shared else 'distinct'}) in {klass} ({kinds}); {wrong} catalogued mistakes, "
-          f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('=loop'))} endless loops, "
-          f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('syntax error'))} syntax errors; "
-          f"{len(digests)} distinct files; {shared_functions(klass)} functions shared byte for byte by two "
-          f"students or more")
+    print(
+        f"class: {args.students} submissions ({'shared' if args.shared else 'distinct'}) in {klass} ({kinds}); {wrong} catalogued mistakes, "
+        f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('=loop'))} endless loops, "
+        f"{sum(1 for r in recipes.values() for x in r['recipe'] if x.endswith('syntax error'))} syntax errors; "
+        f"{len(digests)} distinct files; {shared_functions(klass)} functions shared byte for byte by two "
+        f"students or more"
+    )
     (base / "recipes.json").write_text(json.dumps(recipes, indent=1), encoding="utf-8")
 
     local = grade_locally(klass, out, args)
-    wall, cpu, first, marginal, digest, rows = (local[k] for k in ("wall", "cpu", "first", "marginal", "checksum", "rows"))
-    print(f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({local['meter']}); {wall / args.students:.2f} s per submission")
+    wall, cpu, first, marginal, digest, rows = (
+        local[k] for k in ("wall", "cpu", "first", "marginal", "checksum", "rows")
+    )
+    print(
+        f"total        {wall:.1f} s wall, {cpu:.1f} s CPU ({local['meter']}); {wall / args.students:.2f} s per submission"
+    )
     print(f"start-up     {first:.1f} s until the first submission was written")
-    print(f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
-          f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min")
+    print(
+        f"marginal     {marginal:.2f} s per submission after that (--workers {args.workers}); "
+        f"a class of 1,000: {(first + marginal * 999) / 60:.1f} min"
+    )
     errors = sum(1 for r in rows if r["status"] != "graded")
     split, graded_ex = local["split"], local["graded"]
     judge, worker = split.get("judge_cpu", 0.0), split.get("worker_cpu", 0.0)
     rest = cpu - judge - worker
     if local["complete"] and rest >= 0:
-        print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {rest:.1f} s "
-              f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
-              f"reports, dashboard); per submission {judge / args.students:.2f} + {worker / args.students:.2f} + "
-              f"{rest / args.students:.2f} s")
+        print(
+            f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest {rest:.1f} s "
+            f"(grading processes' start-up, sandbox servers and zygotes, the batch process: discovery, "
+            f"reports, dashboard); per submission {judge / args.students:.2f} + {worker / args.students:.2f} + "
+            f"{rest / args.students:.2f} s"
+        )
     else:  # the total misses the sandboxed workers (reaped by their zygotes): the rest would be wrong
-        print(f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest not measured (no cpuacct "
-              f"cgroup here, so the total counts only the processes waited for); per submission "
-              f"{judge / args.students:.2f} + {worker / args.students:.2f} s")
-    print(f"wall split   worker start {split.get('start', 0):.1f} s, tests {split.get('tests', 0):.1f} s, "
-          f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over {graded_ex} exercises); the largest judge "
-          f"held {split.get('judge_peak_mib', 0):.0f} MiB")
+        print(
+            f"CPU split    judges {judge:.1f} s, workers {worker:.1f} s, the rest not measured (no cpuacct "
+            f"cgroup here, so the total counts only the processes waited for); per submission "
+            f"{judge / args.students:.2f} + {worker / args.students:.2f} s"
+        )
+    print(
+        f"wall split   worker start {split.get('start', 0):.1f} s, tests {split.get('tests', 0):.1f} s, "
+        f"diagnosis {split.get('diagnosis', 0):.1f} s (summed over {graded_ex} exercises); the largest judge "
+        f"held {split.get('judge_peak_mib', 0):.0f} MiB"
+    )
     print(f"checksum     {digest}  ({len(rows)} rows, {errors} not graded)")
     subs, tests, secs = local["checked"]
-    print(f"self-check   {tests} tests of the reference run again for {subs} submissions whose errors were new to "
-          f"their grading process ({secs:.1f} s of wall in all); the check before the first score: see batch.log")
+    print(
+        f"self-check   {tests} tests of the reference run again for {subs} submissions whose errors were new to "
+        f"their grading process ({secs:.1f} s of wall in all); the check before the first score: see batch.log"
+    )
     if args.kinds:
         n = args.students
-        print("CPU by kind  " + "; ".join(f"{k} {v:.1f} s ({v / n:.2f} per submission)"
-                                          for k, v in sorted(local["kinds"].items(), key=lambda kv: -kv[1]))
-              + f"; the sandboxed workers' own CPU, from the judges: {worker:.1f} s ({worker / n:.2f} per submission)")
+        print(
+            "CPU by kind  "
+            + "; ".join(
+                f"{k} {v:.1f} s ({v / n:.2f} per submission)"
+                for k, v in sorted(local["kinds"].items(), key=lambda kv: -kv[1])
+            )
+            + f"; the sandboxed workers' own CPU, from the judges: {worker:.1f} s ({worker / n:.2f} per submission)"
+        )
     if args.compare:
         rng = random.Random(args.seed + 1)
         sample = rng.sample(sorted(recipes), min(args.compare, len(recipes)))
+
         def scores(report_file):  # what a score means: per exercise, the total, and whether it was graded
             rep = json.loads(report_file.read_text(encoding="utf-8"))
-            return {**{e["id"]: e["score"] for e in rep["exercises"]}, "total": rep["score"],
-                    "graded": rep.get("graded", True)}
+            return {
+                **{e["id"]: e["score"] for e in rep["exercises"]},
+                "total": rep["score"],
+                "graded": rep.get("graded", True),
+            }
 
         same = 0
         for sid in sample:  # the JSON reports, not grades.csv: its cells are blank where nothing was graded
             path = klass / sid if (klass / sid).exists() else klass / f"{sid}.py"
             rep = base / f"alone-{sid}.json"
-            subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--json", str(rep), "-q"],
-                           cwd=ROOT, check=False)
+            subprocess.run(
+                [sys.executable, "-m", "autograder", "grade", str(path), "--json", str(rep), "-q"],
+                cwd=ROOT,
+                check=False,
+            )
             alone, batch = scores(rep), scores(out / "reports" / f"{sid}.json")
             ok = alone == batch
             same += ok
@@ -424,15 +498,21 @@ def main():
         print(f"compare      {same} / {len(sample)} submissions: the same scores alone and in the batch")
     if args.dask:
         remote = grade_on_dask(klass, base / "grades-dask", args)
-        print(f"\nper core     (--workers {args.workers} local processes vs a LocalCluster of {args.workers} "
-              f"single-thread workers; s per submission per core)")
+        print(
+            f"\nper core     (--workers {args.workers} local processes vs a LocalCluster of {args.workers} "
+            f"single-thread workers; s per submission per core)"
+        )
         for name, r in (("local", local), ("dask", remote)):
-            print(f"  {name:6s} {r['wall']:.1f} s wall, {r['first']:.1f} s until the first; "
-                  f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
-                  f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}; "
-                  f"{r['processes']} grading processes")
-        print("  ratio  dask / local: {:.2f} overall, {:.2f} marginal; checksums ".format(*ratios(local, remote))
-              + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT"))
+            print(
+                f"  {name:6s} {r['wall']:.1f} s wall, {r['first']:.1f} s until the first; "
+                f"{r['wall'] * args.workers / args.students:.2f} s per submission per core overall, "
+                f"{r['marginal'] * args.workers:.2f} marginal; checksum {r['checksum']}; "
+                f"{r['processes']} grading processes"
+            )
+        print(
+            "  ratio  dask / local: {:.2f} overall, {:.2f} marginal; checksums ".format(*ratios(local, remote))
+            + ("EQUAL" if remote["checksum"] == local["checksum"] else "DIFFERENT")
+        )
         print("  CPU by kind of process (s)       local     dask")
         for kind in sorted(set(local["kinds"]) | set(remote["kinds"]), key=lambda k: -remote["kinds"].get(k, 0)):
             print(f"    {kind:36s} {local['kinds'].get(kind, 0):6.1f}   {remote['kinds'].get(kind, 0):6.1f}")
@@ -441,15 +521,20 @@ def main():
         for i in range(2, args.pairs + 1):
             pairs.append((grade_locally(klass, out, args), grade_on_dask(klass, base / "grades-dask", args)))
             a, b = pairs[-1]
-            print(f"  pair {i}: local {a['wall']:.1f} s, Dask {b['wall']:.1f} s wall; ratio "
-                  + "{:.2f} overall, {:.2f} marginal".format(*ratios(a, b)) + f"; CPU {sum(a['kinds'].values()):.1f} / "
-                  f"{sum(b['kinds'].values()):.1f} s; grading processes {a['processes']} / {b['processes']}; checksums "
-                  + ("EQUAL" if a["checksum"] == b["checksum"] == local["checksum"] else "DIFFERENT"))
+            print(
+                f"  pair {i}: local {a['wall']:.1f} s, Dask {b['wall']:.1f} s wall; ratio "
+                + "{:.2f} overall, {:.2f} marginal".format(*ratios(a, b))
+                + f"; CPU {sum(a['kinds'].values()):.1f} / "
+                f"{sum(b['kinds'].values()):.1f} s; grading processes {a['processes']} / {b['processes']}; checksums "
+                + ("EQUAL" if a["checksum"] == b["checksum"] == local["checksum"] else "DIFFERENT")
+            )
         if len(pairs) > 1:
             over, marg = (sorted(r) for r in zip(*(ratios(a, b) for a, b in pairs)))
-            print(f"  {len(pairs)} pairs, dask / local: marginal median {statistics.median(marg):.2f} "
-                  f"(mean {statistics.mean(marg):.2f}, {marg[0]:.2f}-{marg[-1]:.2f}), overall median "
-                  f"{statistics.median(over):.2f} (mean {statistics.mean(over):.2f}, {over[0]:.2f}-{over[-1]:.2f})")
+            print(
+                f"  {len(pairs)} pairs, dask / local: marginal median {statistics.median(marg):.2f} "
+                f"(mean {statistics.mean(marg):.2f}, {marg[0]:.2f}-{marg[-1]:.2f}), overall median "
+                f"{statistics.median(over):.2f} (mean {statistics.mean(over):.2f}, {over[0]:.2f}-{over[-1]:.2f})"
+            )
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -462,8 +547,18 @@ def grade_on_dask(klass, out, args):
     if out.exists():
         shutil.rmtree(out)
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        cmd = [sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out),
-               "--dask-scheduler", cluster.scheduler_address, "-q"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(klass),
+            "--out",
+            str(out),
+            "--dask-scheduler",
+            cluster.scheduler_address,
+            "-q",
+        ]
         sampler = ProcessCpu()  # the cluster's start-up not counted (above)
         t0 = datetime.now()
         start = time.perf_counter()

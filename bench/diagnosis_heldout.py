@@ -30,6 +30,7 @@ what changed (--force regrades).
     .venv/bin/python bench/diagnosis_heldout.py --workers 2 --json /tmp/heldout.json
     .venv/bin/python bench/diagnosis_heldout.py --exercise masks --exercise rope
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,8 +80,22 @@ def grade(assignment: str, cases: list[dict], work: Path, workers: int, force: b
         if folder.exists():
             shutil.rmtree(folder)
         heldout_contract.submission(case, folder)
-    cmd = [python, "-m", "autograder", "grade-batch", str(root), "--out", str(root / "grades"),
-           "--assignment", assignment, "--layout", "nbgrader", "--workers", str(workers), "-q"]
+    cmd = [
+        python,
+        "-m",
+        "autograder",
+        "grade-batch",
+        str(root),
+        "--out",
+        str(root / "grades"),
+        "--assignment",
+        assignment,
+        "--layout",
+        "nbgrader",
+        "--workers",
+        str(workers),
+        "-q",
+    ]
     if force:
         cmd.append("--force")
     print(f"# {assignment}: {len(cases)} cases: {' '.join(cmd)}", flush=True)
@@ -113,7 +128,12 @@ def _other_diagnosis_fields(node, path=""):
 
 def _short(value, limit=160) -> str:
     if isinstance(value, dict):
-        text = value.get("title_en") or value.get("en") or value.get("explanation_en") or json.dumps(value, ensure_ascii=False)
+        text = (
+            value.get("title_en")
+            or value.get("en")
+            or value.get("explanation_en")
+            or json.dumps(value, ensure_ascii=False)
+        )
     elif isinstance(value, list):
         text = "; ".join(_short(v, limit) for v in value)
     else:
@@ -125,7 +145,11 @@ def _short(value, limit=160) -> str:
 def judge(case: dict, report: dict | None) -> dict:
     """The verdict of one case from its report."""
     row = {k: case[k] for k in ("id", "exercise", "function", "correct", "part", "what")}
-    if report is None or report.get("graded") is False or str(report.get("batch", {}).get("status", "graded")) != "graded":
+    if (
+        report is None
+        or report.get("graded") is False
+        or str(report.get("batch", {}).get("status", "graded")) != "graded"
+    ):
         status = None if report is None else report.get("batch", {}).get("status") or report.get("not_graded_reason")
         row.update(verdict="error", lost={}, diagnosis="-", names=[], explained=[], failed=[], note=str(status))
         return row
@@ -140,8 +164,13 @@ def judge(case: dict, report: dict | None) -> dict:
                 seen.add(key)
                 names.append({"id": key, "title": d.get("title_en"), "function": d.get("function")})
     explained = _other_diagnosis_fields(own)
-    row.update(lost=lost, failed=[f"{t['name']} ({t.get('score', 0)}/{t.get('max_score')})" for t in failed],
-               names=names, explained=[[p, v] for p, v in explained], note="")
+    row.update(
+        lost=lost,
+        failed=[f"{t['name']} ({t.get('score', 0)}/{t.get('max_score')})" for t in failed],
+        names=names,
+        explained=[[p, v] for p, v in explained],
+        note="",
+    )
     if case["correct"]:
         row["verdict"] = "ok" if not lost else "lost"
         row["diagnosis"] = "-"
@@ -173,8 +202,7 @@ def line(row: dict) -> str:
     if row["verdict"] == "error":
         said = row["note"]
     part = row["part"] or "correct"
-    return (f"{row['id']:<38} {row['verdict']:<9} {row['diagnosis']:<9} [{part}] {said}\n"
-            f"{'':<38} writer: {row['what']}")
+    return f"{row['id']:<38} {row['verdict']:<9} {row['diagnosis']:<9} [{part}] {said}\n{'':<38} writer: {row['what']}"
 
 
 def summary(rows: list[dict], order: list[str]) -> str:
@@ -203,16 +231,29 @@ def summary(rows: list[dict], order: list[str]) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workers", type=int, default=2, help="grade-batch --workers (default 2)")
-    p.add_argument("--exercise", action="append", default=[], metavar="X",
-                   help="only the cases of exercise X (repeatable, or comma-separated)")
-    p.add_argument("--case", action="append", default=[], metavar="ID",
-                   help="only the cases whose id contains ID (repeatable)")
+    p.add_argument(
+        "--exercise",
+        action="append",
+        default=[],
+        metavar="X",
+        help="only the cases of exercise X (repeatable, or comma-separated)",
+    )
+    p.add_argument(
+        "--case", action="append", default=[], metavar="ID", help="only the cases whose id contains ID (repeatable)"
+    )
     p.add_argument("--json", type=Path, metavar="OUT", help="write every case's verdict and the summary to OUT")
-    p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "seqgrader-heldout-contract",
-                   help="folder for the submissions and grade-batch's output (kept: a second run resumes)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "seqgrader-heldout-contract",
+        help="folder for the submissions and grade-batch's output (kept: a second run resumes)",
+    )
     p.add_argument("--force", action="store_true", help="regrade everything (grade-batch --force)")
-    p.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
-                   help="the interpreter that runs the grader (default: the repository's .venv)")
+    p.add_argument(
+        "--python",
+        default=str(ROOT / ".venv" / "bin" / "python"),
+        help="the interpreter that runs the grader (default: the repository's .venv)",
+    )
     p.add_argument("--cases", type=Path, default=heldout_contract.CASES, help="the cases file")
     args = p.parse_args(argv)
 
@@ -222,8 +263,11 @@ def main(argv=None) -> int:
     unknown = wanted - set(order)
     if unknown:
         p.error(f"unknown exercise(s): {sorted(unknown)}; course.yml has {order}")
-    cases = [c for c in heldout_contract.cases(path=args.cases)
-             if (not wanted or c["exercise"] in wanted) and (not args.case or any(s in c["id"] for s in args.case))]
+    cases = [
+        c
+        for c in heldout_contract.cases(path=args.cases)
+        if (not wanted or c["exercise"] in wanted) and (not args.case or any(s in c["id"] for s in args.case))
+    ]
     if not cases:
         p.error("no case selected")
     by_assignment = defaultdict(list)
@@ -249,14 +293,18 @@ def main(argv=None) -> int:
     print()
     table = summary(rows, order)
     print(table)
-    bad = [r for r in rows if (r["correct"] and r["verdict"] != "ok") or (not r["correct"] and r["verdict"] != "caught")]
+    bad = [
+        r for r in rows if (r["correct"] and r["verdict"] != "ok") or (not r["correct"] and r["verdict"] != "caught")
+    ]
     if bad:
         print("\nto look at:")
         for r in bad:
             print(f"  {r['id']} ({r['verdict']}): {r['what']}")
     if args.json:
-        args.json.write_text(json.dumps({"seconds": seconds, "cases": rows, "summary": table}, indent=1,
-                                        ensure_ascii=False), encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"seconds": seconds, "cases": rows, "summary": table}, indent=1, ensure_ascii=False),
+            encoding="utf-8",
+        )
     return 0
 
 

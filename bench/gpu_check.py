@@ -24,6 +24,7 @@ with --baseline's, and otherwise says it was skipped.
 --cases SUBSTRING keeps the cases whose name holds one of them (a quick look: reference, alt1,
 padding_mask...).  Nothing here is a test: docs/benchmarks.md, "The same grades with a GPU".
 """
+
 import argparse
 import json
 import os
@@ -77,11 +78,21 @@ def build_cases(base, wanted=()):
 
 def summary(report):
     """What must not change between machines: score, each test's status and message, the diagnosis."""
-    tests = {t["name"]: {"status": t["status"], "message": t.get("message_en", ""),
-                         "diagnosis": sorted(d.get("id") or "" for d in t.get("diagnosis") or [])}
-             for e in report["exercises"] for t in e["tests"]}
-    return {"score": report["score"], "max_score": report["max_score"], "graded": report.get("graded", True),
-            "tests": tests}
+    tests = {
+        t["name"]: {
+            "status": t["status"],
+            "message": t.get("message_en", ""),
+            "diagnosis": sorted(d.get("id") or "" for d in t.get("diagnosis") or []),
+        }
+        for e in report["exercises"]
+        for t in e["tests"]
+    }
+    return {
+        "score": report["score"],
+        "max_score": report["max_score"],
+        "graded": report.get("graded", True),
+        "tests": tests,
+    }
 
 
 def grade_all(cases, out, env, workers):
@@ -103,9 +114,27 @@ def grade_all(cases, out, env, workers):
         shutil.rmtree(grades, ignore_errors=True)
         exercises = [a for ex in course.assignment(assignment) for a in ("--exercise", ex)]
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(flat), "--layout", "flat",
-                               *exercises, "--out", str(grades), "--workers", str(workers), "-q"],
-                              cwd=ROOT, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade-batch",
+                str(flat),
+                "--layout",
+                "flat",
+                *exercises,
+                "--out",
+                str(grades),
+                "--workers",
+                str(workers),
+                "-q",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         seconds += time.monotonic() - t0
         if proc.returncode != 0:
             raise SystemExit(f"grade-batch failed for {assignment} ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -116,8 +145,13 @@ def grade_all(cases, out, env, workers):
 
 
 def self_check(env):
-    proc = subprocess.run([sys.executable, "-m", "autograder", "self-check", "--json", "-"], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "self-check", "--json", "-"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     try:
         data = json.loads(proc.stdout)
     except ValueError:
@@ -164,21 +198,29 @@ def expectations(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="work folder (default: a new one under /tmp, removed at the end)")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="grade-batch --workers (default: all cores)")
+    ap.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 2, help="grade-batch --workers (default: all cores)"
+    )
     ap.add_argument("--baseline", help="a summary written by --write-baseline on a machine without a GPU")
     ap.add_argument("--write-baseline", metavar="FILE", help="write this machine's summary (GPU hidden) to FILE")
     ap.add_argument("--cases", nargs="*", default=[], metavar="SUBSTRING", help="only the cases whose name holds one")
     args = ap.parse_args()
 
-    from autograder.sandbox import devices
     import torch
 
+    from autograder.sandbox import devices
+
     gpus = devices.visible()
-    print(f"torch {torch.__version__} (CUDA build: {torch.version.cuda or 'no'}); GPUs: {', '.join(gpus) or 'none'}; "
-          f"CUDA_VISIBLE_DEVICES={devices.original()!r}; {args.workers} workers", flush=True)
+    print(
+        f"torch {torch.__version__} (CUDA build: {torch.version.cuda or 'no'}); GPUs: {', '.join(gpus) or 'none'}; "
+        f"CUDA_VISIBLE_DEVICES={devices.original()!r}; {args.workers} workers",
+        flush=True,
+    )
     if not gpus and not args.write_baseline and not args.baseline:
-        print("skipped: no GPU here (nothing to compare); --write-baseline FILE writes this machine's summary, "
-              "--baseline FILE compares this machine with another")
+        print(
+            "skipped: no GPU here (nothing to compare); --write-baseline FILE writes this machine's summary, "
+            "--baseline FILE compares this machine with another"
+        )
         return 0
     out = Path(args.out) if args.out else Path(f"/tmp/seqgrader-gpu-check-{os.getpid()}")
     out.mkdir(parents=True, exist_ok=True)
@@ -194,10 +236,17 @@ def main():
             runs[label], seconds = grade_all(cases, out / label, env, args.workers)
             check = self_check(env)
             used = {k: len(v) for k, v in (check.get("devices") or {}).items() if k != "problems"}
-            print(f"{label:8} graded in {seconds:.1f} s; self-check {'passed' if check.get('passed') else 'FAILED'}"
-                  f" ({check.get('score')}/{check.get('max_score')}, {check.get('seconds')} s); device sentences ran on "
-                  f"{used or 'nothing'}" + (f"; problems: {check['devices']['problems']}"
-                                            if (check.get("devices") or {}).get("problems") else ""), flush=True)
+            print(
+                f"{label:8} graded in {seconds:.1f} s; self-check {'passed' if check.get('passed') else 'FAILED'}"
+                f" ({check.get('score')}/{check.get('max_score')}, {check.get('seconds')} s); device sentences ran on "
+                f"{used or 'nothing'}"
+                + (
+                    f"; problems: {check['devices']['problems']}"
+                    if (check.get("devices") or {}).get("problems")
+                    else ""
+                ),
+                flush=True,
+            )
             if not check.get("passed"):
                 problems.append(f"{label}: self-check failed: {check.get('message')}")
             problems += [f"{label}: {p}" for p in expectations(runs[label])]
@@ -214,8 +263,10 @@ def main():
         for p in problems[:200]:
             print(p)
         n = len(runs["hidden"])
-        print(f"{n} cases x {len(runs)} run(s){' + baseline' if args.baseline else ''}: "
-              + ("all the same, every expectation met" if not problems else f"{len(problems)} problem(s)"))
+        print(
+            f"{n} cases x {len(runs)} run(s){' + baseline' if args.baseline else ''}: "
+            + ("all the same, every expectation met" if not problems else f"{len(problems)} problem(s)")
+        )
         return 1 if problems else 0
     finally:
         if not args.out:

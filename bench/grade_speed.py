@@ -23,6 +23,7 @@
 
 Default submission: solutions/.  The grader that runs is the one of the tree this script lives in.
 """
+
 import argparse
 import collections
 import json
@@ -52,11 +53,15 @@ class CpuMeter:
                 self.path = path
             except OSError:
                 pass
-        self.kind = "all processes (cpuacct cgroup)" if self.path else \
-            "waited-for processes only (no cpuacct cgroup: the sandboxed workers are not counted)"
+        self.kind = (
+            "all processes (cpuacct cgroup)"
+            if self.path
+            else "waited-for processes only (no cpuacct cgroup: the sandboxed workers are not counted)"
+        )
 
     def run(self, cmd, **kw):
         """(wall seconds, CPU seconds) of `cmd`."""
+
         def enter():
             if self.path:
                 (self.path / "cgroup.procs").write_text(str(os.getpid()))
@@ -104,8 +109,10 @@ def whole_command(args):
     report = json.loads(out.read_text())
     med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
     n_tests = sum(len(e["tests"]) for e in report["exercises"])
-    print(f"submission             {args.submission}  (score {report['score']:g}/{report['max_score']:g}, "
-          f"{len(report['exercises'])} exercises, {n_tests} tests)")
+    print(
+        f"submission             {args.submission}  (score {report['score']:g}/{report['max_score']:g}, "
+        f"{len(report['exercises'])} exercises, {n_tests} tests)"
+    )
     print(f"CPU time counts        {meter.kind}")
     print(f"{'':22} {'wall':>8} {'CPU':>8}   (median of {args.runs}; load average {os.getloadavg()[0]:.1f})")
     print(f"import torch           {med(imp, 0):7.2f}s {med(imp, 1):7.2f}s")
@@ -130,12 +137,12 @@ def phases(args, profile=None):
     import torch
 
     from autograder.config import load_course
+    from autograder.judge import runner as R
+    from autograder.judge.remote import RemoteStudent, Zygote
     from autograder.load import find_files, read_sources
     from autograder.properties import REGISTRY, Student, load_all
     from autograder.properties._harness import grading_profile
     from autograder.sandbox import protocol as P
-    from autograder.judge import runner as R
-    from autograder.judge.remote import RemoteStudent, Zygote
 
     course = load_course(None)
     path = args.submission
@@ -146,6 +153,7 @@ def phases(args, profile=None):
     R._warm_up()
     grading_profile(course.max_examples)  # as run_many: the examples are recorded under the judges' settings
     from autograder.properties._harness import prepare, record
+
     props = [REGISTRY[f"{ex}/{n}"] for ex in course.assignment(None) for n in course.exercises[ex].tests]
     prepare(props)
     record(props)  # as a grading process of grade-batch does, once for all its submissions
@@ -155,15 +163,22 @@ def phases(args, profile=None):
     roots = [str(p) for p in find_files(path)]
     options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": R.hidden_paths(path, course)}
     from autograder.sandbox import server
+
     t = time.perf_counter()
     server.connect()  # this process's sandbox server, started once
     started = time.perf_counter() - t
-    print(f"\nphases (one exercise after the other in this process; parent's imports + warm-up {warm:.2f}s; "
-          f"sandbox server {started:.2f}s)")
-    print(f"{'exercise':22} {'tests':>5} {'start':>7} | {'tests':>7} {'judge':>7} {'worker':>7} | "
-          f"{'frames':>6} {'KiB':>7} {'waited':>7} {'ms/rpc':>6} | {'bare':>7} {'bare':>7}")
-    print(f"{'':22} {'':>5} {'wall':>7} | {'wall':>7} {'CPU':>7} {'CPU':>7} | "
-          f"{'sent':>6} {'moved':>7} {'':>7} {'':>6} | {'wall':>7} {'CPU':>7}")
+    print(
+        f"\nphases (one exercise after the other in this process; parent's imports + warm-up {warm:.2f}s; "
+        f"sandbox server {started:.2f}s)"
+    )
+    print(
+        f"{'exercise':22} {'tests':>5} {'start':>7} | {'tests':>7} {'judge':>7} {'worker':>7} | "
+        f"{'frames':>6} {'KiB':>7} {'waited':>7} {'ms/rpc':>6} | {'bare':>7} {'bare':>7}"
+    )
+    print(
+        f"{'':22} {'':>5} {'wall':>7} | {'wall':>7} {'CPU':>7} {'CPU':>7} | "
+        f"{'sent':>6} {'moved':>7} {'':>7} {'':>6} | {'wall':>7} {'CPU':>7}"
+    )
     tot = collections.Counter()
     for ex in exercises:
         names = list(course.exercises[ex].tests)
@@ -195,15 +210,26 @@ def phases(args, profile=None):
         bare_out = [R.run_one(REGISTRY[f"{ex}/{n}"], bare, course.exercises[ex].tests[n].timeout) for n in names]
         t4, c4 = time.perf_counter(), time.process_time()
         same = [o["status"] for o in outcomes] == [o["status"] for o in bare_out]
-        row = dict(n=len(names), start=t1 - t0, wall=t2 - t1, judge=c2 - c1, worker=worker_cpu,
-                   frames=stats["frames"], kib=stats["bytes"] / 1024, waited=stats["waited"],
-                   bare_wall=t4 - t3, bare_cpu=c4 - c3)
+        row = dict(
+            n=len(names),
+            start=t1 - t0,
+            wall=t2 - t1,
+            judge=c2 - c1,
+            worker=worker_cpu,
+            frames=stats["frames"],
+            kib=stats["bytes"] / 1024,
+            waited=stats["waited"],
+            bare_wall=t4 - t3,
+            bare_cpu=c4 - c3,
+        )
         tot.update(row)
         print(_row(ex + ("" if same else " (!)"), row))
     print(_row("total", tot))
-    print("start: zygote + worker + limits + the submission's top-level code; judge/worker CPU: "
-          "the properties through the sandbox;\nwaited: the judge blocked for answers (worker "
-          "compute + latency); bare: no sandbox at all; (!): outcomes differ from bare")
+    print(
+        "start: zygote + worker + limits + the submission's top-level code; judge/worker CPU: "
+        "the properties through the sandbox;\nwaited: the judge blocked for answers (worker "
+        "compute + latency); bare: no sandbox at all; (!): outcomes differ from bare"
+    )
     return tot
 
 
@@ -237,8 +263,10 @@ def _count_frames(P, stop=False):
 def _row(name, r):
     frames = r["frames"]
     ms = 1000 * r["waited"] / frames if frames else 0.0
-    return (f"{name:22} {r['n']:5d} {r['start']:6.3f}s | {r['wall']:6.3f}s {r['judge']:6.3f}s {r['worker']:6.2f}s | "
-            f"{r['frames']:6d} {r['kib']:7.0f} {r['waited']:6.3f}s {ms:6.2f} | {r['bare_wall']:6.3f}s {r['bare_cpu']:6.3f}s")
+    return (
+        f"{name:22} {r['n']:5d} {r['start']:6.3f}s | {r['wall']:6.3f}s {r['judge']:6.3f}s {r['worker']:6.2f}s | "
+        f"{r['frames']:6d} {r['kib']:7.0f} {r['waited']:6.3f}s {ms:6.2f} | {r['bare_wall']:6.3f}s {r['bare_cpu']:6.3f}s"
+    )
 
 
 CATEGORIES = [  # (category, test on the profile entry's file / function name), first match wins
@@ -246,8 +274,10 @@ CATEGORIES = [  # (category, test on the profile entry's file / function name), 
     ("sandbox framing (protocol, remote)", lambda f, fn: "autograder/sandbox" in f),
     ("hypothesis", lambda f, fn: "/hypothesis/" in f),
     ("properties + harness", lambda f, fn: "autograder/properties" in f),
-    ("torch (Python and kernels)", lambda f, fn: "/torch/" in f or "torch." in fn or "TensorBase" in fn
-     or "torch._C" in fn),
+    (
+        "torch (Python and kernels)",
+        lambda f, fn: "/torch/" in f or "torch." in fn or "TensorBase" in fn or "torch._C" in fn,
+    ),
     ("numpy", lambda f, fn: "/numpy/" in f or "numpy" in fn),
     ("student code", lambda f, fn: "solutions/" in f or "submissions/" in f),
 ]

@@ -19,6 +19,7 @@ come apart:  T_wave = start-up + n x per submission.  It prints both, the ratio 
 and SandboxGrade's autograde give the same scores.  Every command is run exactly as an instructor
 would (subprocesses, from the course folder).
 """
+
 import argparse
 import json
 import os
@@ -67,7 +68,9 @@ def stock_course(src_dir, out, assignment):
         nbformat.write(nb, str(folder / path.name))
     (out / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'stock'\nc.Autograde.create_student = True\n"
-        "c.Execute.timeout = 120\n", encoding="utf-8")
+        "c.Execute.timeout = 120\n",
+        encoding="utf-8",
+    )
 
 
 def submissions(course_dir, answers_dir, assignment, n):
@@ -76,12 +79,19 @@ def submissions(course_dir, answers_dir, assignment, n):
     (the same students for both courses)."""
     from autograder.catalogue import load_catalogue
 
-    release = {p.stem: nbformat.read(str(p), as_version=4)
-               for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))}
-    source = {p.stem: nbformat.read(str(p), as_version=4)
-              for p in sorted((answers_dir / "source" / assignment).glob("*.ipynb"))}
-    mistakes = [(ex, m) for ex, m in load_catalogue()  # self-contained ones (not subclassing the reference)
-                if ex in release and f"({m['function']})" not in m["code"]]
+    release = {
+        p.stem: nbformat.read(str(p), as_version=4)
+        for p in sorted((course_dir / "release" / assignment).glob("*.ipynb"))
+    }
+    source = {
+        p.stem: nbformat.read(str(p), as_version=4)
+        for p in sorted((answers_dir / "source" / assignment).glob("*.ipynb"))
+    }
+    mistakes = [
+        (ex, m)
+        for ex, m in load_catalogue()  # self-contained ones (not subclassing the reference)
+        if ex in release and f"({m['function']})" not in m["code"]
+    ]
     out = {}
     for i in range(n):
         answers = {}
@@ -92,8 +102,9 @@ def submissions(course_dir, answers_dir, assignment, n):
                 meta = cell.metadata.get("nbgrader", {})
                 if meta.get("solution"):
                     name = meta["grade_id"]
-                    cell.source = next(c.source for c in source[ex].cells
-                                       if c.metadata.get("nbgrader", {}).get("grade_id") == name)
+                    cell.source = next(
+                        c.source for c in source[ex].cells if c.metadata.get("nbgrader", {}).get("grade_id") == name
+                    )
                     if wrong and wrong[0] == ex and wrong[1]["function"] == name.split(".")[0]:
                         cell.source = wrong[1]["code"]
             answers[ex] = nb
@@ -111,6 +122,7 @@ def place(course_dir, assignment, subs):
 
 def gradebook(course_dir, course_id, assignment):
     from nbgrader.api import Gradebook
+
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", course_id) as gb:
         return {s.student.id: {nb.name: nb.score for nb in s.notebooks} for s in gb.assignment_submissions(assignment)}
 
@@ -118,8 +130,21 @@ def gradebook(course_dir, course_id, assignment):
 def timed_batch(py, course_dir, assignment, grades):
     """Wall seconds of grade-batch over course_dir/submitted, writing to `grades` (what is there
     and up to date is kept: the second wave grades only the new students)."""
-    took, _ = run([py, "-m", "autograder", "grade-batch", str(course_dir / "submitted"), "--assignment",
-                   assignment, "--out", str(grades), "-q"], ROOT)
+    took, _ = run(
+        [
+            py,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(course_dir / "submitted"),
+            "--assignment",
+            assignment,
+            "--out",
+            str(grades),
+            "-q",
+        ],
+        ROOT,
+    )
     return took
 
 
@@ -139,13 +164,18 @@ def split(t1, n1, t2, n2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--students", type=int, default=18,
-                    help="class size (default 18): a first wave of a third of them, then the rest; with "
-                         "waves that are multiples of the number of cores each grading process gets as many")
+    ap.add_argument(
+        "--students",
+        type=int,
+        default=18,
+        help="class size (default 18): a first wave of a third of them, then the rest; with "
+        "waves that are multiples of the number of cores each grading process gets as many",
+    )
     ap.add_argument("--assignment", default="sequence-models")
     ap.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder, removed)")
-    ap.add_argument("--batch-only", action="store_true",
-                    help="time grade-batch alone (no nbgrader autograde, no score comparison)")
+    ap.add_argument(
+        "--batch-only", action="store_true", help="time grade-batch alone (no nbgrader autograde, no score comparison)"
+    )
     args = ap.parse_args()
     if args.students < 3:
         ap.error("--students must be at least 3 (two waves of different sizes)")
@@ -173,14 +203,19 @@ def main():
                 subs[s + copy], stock_subs[s + copy] = first[s], first_stock[s]
                 waves[1].append(s + copy)
     names = waves[0] + waves[1]
-    print(f"{len(names)} submissions x {len(subs[names[0]])} notebooks, {os.cpu_count()} cores; "
-          f"two waves of {len(waves[0])} and {len(waves[1])} (the second: the first's notebooks again, "
-          f"under other student ids); each run pays its start-up once", flush=True)
+    print(
+        f"{len(names)} submissions x {len(subs[names[0]])} notebooks, {os.cpu_count()} cores; "
+        f"two waves of {len(waves[0])} and {len(waves[1])} (the second: the first's notebooks again, "
+        f"under other student ids); each run pays its start-up once",
+        flush=True,
+    )
 
     tools = [("batch", "grade-batch (hidden properties, all cores)")]
     if not args.batch_only:
-        tools = [("stock", "nbgrader autograde (kernel, visible checks)"),
-                 ("sandbox", "nbgrader autograde + SandboxGrade (hidden)")] + tools
+        tools = [
+            ("stock", "nbgrader autograde (kernel, visible checks)"),
+            ("sandbox", "nbgrader autograde + SandboxGrade (hidden)"),
+        ] + tools
     times = {t: [] for t, _ in tools}
     for wave in waves:
         place(ours, args.assignment, {s: subs[s] for s in wave})
@@ -198,18 +233,23 @@ def main():
         (t1, t2), k1, k2 = times[tool], len(waves[0]), len(waves[1])
         start, per[tool] = split(t1, k1, t2, k2)
         start_of[tool] = start
-        print(f"{tool:8} {label:46} {t1:7.1f}s {t2:7.1f}s {start:8.1f}s {per[tool]:14.2f}s "
-              f"{(t1 + t2 - start) / (k1 + k2):9.2f}s", flush=True)
+        print(
+            f"{tool:8} {label:46} {t1:7.1f}s {t2:7.1f}s {start:8.1f}s {per[tool]:14.2f}s "
+            f"{(t1 + t2 - start) / (k1 + k2):9.2f}s",
+            flush=True,
+        )
     if args.batch_only:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         return 0
     N = len(names)
     whole = {t: start_of[t] + N * per[t] for t in per}  # the class in one run: one start-up
-    print(f"ratio per submission: stock / batch = {per['stock'] / per['batch']:.1f}x, "
-          f"sandbox-autograde / batch = {per['sandbox'] / per['batch']:.1f}x;  the class of {N} in one run "
-          f"(start-up included): stock {whole['stock']:.0f} s / batch {whole['batch']:.0f} s = "
-          f"{whole['stock'] / whole['batch']:.1f}x")
+    print(
+        f"ratio per submission: stock / batch = {per['stock'] / per['batch']:.1f}x, "
+        f"sandbox-autograde / batch = {per['sandbox'] / per['batch']:.1f}x;  the class of {N} in one run "
+        f"(start-up included): stock {whole['stock']:.0f} s / batch {whole['batch']:.0f} s = "
+        f"{whole['stock'] / whole['batch']:.1f}x"
+    )
 
     nb_scores = gradebook(ours, "seqgrader", args.assignment)
     same = True
@@ -222,8 +262,11 @@ def main():
             same = False
             print(f"  differs: {student}: autograde {nb_scores.get(student)} batch {batch_scores}")
     same = same and len(reports) == len(names) == len(nb_scores)
-    print(f"scores: grade-batch == SandboxGrade autograde for all {len(names)} students" if same
-          else "scores DIFFER (see above)")
+    print(
+        f"scores: grade-batch == SandboxGrade autograde for all {len(names)} students"
+        if same
+        else "scores DIFFER (see above)"
+    )
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0 if same else 1

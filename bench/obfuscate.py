@@ -20,6 +20,7 @@ the transformations named in `kinds` (any of KINDS), each usable on its own or c
 The result is valid Python that computes what the original computes.  Used by
 bench/similarity_bench.py (planted copies) and tests/test_similarity.py.
 """
+
 import ast
 import copy
 import random
@@ -28,8 +29,34 @@ import re
 from autograder.similarity.normalize import replace_node
 
 KINDS = ("rename", "comments", "format", "reorder", "deadcode", "loops", "temporaries")
-WORDS = ["val", "tmp", "res", "acc", "buf", "item", "data", "cur", "node", "part", "piece", "thing", "elem",
-         "stuff", "blob", "hold", "keep", "x", "y", "z", "q", "w", "u", "aux", "mid", "step"]
+WORDS = [
+    "val",
+    "tmp",
+    "res",
+    "acc",
+    "buf",
+    "item",
+    "data",
+    "cur",
+    "node",
+    "part",
+    "piece",
+    "thing",
+    "elem",
+    "stuff",
+    "blob",
+    "hold",
+    "keep",
+    "x",
+    "y",
+    "z",
+    "q",
+    "w",
+    "u",
+    "aux",
+    "mid",
+    "step",
+]
 
 
 def obfuscate(source, kinds, rng=None):
@@ -70,11 +97,26 @@ def _definition(node, kinds, rng):
 
 # ---------------------------------------------------------------- the transformations
 
+
 def _set_docstring(fn, rng):
-    doc = ast.Expr(ast.Constant(rng.choice(["My implementation.", "Computes the result as in class.",
-                                            "Helper written for the assignment.", "See the notebook."])))
-    if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
-            and isinstance(fn.body[0].value.value, str):
+    doc = ast.Expr(
+        ast.Constant(
+            rng.choice(
+                [
+                    "My implementation.",
+                    "Computes the result as in class.",
+                    "Helper written for the assignment.",
+                    "See the notebook.",
+                ]
+            )
+        )
+    )
+    if (
+        fn.body
+        and isinstance(fn.body[0], ast.Expr)
+        and isinstance(fn.body[0].value, ast.Constant)
+        and isinstance(fn.body[0].value.value, str)
+    ):
         fn.body[0] = doc
     else:
         fn.body.insert(0, doc)
@@ -125,13 +167,15 @@ def _deadcode(fn, rng):
     for block in _blocks(fn):
         if rng.random() < 0.8:
             name = f"unused_{rng.randrange(1000)}"
-            dead = rng.choice([
-                f"{name} = {rng.randrange(100)}",
-                "if False:\n    print('debug')",
-                "pass",
-                f"{name} = [0] * {rng.randrange(2, 9)}",
-                "None",
-            ])
+            dead = rng.choice(
+                [
+                    f"{name} = {rng.randrange(100)}",
+                    "if False:\n    print('debug')",
+                    "pass",
+                    f"{name} = [0] * {rng.randrange(2, 9)}",
+                    "None",
+                ]
+            )
             at = rng.randrange(0, max(1, len(block) - (1 if _ends(block) else 0)) + 1)
             at = min(at, len(block) - 1 if _ends(block) else len(block))
             block[at:at] = ast.parse(dead).body
@@ -180,27 +224,51 @@ def _loops(fn, rng):
         i = 0
         while i < len(block):
             s = block[i]
-            if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-                    and isinstance(s.value, ast.ListComp) and len(s.value.generators) == 1):
+            if (
+                isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+                and isinstance(s.value, ast.ListComp)
+                and len(s.value.generators) == 1
+            ):
                 name, comp = s.targets[0].id, s.value
                 gen = comp.generators[0]
-                body = [ast.Expr(ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()),
-                                          [comp.elt], []))]
+                body = [
+                    ast.Expr(ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "append", ast.Load()), [comp.elt], []))
+                ]
                 for cond in reversed(gen.ifs):
                     body = [ast.If(cond, body, [])]
-                block[i:i + 1] = [ast.Assign([ast.Name(name, ast.Store())], ast.List([], ast.Load())),
-                                  ast.For(gen.target, gen.iter, body, [])]
+                block[i : i + 1] = [
+                    ast.Assign([ast.Name(name, ast.Store())], ast.List([], ast.Load())),
+                    ast.For(gen.target, gen.iter, body, []),
+                ]
                 i += 2
                 continue
-            if (i + 1 < len(block) and isinstance(s, ast.Assign) and isinstance(s.value, ast.List) and not s.value.elts
-                    and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+            if (
+                i + 1 < len(block)
+                and isinstance(s, ast.Assign)
+                and isinstance(s.value, ast.List)
+                and not s.value.elts
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+            ):
                 loop = block[i + 1]
                 name = s.targets[0].id
-                if (isinstance(loop, ast.For) and not loop.orelse and len(loop.body) == 1
-                        and isinstance(loop.body[0], ast.Expr) and isinstance(loop.body[0].value, ast.Call)):
+                if (
+                    isinstance(loop, ast.For)
+                    and not loop.orelse
+                    and len(loop.body) == 1
+                    and isinstance(loop.body[0], ast.Expr)
+                    and isinstance(loop.body[0].value, ast.Call)
+                ):
                     c = loop.body[0].value
-                    if (isinstance(c.func, ast.Attribute) and c.func.attr == "append"
-                            and isinstance(c.func.value, ast.Name) and c.func.value.id == name and len(c.args) == 1):
+                    if (
+                        isinstance(c.func, ast.Attribute)
+                        and c.func.attr == "append"
+                        and isinstance(c.func.value, ast.Name)
+                        and c.func.value.id == name
+                        and len(c.args) == 1
+                    ):
                         s.value = ast.ListComp(c.args[0], [ast.comprehension(loop.target, loop.iter, [], 0)])
                         del block[i + 1]
             i += 1
@@ -215,13 +283,22 @@ def _temporaries(fn, rng):
         while i < len(block):
             s = block[i]
             # inline first (so a split temporary is not inlined again)
-            if (i + 1 < len(block) and isinstance(s, ast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], ast.Name) and rng.random() < 0.5):
+            if (
+                i + 1 < len(block)
+                and isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+                and rng.random() < 0.5
+            ):
                 name = s.targets[0].id
-                uses = [n for st in block[i + 1:] for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == name]
+                uses = [n for st in block[i + 1 :] for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == name]
                 nxt = block[i + 1]
-                if (len(uses) == 1 and any(u is n for n in ast.walk(nxt) for u in uses)
-                        and isinstance(nxt, (ast.Return, ast.Assign)) and not _in_fn(fn, name, s)):
+                if (
+                    len(uses) == 1
+                    and any(u is n for n in ast.walk(nxt) for u in uses)
+                    and isinstance(nxt, (ast.Return, ast.Assign))
+                    and not _in_fn(fn, name, s)
+                ):
                     replace_node(nxt, uses[0], s.value)
                     del block[i]
                     continue
@@ -251,6 +328,7 @@ def _in_fn(fn, name, assign):
 
 # ---------------------------------------------------------------- text
 
+
 def _reformat(text, rng):
     out = []
     for line in text.splitlines():
@@ -268,8 +346,10 @@ def _comment(text, rng):
     out = []
     for line in text.splitlines():
         if line.strip() and not line.rstrip().endswith((",", "(", "[")) and rng.random() < 0.3:
-            indent = line[:len(line) - len(line.lstrip())]
+            indent = line[: len(line) - len(line.lstrip())]
             if not line.lstrip().startswith(("else", "elif", "except", "finally", ")", "]")):
-                out.append(f"{indent}# {rng.choice(['step', 'compute it', 'the main part', 'as in the lecture', 'done'])}")
+                out.append(
+                    f"{indent}# {rng.choice(['step', 'compute it', 'the main part', 'as in the lecture', 'done'])}"
+                )
         out.append(line)
     return "\n".join(out)

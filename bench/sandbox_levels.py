@@ -6,6 +6,7 @@ Like the grader, this process imports torch and calls torch.set_num_threads(1), 
 workers that apply the limits and try the hostile thing.  Each line says what was tried and what
 happened; every bomb is bounded.  The last line is the report's one-line summary.
 """
+
 import argparse
 import ctypes
 import json
@@ -22,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.sandbox import identity as I, limits as L  # noqa: E402
+from autograder.sandbox import identity as I  # noqa: E402
+from autograder.sandbox import limits as L  # noqa: E402
 
 MIB = 1 << 20
 
@@ -96,8 +98,10 @@ def alive(pid):
 
 # ---------------------------------------------------------------- the probes
 
+
 def probe_memory(lv):
     import torch
+
     out = {}
     try:
         torch.empty(10 << 30, dtype=torch.uint8)
@@ -130,6 +134,7 @@ def probe_forks(lv):
 
 def probe_threads(lv):
     import threading
+
     ev, made, err = threading.Event(), 0, None
     for _ in range(300):
         try:
@@ -144,6 +149,7 @@ def probe_threads(lv):
 
 def probe_files(lv):
     import autograder
+
     repo = os.path.dirname(os.path.dirname(autograder.__file__))
     out = {}
     try:
@@ -152,17 +158,21 @@ def probe_files(lv):
         out["2 MB file with a 1 MB cap"] = "written"
     except OSError as e:
         out["2 MB file with a 1 MB cap"] = f"OSError errno {e.errno}"
-    for label, path in (("new file in the checkout", os.path.join(repo, "bench-pwned")),
-                        ("/tmp/seqgrader-bench-pwned", "/tmp/seqgrader-bench-pwned")):
+    for label, path in (
+        ("new file in the checkout", os.path.join(repo, "bench-pwned")),
+        ("/tmp/seqgrader-bench-pwned", "/tmp/seqgrader-bench-pwned"),
+    ):
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
             out[label] = "created"
         except OSError as e:
             out[label] = type(e).__name__
     out["cwd == HOME == TMPDIR == tempfile.gettempdir()"] = (
-        os.getcwd() == os.environ["HOME"] == os.environ["TMPDIR"] == tempfile.gettempdir())
+        os.getcwd() == os.environ["HOME"] == os.environ["TMPDIR"] == tempfile.gettempdir()
+    )
     try:
         import mmap  # noqa: F401  (lazily imported stdlib, under a 0700 /root here)
+
         out["import a stdlib module not loaded yet"] = "ok"
     except ImportError as e:
         out["import a stdlib module not loaded yet"] = str(e)
@@ -178,13 +188,16 @@ def probe_network(port):
             return {"connect to the judge's 127.0.0.1 port": "connected"}
         except OSError as e:
             return {"connect to the judge's 127.0.0.1 port": e.strerror or str(e)}
+
     return go
 
 
 def probe_judge(lv):
     judge, out = os.getppid(), {}
-    for label, fn in (("kill(judge, SIGKILL)", lambda: os.kill(judge, signal.SIGKILL)),
-                      ("read /proc/judge/mem", lambda: open(f"/proc/{judge}/mem", "rb").close())):
+    for label, fn in (
+        ("kill(judge, SIGKILL)", lambda: os.kill(judge, signal.SIGKILL)),
+        ("read /proc/judge/mem", lambda: open(f"/proc/{judge}/mem", "rb").close()),
+    ):
         try:
             fn()
             out[label] = "done"
@@ -211,11 +224,14 @@ def main():
     args = ap.parse_args()
 
     import torch
+
     torch.set_num_threads(1)
     torch.randn(8, 8) @ torch.randn(8, 8)
     vm = {k: v for k, v in (ln.split(":") for ln in open("/proc/self/status") if ln.startswith(("VmSize", "VmData")))}
-    print(f"machine: uid {os.getuid()}, {os.cpu_count()} cores, kernel {os.uname().release}; "
-          f"judge after import torch: VmSize {vm['VmSize'].strip()}, VmData {vm['VmData'].strip()}")
+    print(
+        f"machine: uid {os.getuid()}, {os.cpu_count()} cores, kernel {os.uname().release}; "
+        f"judge after import torch: VmSize {vm['VmSize'].strip()}, VmData {vm['VmData'].strip()}"
+    )
     cg = I.cgroup_paths(os.getpid())
     print(f"cgroups: {', '.join(f'{k} under {os.path.dirname(p)}' for k, p in cg.items()) or 'none found'}")
 
@@ -227,8 +243,23 @@ def main():
         finish(h2, pid2)
         times.append(lv2.get("seconds") or 0)
     print(f"\napply_worker_limits: {sorted(times)[2] * 1000:.0f} ms (median of 5; watchdog fork included)")
-    for key in ("user", "session", "cgroup", "netns", "mountns", "private_tmp", "hidden", "exposed",
-                "readonly_fs", "rlimits", "no_new_privs", "pdeathsig", "watchdog", "kill", "problems"):
+    for key in (
+        "user",
+        "session",
+        "cgroup",
+        "netns",
+        "mountns",
+        "private_tmp",
+        "hidden",
+        "exposed",
+        "readonly_fs",
+        "rlimits",
+        "no_new_privs",
+        "pdeathsig",
+        "watchdog",
+        "kill",
+        "problems",
+    ):
         print(f"  {key:13} {lv.get(key)}")
 
     def show(title, rep):
@@ -278,25 +309,40 @@ def main():
     after_killpg = alive(d)
     killed = finish(h, pid)
     time.sleep(0.1)
-    show("a double-forked daemon that called setsid:", {
-        "alive after killpg(worker pgid)": after_killpg,
-        "alive after kill_worker_tree": alive(d), "kill_worker_tree": killed})
+    show(
+        "a double-forked daemon that called setsid:",
+        {
+            "alive after killpg(worker pgid)": after_killpg,
+            "alive after kill_worker_tree": alive(d),
+            "kill_worker_tree": killed,
+        },
+    )
     _, rep, pid, h = in_worker(probe_daemon)
     d = rep["daemon"]
     end = time.monotonic() + 3
     while alive(d) and time.monotonic() < end:
         time.sleep(0.05)
-    show("same daemon, the judge never cleans up (watchdog on):", {
-        "alive 3 s after the worker exited": alive(d),
-        "worker cgroups left": [p for p in I.cgroup_paths(pid).values() if os.path.isdir(p)]})
+    show(
+        "same daemon, the judge never cleans up (watchdog on):",
+        {
+            "alive 3 s after the worker exited": alive(d),
+            "worker cgroups left": [p for p in I.cgroup_paths(pid).values() if os.path.isdir(p)],
+        },
+    )
     finish(h, pid)
 
     if os.geteuid() == 0:
         lv_u, rep, pid, h = in_worker(lambda lv: {"uid": os.getuid()}, as_uid=I.WORKER_UID_BASE - 11)
         finish(h, pid, uid=I.WORKER_UID_BASE - 11)
-        show("as a non-root judge (user namespace fallback):", {
-            "userns": lv_u.get("userns"), "netns": lv_u.get("netns"), "readonly_fs": lv_u.get("readonly_fs"),
-            "problems": lv_u.get("problems")})
+        show(
+            "as a non-root judge (user namespace fallback):",
+            {
+                "userns": lv_u.get("userns"),
+                "netns": lv_u.get("netns"),
+                "readonly_fs": lv_u.get("readonly_fs"),
+                "problems": lv_u.get("problems"),
+            },
+        )
     if args.json:
         print(json.dumps(lv, indent=1))
     print("\n" + L.describe(lv))

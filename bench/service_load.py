@@ -26,6 +26,7 @@ and writes all of it to out/service-load.json.  Everything stops by itself: the 
 their last submission, the whole run after --limit seconds (what is unfinished then counts as lost).
 Nothing here is a test; run it on a quiet machine (or say what else ran).
 """
+
 import argparse
 import csv
 import json
@@ -80,8 +81,14 @@ def percentiles(values):
 
     def q(p):
         return v[min(len(v) - 1, int(round(p * (len(v) - 1))))]
-    return {"n": len(v), "p50": round(q(0.5), 2), "p95": round(q(0.95), 2), "max": round(v[-1], 2),
-            "mean": round(statistics.fmean(v), 2)}
+
+    return {
+        "n": len(v),
+        "p50": round(q(0.5), 2),
+        "p95": round(q(0.95), 2),
+        "max": round(v[-1], 2),
+        "mean": round(statistics.fmean(v), 2),
+    }
 
 
 def student(name, token, files, start_at, base, t0, results, deadline):
@@ -94,12 +101,26 @@ def student(name, token, files, start_at, base, t0, results, deadline):
             time.sleep(wait)
         sent = time.monotonic()
         try:
-            status, view, _ = call("POST", base + "api/submissions", f"Bearer {token}", file=path,
-                                   fields={"assignment": ASSIGNMENT}, timeout=120)
+            status, view, _ = call(
+                "POST",
+                base + "api/submissions",
+                f"Bearer {token}",
+                file=path,
+                fields={"assignment": ASSIGNMENT},
+                timeout=120,
+            )
         except Exception as e:  # noqa: BLE001 - counted as lost, with why
             status, view = None, {"error": f"{type(e).__name__}: {e}"}
-        entry = {"student": name, "attempt": attempt, "file": path.name, "sent": sent - t0, "post_status": status,
-                 "post_seconds": time.monotonic() - sent, "id": view.get("id"), "status": None}
+        entry = {
+            "student": name,
+            "attempt": attempt,
+            "file": path.name,
+            "sent": sent - t0,
+            "post_status": status,
+            "post_seconds": time.monotonic() - sent,
+            "id": view.get("id"),
+            "status": None,
+        }
         results.append(entry)
         if status != 202:
             entry["error"] = view
@@ -113,8 +134,12 @@ def student(name, token, files, start_at, base, t0, results, deadline):
             except Exception:  # noqa: BLE001 - a slow answer: ask again
                 continue
             if st == 200 and v["status"] in ("graded", "not_graded"):
-                entry.update(status=v["status"], score=v["score"], seen=time.monotonic() - t0,
-                             to_feedback=time.monotonic() - sent)
+                entry.update(
+                    status=v["status"],
+                    score=v["score"],
+                    seen=time.monotonic() - t0,
+                    to_feedback=time.monotonic() - sent,
+                )
                 break
 
 
@@ -144,17 +169,25 @@ def main():
     tok = tokens(roster, data)
     rng = random.Random(args.seed + 1)
     plan = {n: sorted(rng.uniform(0, args.within) for _ in range(args.attempts)) for n in names}
-    print(f"{len(files)} submissions of {args.students} students ({args.attempts} each within {args.within:g} s), "
-          f"service with {args.workers} grading process(es); {os.cpu_count()} cores here", flush=True)
+    print(
+        f"{len(files)} submissions of {args.students} students ({args.attempts} each within {args.within:g} s), "
+        f"service with {args.workers} grading process(es); {os.cpu_count()} cores here",
+        flush=True,
+    )
 
     results = []
     started = time.monotonic()
     with serve("--roster", roster, "--workers", args.workers, data=data, timeout=300) as (base, _, log):
         t0 = time.monotonic()
         deadline = started + args.limit
-        threads = [threading.Thread(target=student, args=(n, tok[n], [files[(n, a)] for a in range(args.attempts)],
-                                                         plan[n], base, t0, results, deadline), daemon=True)
-                   for n in names]
+        threads = [
+            threading.Thread(
+                target=student,
+                args=(n, tok[n], [files[(n, a)] for a in range(args.attempts)], plan[n], base, t0, results, deadline),
+                daemon=True,
+            )
+            for n in names
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -162,23 +195,35 @@ def main():
         run_seconds = time.monotonic() - t0
         db = data / "service.db"
         with sqlite3.connect(db) as conn:
-            rows = conn.execute("SELECT id, status, created_at, started_at, finished_at, claims, score FROM submissions"
-                                ).fetchall()
+            rows = conn.execute(
+                "SELECT id, status, created_at, started_at, finished_at, claims, score FROM submissions"
+            ).fetchall()
             # a graded submission has its one result (a "not graded" one has one too when the grader
             # wrote a report saying why, none when there is no report); nothing else has one
             graded_without_result = conn.execute(
                 "SELECT count(*) FROM submissions s WHERE s.status = 'graded' AND "
-                "(SELECT count(*) FROM results r WHERE r.submission_id = s.id) != 1").fetchone()[0]
+                "(SELECT count(*) FROM results r WHERE r.submission_id = s.id) != 1"
+            ).fetchone()[0]
             unfinished_with_result = conn.execute(
                 "SELECT count(*) FROM results r JOIN submissions s ON s.id = r.submission_id "
-                "WHERE s.status NOT IN ('graded', 'not_graded')").fetchone()[0]
+                "WHERE s.status NOT IN ('graded', 'not_graded')"
+            ).fetchone()[0]
     service_log = log.read_text() if log.exists() else ""
 
     def ts(text):
         return datetime.fromisoformat(text).timestamp() if text else None
 
-    db_rows = {r[0]: {"status": r[1], "created": ts(r[2]), "started": ts(r[3]), "finished": ts(r[4]), "claims": r[5],
-                      "score": r[6]} for r in rows}
+    db_rows = {
+        r[0]: {
+            "status": r[1],
+            "created": ts(r[2]),
+            "started": ts(r[3]),
+            "finished": ts(r[4]),
+            "claims": r[5],
+            "score": r[6],
+        }
+        for r in rows
+    }
     queue = [r["started"] - r["created"] for r in db_rows.values() if r["started"] and r["created"]]
     grading = [r["finished"] - r["started"] for r in db_rows.values() if r["finished"] and r["started"]]
     server_total = [r["finished"] - r["created"] for r in db_rows.values() if r["finished"] and r["created"]]
@@ -186,20 +231,36 @@ def main():
     finished = [r["finished"] for r in db_rows.values() if r["finished"]]
     created = [r["created"] for r in db_rows.values() if r["created"]]
     span = (max(finished) - min(created)) if finished and created else None
-    lost = {"not_accepted": [e for e in results if e["post_status"] != 202],
-            "never_finished": [e for e in results if e["post_status"] == 202 and e["status"] is None],
-            "graded_without_its_result": graded_without_result,
-            "unfinished_with_a_result": unfinished_with_result,
-            "graded_twice": [i for i, r in db_rows.items() if (r["claims"] or 0) > 1],
-            "missing_rows": len(files) - len(db_rows)}
+    lost = {
+        "not_accepted": [e for e in results if e["post_status"] != 202],
+        "never_finished": [e for e in results if e["post_status"] == 202 and e["status"] is None],
+        "graded_without_its_result": graded_without_result,
+        "unfinished_with_a_result": unfinished_with_result,
+        "graded_twice": [i for i, r in db_rows.items() if (r["claims"] or 0) > 1],
+        "missing_rows": len(files) - len(db_rows),
+    }
 
     # the same files graded by the command line, once each
     out = top / "grade-batch"
     shutil.rmtree(out, ignore_errors=True)
     b0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(subs_dir),
-                        "--out", str(out), "--workers", str(args.workers)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=max(600, args.limit))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(subs_dir),
+            "--out",
+            str(out),
+            "--workers",
+            str(args.workers),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=max(600, args.limit),
+    )
     batch_seconds = time.monotonic() - b0
     batch = {}
     if (out / "grades.csv").exists():
@@ -220,18 +281,28 @@ def main():
 
     summary = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "submissions": len(files), "students": args.students, "attempts": args.attempts, "within": args.within,
-        "workers": args.workers, "cores": os.cpu_count(), "run_seconds": round(run_seconds, 1),
-        "queue_wait": percentiles(queue), "grading": percentiles(grading), "server_total": percentiles(server_total),
-        "to_feedback": percentiles(feedback), "post_seconds": percentiles([e["post_seconds"] for e in results]),
+        "submissions": len(files),
+        "students": args.students,
+        "attempts": args.attempts,
+        "within": args.within,
+        "workers": args.workers,
+        "cores": os.cpu_count(),
+        "run_seconds": round(run_seconds, 1),
+        "queue_wait": percentiles(queue),
+        "grading": percentiles(grading),
+        "server_total": percentiles(server_total),
+        "to_feedback": percentiles(feedback),
+        "post_seconds": percentiles([e["post_seconds"] for e in results]),
         "throughput_per_minute": round(len(finished) / span * 60, 1) if span else None,
         "graded": sum(1 for r in db_rows.values() if r["status"] == "graded"),
         "not_graded": sum(1 for r in db_rows.values() if r["status"] == "not_graded"),
         "lost": {k: (len(v) if isinstance(v, list) else v) for k, v in lost.items()},
         "grade_batch": {"returncode": r.returncode, "seconds": round(batch_seconds, 1), "rows": len(batch)},
         "score_mismatches": mismatches,
-        "goal": {"p50_under_10s": bool(feedback) and percentiles(feedback)["p50"] < 10,
-                 "p95_under_60s": bool(feedback) and percentiles(feedback)["p95"] < 60},
+        "goal": {
+            "p50_under_10s": bool(feedback) and percentiles(feedback)["p50"] < 10,
+            "p95_under_60s": bool(feedback) and percentiles(feedback)["p95"] < 60,
+        },
     }
     (ROOT / "out").mkdir(exist_ok=True)
     (ROOT / "out" / "service-load.json").write_text(json.dumps({**summary, "results": results}, indent=1))

@@ -26,6 +26,7 @@ honest pair (the goal); then the time of `analyse` alone on a class of --scale s
 honest generator, plus copies in the same proportion), with --workers processes (default 2),
 and the same figures for it.  Nothing here is a test; run it on a quiet machine.
 """
+
 import argparse
 import ast
 import json
@@ -36,7 +37,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,11 +52,34 @@ from unseen import UNSEEN, disguise  # noqa: E402
 
 PARTIAL = "partial"  # an unseen copy of some exercises only, the rest the copier's own work
 
-WORDS = ["input", "tensor", "value", "shape", "expected", "wrong", "bad", "must", "be", "positive", "lengths",
-         "dims", "batch", "size", "invalid", "check", "please", "given", "need", "non", "empty", "sequence"]
+WORDS = [
+    "input",
+    "tensor",
+    "value",
+    "shape",
+    "expected",
+    "wrong",
+    "bad",
+    "must",
+    "be",
+    "positive",
+    "lengths",
+    "dims",
+    "batch",
+    "size",
+    "invalid",
+    "check",
+    "please",
+    "given",
+    "need",
+    "non",
+    "empty",
+    "sequence",
+]
 
 
 # ---------------------------------------------------------------- a student's hand
+
 
 class Hand(ast.NodeTransformer):
     """A student's habits, applied where the code allows."""
@@ -68,28 +92,51 @@ class Hand(ast.NodeTransformer):
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        if (isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and isinstance(node.ctx, ast.Load)
-                and isinstance(node.slice, (ast.Constant, ast.UnaryOp)) and self._p("size")):
+        if (
+            isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.slice, (ast.Constant, ast.UnaryOp))
+            and self._p("size")
+        ):
             return ast.Call(ast.Attribute(node.value.value, "size", ast.Load()), [node.slice], [])
         return node
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.MatMult) and self._p("matmul"):
-            return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "matmul", ast.Load()), [node.left, node.right], [])
+            return ast.Call(
+                ast.Attribute(ast.Name("torch", ast.Load()), "matmul", ast.Load()), [node.left, node.right], []
+            )
         return node
 
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
-        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "math"
-                and f.attr == "sqrt" and len(node.args) == 1 and self._p("sqrt")):
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "math"
+            and f.attr == "sqrt"
+            and len(node.args) == 1
+            and self._p("sqrt")
+        ):
             return ast.BinOp(node.args[0], ast.Pow(), ast.Constant(0.5))
-        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("F", "torch")
-                and f.attr == "softmax" and self._p("softmax")):
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id in ("F", "torch")
+            and f.attr == "softmax"
+            and self._p("softmax")
+        ):
             f.value.id = "torch" if f.value.id == "F" else "F"
-        if (isinstance(f, ast.Attribute) and f.attr == "transpose" and len(node.args) == 2
-                and all(isinstance(a, ast.UnaryOp) for a in node.args) and self._p("transpose")):
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "transpose"
+            and len(node.args) == 2
+            and all(isinstance(a, ast.UnaryOp) for a in node.args)
+            and self._p("transpose")
+        ):
             node.args = node.args[::-1]
         return node
 
@@ -99,15 +146,19 @@ class Hand(ast.NodeTransformer):
         if params and self._p("checks"):
             words = " ".join(self.rng.sample(WORDS, 4))
             guard = ast.parse(f"if {params[0]} is None:\n    raise ValueError('{words} ({self.sid})')").body[0]
-            at = 1 if (node.body and isinstance(node.body[0], ast.Expr)
-                       and isinstance(node.body[0].value, ast.Constant)) else 0
+            at = (
+                1
+                if (node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant))
+                else 0
+            )
             node.body.insert(at, guard)
         return node
 
 
 def habits(rng):
     return {k: rng.choice([0.0, 0.2, 0.8, 1.0]) for k in ("size", "matmul", "sqrt", "softmax", "transpose")} | {
-        "checks": rng.choice([0.3, 0.5, 0.7])}
+        "checks": rng.choice([0.3, 0.5, 0.7])
+    }
 
 
 def in_hand(source, rng, h, sid):
@@ -210,6 +261,7 @@ def _unseen_class(root, n, n_copies, seed, parts):
 
 # ---------------------------------------------------------------- the figures
 
+
 def figures(scores, planted, flag):
     """scores: {(a, b): score} of every pair given a score (others count as 0)."""
     key = {tuple(sorted(p)): kinds for p, kinds in planted.items()}
@@ -219,12 +271,17 @@ def figures(scores, planted, flag):
     tp = len(flagged & set(key))
     honest = [s for p, s in scores.items() if tuple(sorted(p)) not in key]
     planted_scores = [scores.get(p, scores.get(p[::-1], 0.0)) for p in key]
-    return {"flagged": len(flagged), "true": tp,
-            "precision": tp / len(flagged) if flagged else 1.0, "recall": tp / len(key) if key else 1.0,
-            "ranks": sorted((rank.get(p, 10**9), k) for p, k in key.items()),
-            "worst_planted_rank": max((rank.get(p, 10**9) for p in key), default=0),
-            "lowest_planted": min(planted_scores, default=0.0), "highest_honest": max(honest, default=0.0),
-            "separated": min(planted_scores, default=0.0) > max(honest, default=0.0)}
+    return {
+        "flagged": len(flagged),
+        "true": tp,
+        "precision": tp / len(flagged) if flagged else 1.0,
+        "recall": tp / len(key) if key else 1.0,
+        "ranks": sorted((rank.get(p, 10**9), k) for p, k in key.items()),
+        "worst_planted_rank": max((rank.get(p, 10**9) for p in key), default=0),
+        "lowest_planted": min(planted_scores, default=0.0),
+        "highest_honest": max(honest, default=0.0),
+        "separated": min(planted_scores, default=0.0) > max(honest, default=0.0),
+    }
 
 
 def run_ours(root, workers):
@@ -251,11 +308,18 @@ def run_copydetect(root, texts, work):
     for ex in EXERCISES:
         shutil.copy(ROOT / "solutions" / f"{ex}.py", boiler / f"solution_{ex}.py")
         nb = json.loads((ROOT / "exercises" / f"{ex}.ipynb").read_text(encoding="utf-8"))
-        (boiler / f"starter_{ex}.py").write_text("\n\n".join("".join(c["source"]) for c in nb["cells"]
-                                                           if c["cell_type"] == "code"), encoding="utf-8")
+        (boiler / f"starter_{ex}.py").write_text(
+            "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"), encoding="utf-8"
+        )
     t = time.perf_counter()
-    det = CopyDetector(test_dirs=[str(flat)], boilerplate_dirs=[str(boiler)], extensions=["py"], autoopen=False,
-                       silent=True, out_file=str(work / "copydetect.html"))
+    det = CopyDetector(
+        test_dirs=[str(flat)],
+        boilerplate_dirs=[str(boiler)],
+        extensions=["py"],
+        autoopen=False,
+        silent=True,
+        out_file=str(work / "copydetect.html"),
+    )
     det.run()
     seconds = time.perf_counter() - t
     names = [Path(f).stem for f in det.test_files]
@@ -278,9 +342,13 @@ def main():
     ap.add_argument("--workers", type=int, default=2, help="processes of `analyse` (default 2)")
     ap.add_argument("--no-copydetect", action="store_true")
     ap.add_argument("--keep", metavar="DIR", help="keep the generated class here")
-    ap.add_argument("--disguises", choices=["obfuscate", "unseen"], default="obfuscate",
-                    help="the planted copies' disguises: bench/obfuscate.py (default), or the set kept apart "
-                         "from it, tests/files/similarity_disguises/unseen.py")
+    ap.add_argument(
+        "--disguises",
+        choices=["obfuscate", "unseen"],
+        default="obfuscate",
+        help="the planted copies' disguises: bench/obfuscate.py (default), or the set kept apart "
+        "from it, tests/files/similarity_disguises/unseen.py",
+    )
     args = ap.parse_args()
 
     parts = ingredients()
@@ -289,10 +357,14 @@ def main():
         root = work / "class"
         root.mkdir()
         ids, planted, texts = make_class(root, args.students, args.copies, args.seed, parts, args.disguises)
-        print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} core(s), "
-              f"Python {platform.python_version()}")
-        print(f"class: {len(ids)} honest students + {len(planted)} planted copies "
-              f"({', '.join(sorted(set(planted.values())))}), seed {args.seed}")
+        print(
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.machine()}, {os.cpu_count()} core(s), "
+            f"Python {platform.python_version()}"
+        )
+        print(
+            f"class: {len(ids)} honest students + {len(planted)} planted copies "
+            f"({', '.join(sorted(set(planted.values())))}), seed {args.seed}"
+        )
         rows = []
         seconds, scores, flag, result = run_ours(root, args.workers)
         rows.append(("seqgrader similarity", seconds, figures(scores, planted, flag), flag))
@@ -300,23 +372,31 @@ def main():
         if not args.no_copydetect:
             cs, cscores, cflag = run_copydetect(root, texts, work)
             rows.append(("copydetect " + _version("copydetect"), cs, figures(cscores, planted, cflag), cflag))
-        print(f"{'tool':<26} {'time':>8} {'flag at':>8} {'flagged':>8} {'precision':>10} {'recall':>7} "
-              f"{'worst planted rank':>19} {'lowest planted':>15} {'highest honest':>15}  planted above all honest")
+        print(
+            f"{'tool':<26} {'time':>8} {'flag at':>8} {'flagged':>8} {'precision':>10} {'recall':>7} "
+            f"{'worst planted rank':>19} {'lowest planted':>15} {'highest honest':>15}  planted above all honest"
+        )
         for name, s, f, t in rows:
-            print(f"{name:<26} {s:>7.1f}s {t:>8.2f} {f['flagged']:>8} {f['precision']:>10.2f} {f['recall']:>7.2f} "
-                  f"{f['worst_planted_rank']:>19} {f['lowest_planted']:>15.3f} {f['highest_honest']:>15.3f}  "
-                  f"{'yes' if f['separated'] else 'no'}")
+            print(
+                f"{name:<26} {s:>7.1f}s {t:>8.2f} {f['flagged']:>8} {f['precision']:>10.2f} {f['recall']:>7.2f} "
+                f"{f['worst_planted_rank']:>19} {f['lowest_planted']:>15.3f} {f['highest_honest']:>15.3f}  "
+                f"{'yes' if f['separated'] else 'no'}"
+            )
         for name, _, f, _ in rows:
-            print(f"ranks of the planted pairs, {name}: "
-                  + " ".join(f"{r if r < 10**9 else '-'}({k})" for r, k in f["ranks"]))
+            print(
+                f"ranks of the planted pairs, {name}: "
+                + " ".join(f"{r if r < 10**9 else '-'}({k})" for r, k in f["ranks"])
+            )
         if args.disguises == "unseen":
             key = {tuple(sorted(p)): k for p, k in planted.items()}
             honest = max((s for p, s in scores.items() if tuple(sorted(p)) not in key), default=0.0)
             print(f"per planted pair, seqgrader similarity (flag {flag}, highest honest {honest:.3f}):")
             for p, k in sorted(key.items(), key=lambda kv: kv[1]):
                 sc = scores.get(p, scores.get(p[::-1], 0.0))
-                print(f"  {k:<22} {p[0]}-{p[1]}  {sc:.3f}  {'flagged' if sc >= flag else 'not flagged':<11} "
-                      f"{'above every honest pair' if sc > honest else 'NOT above every honest pair'}")
+                print(
+                    f"  {k:<22} {p[0]}-{p[1]}  {sc:.3f}  {'flagged' if sc >= flag else 'not flagged':<11} "
+                    f"{'above every honest pair' if sc > honest else 'NOT above every honest pair'}"
+                )
         if args.keep:
             shutil.copytree(root, Path(args.keep) / "class", dirs_exist_ok=True)
         if args.scale:
@@ -326,17 +406,20 @@ def main():
             _, big_planted, _ = make_class(big, args.scale - n_copies, n_copies, args.seed + 1, parts, args.disguises)
             seconds, scores, flag, result = run_ours(big, args.workers)
             f = figures(scores, big_planted, flag)
-            print(f"scale: {args.scale} students ({n_copies} of them planted copies), `analyse` on {args.workers} "
-                  f"process(es): {seconds:.1f} s; {result.compared} candidate pairs compared; {f['flagged']} flagged, "
-                  f"precision {f['precision']:.2f}, recall {f['recall']:.2f}, worst planted rank "
-                  f"{f['worst_planted_rank']}, lowest planted {f['lowest_planted']:.3f}, highest honest "
-                  f"{f['highest_honest']:.3f}, planted above all honest: {'yes' if f['separated'] else 'no'}")
+            print(
+                f"scale: {args.scale} students ({n_copies} of them planted copies), `analyse` on {args.workers} "
+                f"process(es): {seconds:.1f} s; {result.compared} candidate pairs compared; {f['flagged']} flagged, "
+                f"precision {f['precision']:.2f}, recall {f['recall']:.2f}, worst planted rank "
+                f"{f['worst_planted_rank']}, lowest planted {f['lowest_planted']:.3f}, highest honest "
+                f"{f['highest_honest']:.3f}, planted above all honest: {'yes' if f['separated'] else 'no'}"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _version(name):
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(name)
     except PackageNotFoundError:

@@ -3,7 +3,6 @@
 loss = sum over valid tokens of -log softmax(logits)[target] / number of valid tokens.
 Logits go straight to cross_entropy (log-softmax inside is stable); padding never enters.
 """
-import torch
 import torch.nn.functional as F
 
 

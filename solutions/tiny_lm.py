@@ -16,7 +16,6 @@ import math
 import torch
 import torch.nn.functional as F
 
-
 # ---------------------------------------------------------------- the parts (earlier exercises)
 
 

@@ -15,6 +15,7 @@ and, for a web service, pages of their own cookie jar that follow links, forms a
     page.act("document.querySelector('form').submit()")   # run, then wait for the next page's load
     page.set_file("#file", path)         # choose a file in an <input type=file>
 """
+
 import base64
 import json
 import os
@@ -25,9 +26,19 @@ import time
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars", "--font-render-hinting=none"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--font-render-hinting=none",
+]
 
 
 class ChromiumError(RuntimeError):
@@ -37,9 +48,11 @@ class ChromiumError(RuntimeError):
 class Chromium:
     def __init__(self, profile, timeout=60):
         if not Path(CHROMIUM).exists():
-            raise ChromiumError("chromium is not installed: these tests render the reports in a real browser. "
-                                "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` "
-                                "(bin/setup does it when run as root).")
+            raise ChromiumError(
+                "chromium is not installed: these tests render the reports in a real browser. "
+                "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` "
+                "(bin/setup does it when run as root)."
+            )
         self.timeout = timeout
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
@@ -48,9 +61,15 @@ class Chromium:
             os.dup2(to_child_r, 3)
             os.dup2(from_child_w, 4)
 
-        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-                                      "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, preexec_fn=fds, pass_fds=(3, 4), close_fds=True)
+        self.proc = subprocess.Popen(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=fds,
+            pass_fds=(3, 4),
+            close_fds=True,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._id = 0
@@ -103,8 +122,11 @@ class Chromium:
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, target, session)
         self.send("Page.enable", session=session)
-        self.send("Emulation.setDeviceMetricsOverride", {"width": size[0], "height": size[1], "deviceScaleFactor": 1,
-                                                         "mobile": False}, session=session)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False},
+            session=session,
+        )
         self.send("Page.navigate", {"url": Path(path).resolve().as_uri()}, session=session)
         self.wait_event("Page.loadEventFired", session)
         page.eval("document.fonts.ready.then(() => true)")
@@ -121,8 +143,11 @@ class Chromium:
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, target, session)
         self.send("Page.enable", session=session)
-        self.send("Emulation.setDeviceMetricsOverride", {"width": size[0], "height": size[1], "deviceScaleFactor": 1,
-                                                         "mobile": False}, session=session)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False},
+            session=session,
+        )
         page.goto(url)
         return page
 
@@ -158,8 +183,11 @@ class Page:
         self.browser, self.target, self.session = browser, target, session
 
     def eval(self, expression):
-        res = self.browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                     "awaitPromise": True}, session=self.session)
+        res = self.browser.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+            session=self.session,
+        )
         if "exceptionDetails" in res:
             raise ChromiumError(f"JavaScript failed: {res['exceptionDetails']}")
         return res["result"].get("value")
@@ -176,10 +204,14 @@ class Page:
         self.browser.wait_event("Page.loadEventFired", self.session)
 
     def set_file(self, selector, path):
-        res = self.browser.send("Runtime.evaluate", {"expression": f"document.querySelector({json.dumps(selector)})"},
-                                session=self.session)
-        self.browser.send("DOM.setFileInputFiles", {"files": [str(Path(path).resolve())],
-                                                    "objectId": res["result"]["objectId"]}, session=self.session)
+        res = self.browser.send(
+            "Runtime.evaluate", {"expression": f"document.querySelector({json.dumps(selector)})"}, session=self.session
+        )
+        self.browser.send(
+            "DOM.setFileInputFiles",
+            {"files": [str(Path(path).resolve())], "objectId": res["result"]["objectId"]},
+            session=self.session,
+        )
 
     def url(self):
         return self.eval("location.href")

@@ -14,8 +14,13 @@ BOB = ROOT / "examples" / "submissions" / "bob.ipynb"
 def run_grade(submission, tmp_path, *extra):
     """Run the real command line; return (completed process, parsed JSON report)."""
     out = Path(tmp_path) / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission), "--json", str(out), *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(submission), "--json", str(out), *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
     return proc, report
 
@@ -71,8 +76,8 @@ def remote_student(path, source, exercise, limit_options=None):
     the real sandbox."""
     import torch
 
-    from autograder.load import read_sources
     from autograder.judge.remote import RemoteStudent, Zygote
+    from autograder.load import read_sources
 
     torch.set_num_threads(1)  # as the runner does before forking
     path.write_text(source)
@@ -149,14 +154,20 @@ def clone_into_venv(venv, dists):
     import importlib.metadata as md  # noqa: F401
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     for d in dists:
         base = Path(d.locate_file(""))
         for f in d.files or ():
             rel = Path(os.path.normpath(site / f))
             if rel.parent == venv / "bin" or "share/jupyter/kernels/" in str(rel):  # scripts: below; a kernel.json
-                continue                                                             # names another python: below
+                continue  # names another python: below
             if f.parts[:2] == ("torch", "include"):  # 9,000 C++ headers, for building extensions only
                 continue
             src = Path(os.path.normpath(base / f))
@@ -169,14 +180,22 @@ def clone_into_venv(venv, dists):
             module, _, attr = ep.value.partition(":")
             head, _, rest = attr.partition(".")
             script = venv / "bin" / ep.name
-            script.write_text(f"#!{venv}/bin/python\nimport sys\nfrom {module} import {head} as _entry\n"
-                              f"sys.exit(_entry{'.' + rest if rest else ''}())\n")
+            script.write_text(
+                f"#!{venv}/bin/python\nimport sys\nfrom {module} import {head} as _entry\n"
+                f"sys.exit(_entry{'.' + rest if rest else ''}())\n"
+            )
             script.chmod(0o755)
     kernel = venv / "share" / "jupyter" / "kernels" / "python3"
     kernel.mkdir(parents=True, exist_ok=True)
-    (kernel / "kernel.json").write_text(json.dumps({
-        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (ipykernel)", "language": "python"}))
+    (kernel / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
+        )
+    )
     return venv
 
 
@@ -192,18 +211,46 @@ def installed():
         src = place / "src"
         for name in WHEEL_SOURCES:
             if (ROOT / name).is_dir():
-                shutil.copytree(ROOT / name, src / name, symlinks=True,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+                shutil.copytree(
+                    ROOT / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+                )
             else:
                 shutil.copy(ROOT / name, src / name)
         dist = place / "dist"
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                        str(src)], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(dist),
+                str(src),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         (wheel,) = dist.glob("seqgrader-*.whl")
         needs = [r for r in md.distribution("seqgrader").requires if "extra" not in r or "nbgrader" in r]
         venv = clone_into_venv(place / "venv", _closure([*(r.split(";")[0] for r in needs), "pip"]))
-        proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-cache-dir",
-                               "-q", f"{wheel}[nbgrader]"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--no-index",
+                "--no-cache-dir",
+                "-q",
+                f"{wheel}[nbgrader]",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         student = clone_into_venv(place / "student", _closure(STUDENT_PACKAGES))
         yield {"place": place, "wheel": wheel, "venv": venv, "bin": venv / "bin", "student": student / "bin"}
@@ -216,8 +263,24 @@ def bob(tmp_path_factory):
     """bob.ipynb graded by the real command line, with every report format (once per session:
     tests/test_reports.py and tests/test_report_views.py share it)."""
     tmp = tmp_path_factory.mktemp("bob")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(BOB), "--json", str(tmp / "bob.json"),
-                           "--html", str(tmp / "bob.html"), "--markdown", str(tmp / "bob.md")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(BOB),
+            "--json",
+            str(tmp / "bob.json"),
+            "--html",
+            str(tmp / "bob.html"),
+            "--markdown",
+            str(tmp / "bob.md"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return tmp, proc, json.loads((tmp / "bob.json").read_text(encoding="utf-8"))

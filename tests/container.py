@@ -12,6 +12,7 @@ or a profile older than Docker 20.10).  `--user NAME` drops to that user (its gr
 gid) before running COMMAND, as a single-user server does.  The filter is inherited by
 everything COMMAND starts and cannot be removed.
 """
+
 import argparse
 import errno
 import os
@@ -22,15 +23,29 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from autograder.sandbox import kernel  # noqa: E402
 
-DOCKER_DENIED = ("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
-                 "fsconfig", "fsmount", "fspick", "mount_setattr")
+DOCKER_DENIED = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+)
 LANDLOCK = ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
 
 
 def rules(no_landlock=False):
     flags_arg = 1 if os.uname().machine.startswith("s390") else 0
     out = [(name, errno.EPERM, ()) for name in DOCKER_DENIED]
-    out += [("clone", errno.EPERM, [(flags_arg, kernel.SCMP_CMP_MASKED_EQ, bit, bit)]) for bit in kernel.CLONE_NEW.values()]
+    out += [
+        ("clone", errno.EPERM, [(flags_arg, kernel.SCMP_CMP_MASKED_EQ, bit, bit)]) for bit in kernel.CLONE_NEW.values()
+    ]
     out.append(("clone3", errno.ENOSYS, ()))
     if no_landlock:
         out += [(name, errno.ENOSYS, ()) for name in LANDLOCK]

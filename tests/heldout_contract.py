@@ -5,6 +5,7 @@ folder submission: every reference solution copied, and the case's code appended
 its exercise, after the imports the exercise notebooks have, so that the student's definition
 (a later `def` of the same name) wins. bench/diagnosis_heldout.py grades them all.
 """
+
 from __future__ import annotations
 
 import shutil

@@ -19,6 +19,7 @@ server: the tests need none.
 Both stop everything they started and fail when a process they started outlives them.  PostgreSQL
 refuses to run as root, so as root it runs as the `postgres` system user (or `nobody`) in a folder
 that user owns.  `free_port()` and `wait_http()` are for the tests that start the service itself."""
+
 import contextlib
 import json
 import os
@@ -81,6 +82,7 @@ def _tail(log, n=4000):
 
 # ---------------------------------------------------------------- processes
 
+
 def _children(pid):
     """Every live descendant of `pid`, as {pid: start time} (start time tells a reused pid apart)."""
     parent = {}
@@ -90,7 +92,7 @@ def _children(pid):
                 stat = (p / "stat").read_text()
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             parent[int(p.name)] = (int(fields[1]), fields[19])
     found, todo = {}, [pid]
     while todo:
@@ -107,7 +109,7 @@ def _alive(pid, start):
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return fields[19] == start and fields[0] != "Z"
 
 
@@ -121,7 +123,7 @@ def stop(proc, descendants, sig=signal.SIGTERM, timeout=30, what="server"):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise RuntimeError(f"the {what} did not stop within {timeout} s of {sig.name}")
+            raise RuntimeError(f"the {what} did not stop within {timeout} s of {sig.name}") from None
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(p, s) for p, s in descendants.items()):
         time.sleep(0.1)
@@ -130,24 +132,32 @@ def stop(proc, descendants, sig=signal.SIGTERM, timeout=30, what="server"):
         with contextlib.suppress(OSError):
             os.kill(p, signal.SIGKILL)
     if left:
-        names = [Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
-                 for p in left if Path(f"/proc/{p}/cmdline").exists()]
+        names = [
+            Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+            for p in left
+            if Path(f"/proc/{p}/cmdline").exists()
+        ]
         raise RuntimeError(f"the {what} left {len(left)} process(es) running after it stopped: {names}")
 
 
 # ---------------------------------------------------------------- PostgreSQL
 
+
 def postgres_bin():
     """The folder of Debian's PostgreSQL server programs (the newest installed), or one on PATH."""
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"),
-                      key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
     if versions:
         return versions[-1].parent
     found = shutil.which("postgres")
     if found:
         return Path(found).resolve().parent
-    raise RuntimeError("PostgreSQL's server is not installed: the service's database tests run a real one. "
-                       "Install Debian's package with `apt-get install -y postgresql` (bin/setup does it as root).")
+    raise RuntimeError(
+        "PostgreSQL's server is not installed: the service's database tests run a real one. "
+        "Install Debian's package with `apt-get install -y postgresql` (bin/setup does it as root)."
+    )
 
 
 def _unprivileged():
@@ -184,19 +194,56 @@ def postgres(database="seqgrader", user="seqgrader"):
         os.chown(pwfile, *as_user)
     proc = None
     try:
-        r = subprocess.run([str(bindir / "initdb"), "-D", str(data), "-U", user, f"--pwfile={pwfile}",
-                            "--auth=scram-sha-256", "-E", "UTF8", "--locale=C"],
-                           capture_output=True, text=True, cwd=top, timeout=120, **run_as)
+        r = subprocess.run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                user,
+                f"--pwfile={pwfile}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=top,
+            timeout=120,
+            **run_as,
+        )
         if r.returncode:
             raise RuntimeError(f"initdb failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
         port = free_port()
         with open(log, "w") as logf:
             if as_user:
                 os.chown(log, *as_user)
-            proc = subprocess.Popen([str(bindir / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port),
-                                     "-k", str(top), "-c", "fsync=off", "-c", "synchronous_commit=off",
-                                     "-c", "full_page_writes=off", "-c", "max_connections=200"],
-                                    stdout=logf, stderr=subprocess.STDOUT, cwd=top, **run_as)
+            proc = subprocess.Popen(
+                [
+                    str(bindir / "postgres"),
+                    "-D",
+                    str(data),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "-k",
+                    str(top),
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "max_connections=200",
+                ],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                cwd=top,
+                **run_as,
+            )
         conninfo = dict(host="127.0.0.1", port=port, user=user, password=password)
         deadline = time.monotonic() + 60
         while True:
@@ -208,7 +255,7 @@ def postgres(database="seqgrader", user="seqgrader"):
                 break
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("postgres did not accept connections within 60 s" + _tail(log))
+                    raise RuntimeError("postgres did not accept connections within 60 s" + _tail(log)) from None
                 time.sleep(0.2)
         kids = _children(proc.pid)
         yield f"postgresql+psycopg://{user}:{password}@127.0.0.1:{port}/{database}"
@@ -269,9 +316,12 @@ class Hub:
 
     def request(self, method, path, body=None, token=None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.api + path, data=data, method=method,
-                                     headers={"Authorization": f"token {token or self._admin}",
-                                              "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.api + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {token or self._admin}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read() or b"null")
 
@@ -290,24 +340,42 @@ def jupyterhub(service_cmd, *, environment=None, cwd=None, service=SERVICE, time
     `service` (on a free port of its own, given to it as JUPYTERHUB_SERVICE_URL); yields a Hub."""
     chp = shutil.which("configurable-http-proxy")
     if not chp:
-        raise RuntimeError("configurable-http-proxy (npm) is not installed: the JupyterHub tests run a real hub. "
-                           "Install it with `npm install -g configurable-http-proxy` (bin/setup does it as root).")
+        raise RuntimeError(
+            "configurable-http-proxy (npm) is not installed: the JupyterHub tests run a real hub. "
+            "Install it with `npm install -g configurable-http-proxy` (bin/setup does it as root)."
+        )
     jupyterhub_bin = Path(sys.executable).parent / "jupyterhub"
     top = Path(tempfile.mkdtemp(prefix="seqgrader-hub-"))
     port, hub_port, proxy_api_port, service_port = (free_port() for _ in range(4))
-    settings = dict(port=port, hub_port=hub_port, proxy_api_port=proxy_api_port, dir=str(top), chp=chp,
-                    password=secrets.token_hex(8), users=list(USERS), instructors=list(INSTRUCTORS),
-                    service=service, service_url=f"http://127.0.0.1:{service_port}", command=list(service_cmd),
-                    environment=dict(environment or {}), cwd=str(cwd or os.getcwd()),
-                    admin_token=secrets.token_hex(24))
+    settings = dict(
+        port=port,
+        hub_port=hub_port,
+        proxy_api_port=proxy_api_port,
+        dir=str(top),
+        chp=chp,
+        password=secrets.token_hex(8),
+        users=list(USERS),
+        instructors=list(INSTRUCTORS),
+        service=service,
+        service_url=f"http://127.0.0.1:{service_port}",
+        command=list(service_cmd),
+        environment=dict(environment or {}),
+        cwd=str(cwd or os.getcwd()),
+        admin_token=secrets.token_hex(24),
+    )
     (top / "jupyterhub_config.py").write_text(HUB_CONFIG.format(settings=json.dumps(settings)))
     log = top / "jupyterhub.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
     proc = None
     try:
         with open(log, "w") as logf:
-            proc = subprocess.Popen([str(jupyterhub_bin), "-f", str(top / "jupyterhub_config.py")], cwd=top, env=env,
-                                    stdout=logf, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [str(jupyterhub_bin), "-f", str(top / "jupyterhub_config.py")],
+                cwd=top,
+                env=env,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+            )
         url = f"http://127.0.0.1:{port}/"
         hub = Hub(url, f"{url}services/{service}/", settings["admin_token"], settings["password"], top)
         wait_http(url + "hub/health", timeout=timeout, proc=proc, log=log)
@@ -357,8 +425,13 @@ def serve(*args, data, port=None, env=None, timeout=120):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
     full_env.update(env or {})
     with open(log, "w") as logf:
-        proc = subprocess.Popen([sys.executable, "-m", "autograder", "serve", "--data", str(data), "--port", str(port),
-                                 *map(str, args)], stdout=logf, stderr=subprocess.STDOUT, cwd=ROOT, env=full_env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "serve", "--data", str(data), "--port", str(port), *map(str, args)],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=full_env,
+        )
     try:
         wait_http(url + "healthz", timeout=timeout, proc=proc, log=log)
         kids = _children(proc.pid)
@@ -367,8 +440,10 @@ def serve(*args, data, port=None, env=None, timeout=120):
         stop(proc, kids, what="service")
         said = log.read_text(errors="replace").rstrip().splitlines()
         # SIGTERM: a clean stop, its grading processes first, and the log says so
-        assert proc.returncode == 0 and said and said[-1].endswith("seqgrader serve: stopped"), \
-            (proc.returncode, said[-5:])
+        assert proc.returncode == 0 and said and said[-1].endswith("seqgrader serve: stopped"), (
+            proc.returncode,
+            said[-5:],
+        )
     finally:
         if proc.poll() is None:
             for p in _children(proc.pid):

@@ -14,6 +14,7 @@ each correct variant in tests/files/correct_extra/*/ablation.py gets full marks 
 sandbox at four times course.yml's examples.  (Each catalogued mistake is graded through the sandbox
 by tests/test_catalogue.py.)
 """
+
 import copy
 import re
 import time
@@ -91,12 +92,22 @@ def test_notebook_has_stubs_the_given_code_and_a_hand_graded_answer():
     src = (ROOT / "solutions" / f"{EX}.py").read_text(encoding="utf-8")
     lines = src.splitlines()
     for node in ast.parse(src).body:
-        if isinstance(node, ast.FunctionDef) and node.name in ("order_task", "init_classifier",
-                                                                "sinusoidal_encoding", "classifier_logits"):
-            assert "\n".join(lines[node.lineno - 1:node.end_lineno]) in given.source, node.name
+        if isinstance(node, ast.FunctionDef) and node.name in (
+            "order_task",
+            "init_classifier",
+            "sinusoidal_encoding",
+            "classifier_logits",
+        ):
+            assert "\n".join(lines[node.lineno - 1 : node.end_lineno]) in given.source, node.name
     (answer,) = [c for c in nb.cells if _nbgrader(c).get("solution") and c.cell_type == "markdown"]
-    assert _nbgrader(answer) == {"grade": True, "solution": True, "locked": False, "grade_id": ANSWER, "points": 10,
-                                 "schema_version": 3}
+    assert _nbgrader(answer) == {
+        "grade": True,
+        "solution": True,
+        "locked": False,
+        "grade_id": ANSWER,
+        "points": 10,
+        "schema_version": 3,
+    }
     prompt = nb.cells[nb.cells.index(answer) - 1].source
     assert "手工评分" in prompt and "graded by hand" in prompt and "one seed" in prompt.lower()
     experiment = [c for c in nb.cells if c.cell_type == "code" and "run_ablation(BASE" in c.source]
@@ -110,8 +121,9 @@ def test_nbgrader_course_puts_the_reference_and_the_model_answer_in():
 
     course = load_course()
     nb = source_notebook(EX, course, ROOT / "exercises", ROOT / "solutions")
-    regions = [_nbgrader(c)["grade_id"] for c in nb.cells
-               if _nbgrader(c).get("solution") and "### BEGIN SOLUTION" in c.source]
+    regions = [
+        _nbgrader(c)["grade_id"] for c in nb.cells if _nbgrader(c).get("solution") and "### BEGIN SOLUTION" in c.source
+    ]
     assert regions == FUNCTIONS + [ANSWER]
     (answer,) = [c for c in nb.cells if _nbgrader(c).get("grade_id") == ANSWER]
     assert answer.cell_type == "markdown" and _nbgrader(answer)["points"] == 10
@@ -158,54 +170,78 @@ def test_every_catalogued_mistake_fails_every_property_it_names_in_process(entry
 
 # wrong implementations the catalogue leaves out, written differently: each is still caught
 UNCATALOGUED = {
-    "dotted path taken as one key": ("make_ablation/one_config_per_value_in_order", '''
+    "dotted path taken as one key": (
+        "make_ablation/one_config_per_value_in_order",
+        """
 def make_ablation(base, factor, values):
     if factor not in base or len(values) < 2 or len(set(map(repr, values))) < len(values):
         raise ValueError("bad arguments")
     return [{**copy.deepcopy(base), factor: v} for v in values]
-'''),
-    "a run name added": ("make_ablation/only_the_factor_differs", '''
+""",
+    ),
+    "a run name added": (
+        "make_ablation/only_the_factor_differs",
+        """
 _make = make_ablation
 def make_ablation(base, factor, values):
     return [{**c, "name": f"{factor}={v}"} for c, v in zip(_make(base, factor, values), values)]
-'''),
-    "one value accepted": ("make_ablation/rejects_bad_arguments", '''
+""",
+    ),
+    "one value accepted": (
+        "make_ablation/rejects_bad_arguments",
+        """
 _make = make_ablation
 def make_ablation(base, factor, values):
     if len(values) == 1:
         return _make(base, factor, [values[0], object()])[:1]
     return _make(base, factor, values)
-'''),
-    "a fresh seed per call, from a generator made at import": ("run_experiment/reproducible_given_seed", '''
+""",
+    ),
+    "a fresh seed per call, from a generator made at import": (
+        "run_experiment/reproducible_given_seed",
+        """
 _G = torch.Generator().manual_seed(1234)
 _run = run_experiment
 def run_experiment(config):
     return _run({**config, "seed": int(torch.randint(0, 10 ** 6, (1,), generator=_G))})
-'''),
-    "accuracy as a percentage": ("run_experiment/returns_losses_and_accuracy", '''
+""",
+    ),
+    "accuracy as a percentage": (
+        "run_experiment/returns_losses_and_accuracy",
+        """
 _run = run_experiment
 def run_experiment(config):
     out = _run(config)
     return {**out, "test_accuracy": 100 * out["test_accuracy"]}
-'''),
-    "the flag read at the top level": ("run_experiment/positional_encoding_flag_changes_the_model", '''
+""",
+    ),
+    "the flag read at the top level": (
+        "run_experiment/positional_encoding_flag_changes_the_model",
+        """
 _run = run_experiment
 def run_experiment(config):
     pe = config.get("positional_encoding", False)
     return _run({**config, "model": {**config["model"], "positional_encoding": pe}})
-'''),
-    "zip: one seed per arm": ("run_ablation/one_result_per_value_and_seed", '''
+""",
+    ),
+    "zip: one seed per arm": (
+        "run_ablation/one_result_per_value_and_seed",
+        """
 def run_ablation(base, factor, values, seeds):
     if factor == "seed" or not seeds or len(set(seeds)) < len(seeds):
         raise ValueError("bad")
     return [[run_experiment({**c, "seed": s})] for c, s in zip(make_ablation(base, factor, values), seeds)]
-'''),
-    "the seeds ignored": ("run_ablation/every_value_runs_with_every_seed", '''
+""",
+    ),
+    "the seeds ignored": (
+        "run_ablation/every_value_runs_with_every_seed",
+        """
 def run_ablation(base, factor, values, seeds):
     if factor == "seed" or not seeds or len(set(seeds)) < len(seeds):
         raise ValueError("bad")
     return [[run_experiment(c) for _ in seeds] for c in make_ablation(base, factor, values)]
-'''),
+""",
+    ),
 }
 
 
@@ -252,8 +288,12 @@ def test_without_positional_encoding_a_sequence_and_its_swap_look_the_same():
 
 def test_a_run_does_not_touch_the_global_random_state():
     ns = _module()
-    config = {"seed": 5, "data": {"n_train": 16, "n_test": 9, "seq_len": 4, "vocab_size": 6},
-              "model": {"d_model": 4, "positional_encoding": True}, "train": {"steps": 3, "lr": 0.05}}
+    config = {
+        "seed": 5,
+        "data": {"n_train": 16, "n_test": 9, "seq_len": 4, "vocab_size": 6},
+        "model": {"d_model": 4, "positional_encoding": True},
+        "train": {"steps": 3, "lr": 0.05},
+    }
     before = copy.deepcopy(config)
     torch.manual_seed(1)
     state = torch.get_rng_state()

@@ -3,6 +3,7 @@ a silent 0, resume after a kill, and the Dask cluster mode.
 
 The slow tests grade a class of six built from examples/submissions/ and solutions/ with a course
 whose time limits are short (carol's endless loop costs seconds, not minutes)."""
+
 import csv
 import json
 import shutil
@@ -18,8 +19,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.batch import (Batch, LocalPool, classify, csv_row, discover, error_report, fingerprint,
-                              gradescope_results, settings_digest)
+from autograder.batch import (
+    Batch,
+    LocalPool,
+    classify,
+    csv_row,
+    discover,
+    error_report,
+    fingerprint,
+    gradescope_results,
+    settings_digest,
+)
 from autograder.config import load_course
 from autograder.errors import GraderError, SubmissionNotFound
 
@@ -31,8 +41,9 @@ EXERCISES = ["masks", "positional_encoding", "attention", "recurrent", "masked_l
 
 
 def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def make_flat(folder):
@@ -60,8 +71,9 @@ def read_csv(path):
 def strip(report):
     """A report without its timing and the batch's own entry."""
     r = {k: v for k, v in report.items() if k not in ("seconds", "timing", "batch")}
-    r["exercises"] = [{**e, "tests": [{k: v for k, v in t.items() if k != "seconds"} for t in e["tests"]]}
-                      for e in r["exercises"]]
+    r["exercises"] = [
+        {**e, "tests": [{k: v for k, v in t.items() if k != "seconds"} for t in e["tests"]]} for e in r["exercises"]
+    ]
     return r
 
 
@@ -74,7 +86,7 @@ def run_log(out):
     lines = (out / "batch.log").read_text(encoding="utf-8").splitlines()
     last = max(i for i, ln in enumerate(lines) if " start: " in ln)
     seen = {}
-    for ln in lines[last + 1:]:
+    for ln in lines[last + 1 :]:
         parts = ln.split()
         if len(parts) > 2 and parts[1] in ("graded", "kept"):
             assert parts[2] not in seen, f"{parts[2]} appears twice in one run"
@@ -106,12 +118,28 @@ def flat_batch(tmp_path_factory, course):
 
 # ---------------------------------------------------------------- fast: command line, discovery
 
+
 def test_help_explains_everything():
     out = cli("grade-batch", "--help")
     assert out.returncode == 0
-    for word in ("--out", "--layout", "--assignment", "--workers", "--parallel", "--force", "--dask-scheduler",
-                 "--exercise", "-q", "grades.csv", "reports/", "gradescope/", "error: <reason>", "submitted/",
-                 "Resume", "fingerprint"):
+    for word in (
+        "--out",
+        "--layout",
+        "--assignment",
+        "--workers",
+        "--parallel",
+        "--force",
+        "--dask-scheduler",
+        "--exercise",
+        "-q",
+        "grades.csv",
+        "reports/",
+        "gradescope/",
+        "error: <reason>",
+        "submitted/",
+        "Resume",
+        "fingerprint",
+    ):
         assert word in out.stdout, word
 
 
@@ -180,11 +208,30 @@ def test_status_is_never_a_silent_zero():
     assert classify(report)[0].startswith("error: not graded: boom")
     assert [e["id"] for e in report["exercises"]] == EXERCISES and report["max_score"] == 100
     # the process died while loading: every test says so, no load error recorded
-    died = {"score": 0, "max_score": 100, "errors": [], "exercises": [{"id": "masks", "tests": [
-        {"status": "error", "passed": False, "message_en": "The process ended while loading your submission"}]}]}
+    died = {
+        "score": 0,
+        "max_score": 100,
+        "errors": [],
+        "exercises": [
+            {
+                "id": "masks",
+                "tests": [
+                    {
+                        "status": "error",
+                        "passed": False,
+                        "message_en": "The process ended while loading your submission",
+                    }
+                ],
+            }
+        ],
+    }
     assert classify(died) == ("error: The process ended while loading your submission", "")
-    stubs = {"score": 0, "max_score": 100, "errors": [], "exercises": [{"id": "masks", "tests": [
-        {"status": "missing", "passed": False}]}]}
+    stubs = {
+        "score": 0,
+        "max_score": 100,
+        "errors": [],
+        "exercises": [{"id": "masks", "tests": [{"status": "missing", "passed": False}]}],
+    }
     assert classify(stubs)[0] == "graded" and "no exercise function" in classify(stubs)[1]
     row = csv_row("x", {**report, "batch": {"status": "error: boom", "note": ""}}, EXERCISES)
     assert row["status"] == "error: boom" and row["total"] == "" and all(row[e] == "" for e in EXERCISES)
@@ -221,8 +268,9 @@ def fake_pool(tmp_path, processes, budget=30, source=None, log=True):
     """A LocalPool whose grading processes are a stand-in script (FAKE_WORKER by default)."""
     script = tmp_path / ("fake_worker.py" if source is None else "sharing_worker.py")
     script.write_text(FAKE_WORKER if source is None else source)
-    pool = LocalPool(processes, 1, ROOT / "course.yml", {}, budget=budget,
-                     log_path=tmp_path / "workers.log" if log else None)
+    pool = LocalPool(
+        processes, 1, ROOT / "course.yml", {}, budget=budget, log_path=tmp_path / "workers.log" if log else None
+    )
     pool.cmd = [sys.executable, str(script)]
     pool.STARTUP = 0
     return pool
@@ -231,7 +279,9 @@ def fake_pool(tmp_path, processes, budget=30, source=None, log=True):
 def test_a_dying_or_hanging_grader_costs_one_row(tmp_path):
     """The local pool with a stand-in grading process: a crash (twice: a process may also die
     starting up) and a hang are that submission's error; the other submissions are graded."""
-    items = [Namespace(student=n, path=tmp_path / n) for n in ("a.py", "crash.py", "b.py", "hang.py", "noise.py", "c.py")]
+    items = [
+        Namespace(student=n, path=tmp_path / n) for n in ("a.py", "crash.py", "b.py", "hang.py", "noise.py", "c.py")
+    ]
     pool = fake_pool(tmp_path, 2, budget=3)
     start = time.monotonic()
     results = {item.student: res for item, res in pool.run(items)}
@@ -247,10 +297,10 @@ def test_a_stalled_process_lets_one_more_grade_meanwhile(tmp_path):
     """A grading process that says it waits on a stalled test (an endless loop burns its core
     until the time limit) lets the pool grade on one more process meanwhile; otherwise never
     more than `processes` at once."""
+
     def run(names):
         pool = fake_pool(tmp_path, 1)
-        return [(item.student, res) for item, res in pool.run([Namespace(student=n, path=tmp_path / n)
-                                                                for n in names])]
+        return [(item.student, res) for item, res in pool.run([Namespace(student=n, path=tmp_path / n) for n in names])]
 
     done = run(["stall.py", "a.py", "b.py", "c.py"])
     order = [name for name, _ in done]
@@ -294,8 +344,10 @@ def test_the_pool_grades_one_submission_at_a_time_on_warm_processes(tmp_path):
     second = pool.grade(Namespace(student="b", path=tmp_path / "b.py"))
     assert first["report"] == {"name": "a.py"} and second["report"] == {"name": "b.py"}
     assert second["pid"] == first["pid"] and (first["warm"], second["warm"]) == (0, 1)  # no new start-up
-    assert pool.grade(Namespace(student="c", path=tmp_path / "crash.py"))["error"] == \
-        "the grading process died (exit status 3)"
+    assert (
+        pool.grade(Namespace(student="c", path=tmp_path / "crash.py"))["error"]
+        == "the grading process died (exit status 3)"
+    )
     third = pool.grade(Namespace(student="d", path=tmp_path / "d.py"))
     assert third["report"] == {"name": "d.py"} and third["pid"] != first["pid"] and third["warm"] == 0
     assert pool.idle()
@@ -396,8 +448,10 @@ def test_what_one_grading_process_diagnosed_warms_the_other(tmp_path):
     assert "merged" not in alone
 
     def view(report):
-        return [(e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
-                for e in report["exercises"]]
+        return [
+            (e["id"], e["score"], [(t["name"], t["passed"], t["feedback"]) for t in e["tests"]])
+            for e in report["exercises"]
+        ]
 
     assert view(second["report"]) == view(alone["report"])
     assert alone["report"]["score"] < alone["report"]["max_score"]  # its mistakes were diagnosed
@@ -470,6 +524,7 @@ def test_a_grader_exception_is_an_error_row_not_a_crash(tmp_path):
 
 # ---------------------------------------------------------------- slow: whole batches
 
+
 @pytest.mark.slow
 def test_csv_has_one_row_per_student_and_explains_errors(flat_batch):
     root, out, proc = flat_batch
@@ -497,9 +552,24 @@ def test_csv_has_one_row_per_student_and_explains_errors(flat_batch):
 @pytest.mark.slow
 def test_reports_equal_the_json_of_grade(flat_batch, course, tmp_path):
     root, out, _ = flat_batch
-    procs = {s: subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(root / name), "--json",
-                                  str(tmp_path / f"{s}.json"), "-q", "--course", str(course)], cwd=ROOT)
-             for s, name in [("bob", "bob.ipynb"), ("carol", "carol"), ("dave", "dave.ipynb")]}
+    procs = {
+        s: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade",
+                str(root / name),
+                "--json",
+                str(tmp_path / f"{s}.json"),
+                "-q",
+                "--course",
+                str(course),
+            ],
+            cwd=ROOT,
+        )
+        for s, name in [("bob", "bob.ipynb"), ("carol", "carol"), ("dave", "dave.ipynb")]
+    }
     for s, p in procs.items():
         assert p.wait(timeout=600) == 0
         alone = json.loads((tmp_path / f"{s}.json").read_text(encoding="utf-8"))
@@ -522,10 +592,12 @@ def test_gradescope_files_are_valid(flat_batch):
             assert abs(sum(t["score"] for t in gs["tests"]) - gs["score"]) < 1e-9
             for t in gs["tests"]:
                 assert set(t) >= {"name", "score", "max_score", "output", "status"}
-                assert t["status"] in ("passed", "failed") and (t["status"] == "passed") == (t["score"] == t["max_score"])
+                assert t["status"] in ("passed", "failed") and (t["status"] == "passed") == (
+                    t["score"] == t["max_score"]
+                )
         else:  # not graded: said in the output and by one failed test, never a silent 0
             assert [t["status"] for t in gs["tests"]] == ["failed"] and gs["extra_data"]["graded"] is False
-            assert report["batch"]["status"][len("error: "):] in gs["output"]
+            assert report["batch"]["status"][len("error: ") :] in gs["output"]
 
 
 @pytest.mark.slow
@@ -571,8 +643,23 @@ def test_killed_batch_resumes_and_grades_everyone_exactly_once(tmp_path, course)
     out = tmp_path / "grades"
     own_course = tmp_path / "kill-course.yml"  # its path marks this test's grading processes
     shutil.copy(course, own_course)
-    cmd = [sys.executable, "-m", "autograder", "grade-batch", str(root), "--out", str(out), "--course",
-           str(own_course), "--exercise", "masks", "--exercise", "masked_loss", "--workers", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade-batch",
+        str(root),
+        "--out",
+        str(out),
+        "--course",
+        str(own_course),
+        "--exercise",
+        "masks",
+        "--exercise",
+        "masked_loss",
+        "--workers",
+        "1",
+    ]
     batch = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while not list((out / "reports").glob("*.json")) and time.monotonic() < deadline:
@@ -603,29 +690,57 @@ def test_killed_batch_resumes_and_grades_everyone_exactly_once(tmp_path, course)
 @pytest.mark.slow
 def test_nbgrader_layout_and_force(tmp_path, course):
     sub = tmp_path / "course" / "submitted"
-    for student, assignment, src in [("alice", "seq", EX / "alice.py"), ("bob", "seq", EX / "bob.ipynb"),
-                                     ("dave", "seq", EX / "dave.ipynb"), ("erin", "cnn", EX / "alice.py")]:
+    for student, assignment, src in [
+        ("alice", "seq", EX / "alice.py"),
+        ("bob", "seq", EX / "bob.ipynb"),
+        ("dave", "seq", EX / "dave.ipynb"),
+        ("erin", "cnn", EX / "alice.py"),
+    ]:
         (sub / student / assignment).mkdir(parents=True)
         shutil.copy(src, sub / student / assignment / ("seq" + src.suffix))
         (sub / student / assignment / "timestamp.txt").write_text("2024-01-01 10:00:00")
     out = tmp_path / "grades"
     proc = cli("grade-batch", tmp_path / "course", "--out", out, "--course", course, "--exercise", "masks")
     assert proc.returncode == 2 and "--assignment" in proc.stderr
-    proc = cli("grade-batch", tmp_path / "course", "--assignment", "seq", "--out", out, "--course", course,
-               "--exercise", "masks")
+    proc = cli(
+        "grade-batch",
+        tmp_path / "course",
+        "--assignment",
+        "seq",
+        "--out",
+        out,
+        "--course",
+        course,
+        "--exercise",
+        "masks",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "erin" in proc.stderr  # no seq folder: said, no row
     rows = read_csv(out / "grades.csv")
     assert [r["student"] for r in rows] == ["alice", "bob", "dave"]
     assert list(rows[0]) == ["student", "masks", "total", "max_score", "status", "note"]
     assert rows[0]["masks"] == "20" and rows[0]["status"] == "graded"
-    assert float(rows[1]["masks"]) < 20 and rows[2]["status"].startswith("error: seq.ipynb: the notebook is not valid JSON")
+    assert float(rows[1]["masks"]) < 20 and rows[2]["status"].startswith(
+        "error: seq.ipynb: the notebook is not valid JSON"
+    )
     assert load_report(out, "alice")["submission"] == str(sub / "alice" / "seq")
     first = (out / "grades.csv").read_text()
 
     # the submitted folder itself, --force: everyone regraded, same grades
-    proc = cli("grade-batch", sub, "--assignment", "seq", "--out", out, "--course", course, "--exercise", "masks",
-               "--force", "-q")
+    proc = cli(
+        "grade-batch",
+        sub,
+        "--assignment",
+        "seq",
+        "--out",
+        out,
+        "--course",
+        course,
+        "--exercise",
+        "masks",
+        "--force",
+        "-q",
+    )
     assert proc.returncode == 0, proc.stderr
     assert run_log(out) == {"alice": "graded", "bob": "graded", "dave": "graded"}
     assert (out / "grades.csv").read_text() == first
@@ -675,12 +790,18 @@ def test_a_dask_task_that_waits_on_a_stalled_test_lets_the_worker_take_the_next(
     monkeypatch.setattr(C, "LocalPool", FakePool)
     digest, bundle = C.course_bundle(ROOT / "course.yml", load_course(ROOT / "course.yml"))
     names = ["stall.py", "a.py", "b.py"]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        first = json.loads(client.submit(C.grade_task, "warm.py", False, {"warm.py": b""}, digest, bundle, {}, 60,
-                                         "warm.py", pure=False).result())  # the pool, warm
-        futures = {client.submit(C.grade_task, n, False, {n: b""}, digest, bundle, {}, 60, n, pure=False): n
-                   for n in names}
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        first = json.loads(
+            client.submit(
+                C.grade_task, "warm.py", False, {"warm.py": b""}, digest, bundle, {}, 60, "warm.py", pure=False
+            ).result()
+        )  # the pool, warm
+        futures = {
+            client.submit(C.grade_task, n, False, {n: b""}, digest, bundle, {}, 60, n, pure=False): n for n in names
+        }
         done = [(futures[f], json.loads(f.result())) for f in distributed.as_completed(futures)]
     order = [n for n, _ in done]
     pids = {n: res["pid"] for n, res in done}
@@ -720,8 +841,10 @@ def test_the_plugins_quiet_the_workers_and_nannies_own_periodic_work_and_put_it_
             out[name] = (False, was) if interval is None else (running, max(was, interval))
         return out
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         worker, nanny = before = both(client)
         assert worker["profile"][0] and worker["tick"] == (True, 20) and nanny["tick"] == (True, 20), before
         assert worker["monitor"] == (True, 500) and nanny["memory_monitor"] == (True, 100), before
@@ -766,14 +889,23 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
     shutil.copytree(root / "sol", small / "sol")  # a folder travels to the worker too
     shutil.copytree(root / "ghost", small / "ghost")
     out = tmp_path / "grades"
+
     def tick(dask_scheduler=None):
         return dask_scheduler.periodic_callbacks["tick"].callback_time
 
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
         with ThreadPoolExecutor(1) as ex, distributed.Client(cluster.scheduler_address) as watcher:
-            batch = ex.submit(cli, "grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
-                              cluster.scheduler_address)
+            batch = ex.submit(
+                cli,
+                "grade-batch",
+                small,
+                "--out",
+                out,
+                "--course",
+                course,
+                "--dask-scheduler",
+                cluster.scheduler_address,
+            )
             ticks = set()  # the scheduler's tick interval while the batch runs (cluster.quiet_scheduler)
             while not batch.done():
                 ticks.add(watcher.run_on_scheduler(tick))
@@ -810,11 +942,15 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
             import stat
 
             plugin = dask_worker.plugins["seqgrader-grading"]
-            return {"root": str(plugin.root), "mode": stat.S_IMODE(os.stat(plugin.root).st_mode),
-                    "entries": {p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode)
-                                for p in os.listdir(plugin.root)},
-                    "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all],
-                    "exports": {k: sorted(v) for k, v in plugin.exports.items()}}
+            return {
+                "root": str(plugin.root),
+                "mode": stat.S_IMODE(os.stat(plugin.root).st_mode),
+                "entries": {
+                    p: stat.S_IMODE(os.stat(os.path.join(plugin.root, p)).st_mode) for p in os.listdir(plugin.root)
+                },
+                "pids": [w.proc.pid for pool, _ in plugin.pools.values() for w in pool._all],
+                "exports": {k: sorted(v) for k, v in plugin.exports.items()},
+            }
 
         with distributed.Client(cluster.scheduler_address) as client:
             states = client.run(plugin_state)
@@ -825,20 +961,34 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
         assert first == second and len(first) == 1 and next(iter(first.values())), [len(v) for v in first.values()]
         for st in states.values():  # a private folder; the course in it, no submission left behind
             assert st["mode"] == 0o700 and st["entries"] and all(m == 0o700 for m in st["entries"].values()), st
-            assert set(st["entries"]) - {"processes"} and all(e.startswith("course-") for e in st["entries"]
-                                                              if e != "processes"), st
+            assert set(st["entries"]) - {"processes"} and all(
+                e.startswith("course-") for e in st["entries"] if e != "processes"
+            ), st
         pids = [pid for st in states.values() for pid in st["pids"]]
         assert {int(h.rsplit(":", 1)[1]) for h in processes} <= set(pids)  # still alive, still warm
         # resume works the same: nothing to do
-        again = cli("grade-batch", small, "--out", out, "--course", course, "--dask-scheduler",
-                    cluster.scheduler_address)
+        again = cli(
+            "grade-batch", small, "--out", out, "--course", course, "--dask-scheduler", cluster.scheduler_address
+        )
         assert again.returncode == 0 and run_log(out) == dict.fromkeys(["alice", "bob", "dave", "ghost", "sol"], "kept")
         # a course.yml that the properties do not match: the workers' processes say so (the client
         # imports no torch to check it), and the batch stops with the reason, as locally
-        stopped = cli("grade-batch", small, "--out", tmp_path / "bad", "--course", mismatched_course(course, tmp_path),
-                      "--dask-scheduler", cluster.scheduler_address, "-q")
+        stopped = cli(
+            "grade-batch",
+            small,
+            "--out",
+            tmp_path / "bad",
+            "--course",
+            mismatched_course(course, tmp_path),
+            "--dask-scheduler",
+            cluster.scheduler_address,
+            "-q",
+        )
         assert stopped.returncode == 2, (stopped.stdout, stopped.stderr)
-        assert "error: course.yml lists tests that no property implements: ['masks/padding_mask/invented']" in stopped.stderr
+        assert (
+            "error: course.yml lists tests that no property implements: ['masks/padding_mask/invented']"
+            in stopped.stderr
+        )
         assert "stopped: course.yml lists tests" in (tmp_path / "bad" / "batch.log").read_text(encoding="utf-8")
     # the cluster closed: the plugin's teardown stopped the processes and removed its folders
     for _ in range(100):

@@ -1,5 +1,6 @@
 """Tests of the tests: every catalogued mistake is caught, in its own exercise only, on a test
 that names the function it broke; every correct implementation written differently gets full marks."""
+
 import json
 import subprocess
 import sys
@@ -44,9 +45,27 @@ def graded(tmp_path_factory):
     for name, ids in by_assignment.items():
         out = base / f"{name}-grades"
         exercises = [a for ex in course.assignments[name] for a in ("--exercise", ex)]
-        proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(base / name), "--layout", "flat",
-                               *exercises, "--out", str(out), "--workers", "2", "-q"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade-batch",
+                str(base / name),
+                "--layout",
+                "flat",
+                *exercises,
+                "--out",
+                str(out),
+                "--workers",
+                "2",
+                "-q",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         for i in ids:
             reports[i] = json.loads((out / "reports" / f"{i}.json").read_text(encoding="utf-8"))
@@ -66,9 +85,12 @@ def test_mistake_is_caught_in_its_own_exercise(exercise, entry, graded):
     assert ex["score"] < ex["max_score"], f"{entry['id']} was not caught"
     failed = {t["name"].split("/", 1)[1]: t for t in ex["tests"] if not t["passed"]}
     expected = set(entry["expect_failing"])
-    assert failed.keys() & expected, f"{entry['id']}: expected one of {sorted(expected)} to fail, failed: {sorted(failed)}"
-    assert any(t["function"] == entry["function"] for t in failed.values()), \
+    assert failed.keys() & expected, (
+        f"{entry['id']}: expected one of {sorted(expected)} to fail, failed: {sorted(failed)}"
+    )
+    assert any(t["function"] == entry["function"] for t in failed.values()), (
         f"{entry['id']}: no failed test names {entry['function']}"
+    )
     for t in failed.values():
         assert "Traceback" not in t["feedback"]
         # a hint never blames a cause that its own counterexample does not show (properties/claims.py)
@@ -80,9 +102,28 @@ def correct_reports(tmp_path_factory):
     """{folder name: report} of the correct implementations, graded by `grade-batch` at four times
     course.yml's examples: a correct variant must never be rejected, however long hypothesis searches."""
     out = tmp_path_factory.mktemp("correct") / "grades"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(ROOT / "tests" / "files" / "correct"),
-                           "--layout", "flat", "--out", str(out), "--workers", "2", "--max-examples", "20", "-q"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(ROOT / "tests" / "files" / "correct"),
+            "--layout",
+            "flat",
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--max-examples",
+            "20",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "reports").glob("*.json")}
 

@@ -1,4 +1,5 @@
 """The command line end to end: the contract's JSON, exit codes, the text report, determinism."""
+
 import json
 import subprocess
 import sys
@@ -11,8 +12,9 @@ from .conftest import ROOT
 
 
 def test_help_lists_the_grade_command():
-    out = subprocess.run([sys.executable, "-m", "autograder", "grade", "--help"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0
     assert "SUBMISSION" in out.stdout.upper() and "--json" in out.stdout
 
@@ -48,6 +50,7 @@ def test_regrading_gives_identical_scores_and_feedback(grade_cli):
     sub = ROOT / "examples" / "submissions" / "bob.ipynb"
     _, first = grade_cli(sub)
     _, second = grade_cli(sub)
+
     def strip(report):  # timings differ from run to run; nothing else may
         for ex in report["exercises"]:
             for t in ex["tests"]:

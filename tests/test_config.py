@@ -1,4 +1,5 @@
 """course.yml: 100 points, every property listed once, clear errors for a broken file."""
+
 import pytest
 
 from autograder import EXERCISES
@@ -11,8 +12,10 @@ def test_course_has_every_exercise_and_100_points():
     course = load_course()
     assert course.assignment() == list(EXERCISES)  # the default assignment: the five core exercises
     for name in course.assignment_names():  # each assignment is worth 100 points, hand-graded ones included
-        assert sum(course.exercises[e].max_score + course.exercises[e].manual_score
-                   for e in course.assignment(name)) == 100, name
+        assert (
+            sum(course.exercises[e].max_score + course.exercises[e].manual_score for e in course.assignment(name))
+            == 100
+        ), name
     assert set(course.exercises) == {e for n in course.assignment_names() for e in course.assignment(n)}
     for ex in course.exercises.values():
         assert ex.timeout > 0 and all(t.timeout > 0 and t.points > 0 for t in ex.tests.values())

@@ -7,6 +7,7 @@ sentences name tests that exist, the counts in the text are the table's, and wha
 observe is a short list with reasons.  Plus one sentence of the grader's report that no other test
 checked as a whole: every exercise id of an assignment appears when the submission lacks it.
 """
+
 import re
 
 import pytest
@@ -104,9 +105,11 @@ def test_the_grader_sentences_name_tests_that_exist():
 def test_the_counts_in_the_text_are_the_tables():
     text = _norm(DOC.read_text(encoding="utf-8"))
     before = [row[4].strip("*") for _, row in FUNCTION_ROWS]
-    want = (f"Counts: {len(FUNCTION_ROWS)} rows on the submission's functions, {before.count('new')} of them **new** "
-            f"and {before.count('tightened')} **tightened**; {len(GRADER_ROWS)} rows on the grader, checked by tests; "
-            f"{len(UNOBSERVABLE)} sentences no property can observe")
+    want = (
+        f"Counts: {len(FUNCTION_ROWS)} rows on the submission's functions, {before.count('new')} of them **new** "
+        f"and {before.count('tightened')} **tightened**; {len(GRADER_ROWS)} rows on the grader, checked by tests; "
+        f"{len(UNOBSERVABLE)} sentences no property can observe"
+    )
     assert want in text
 
 

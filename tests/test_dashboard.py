@@ -1,6 +1,7 @@
 """The instructor's dashboard: built by grade-batch at the end of a run (and by `python -m autograder
 dashboard`), checked in headless Chromium on a real batch: score distributions, pass rates, the most
 frequent diagnosed mistakes, the submissions that errored.  Fails (does not skip) without chromium."""
+
 import json
 import shutil
 import subprocess
@@ -16,14 +17,21 @@ from .test_reports import DIAGNOSIS, render_in_chromium
 
 pytestmark = pytest.mark.slow
 
-OTHER = {"id": "mask_inverted", "title_zh": "掩码用反了", "title_en": "the mask is inverted (True = blocked)",
-         "explanation_zh": "True 表示可以看。", "explanation_en": "True means may attend.",
-         "hint_zh": "用 ~mask。", "hint_en": "Use ~mask."}
+OTHER = {
+    "id": "mask_inverted",
+    "title_zh": "掩码用反了",
+    "title_en": "the mask is inverted (True = blocked)",
+    "explanation_zh": "True 表示可以看。",
+    "explanation_en": "True means may attend.",
+    "hint_zh": "用 ~mask。",
+    "hint_en": "Use ~mask.",
+}
 
 
 def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,16 +114,19 @@ def test_dashboard_in_chromium_shows_distributions_mistakes_and_errored_submissi
     folder, fails = diagnosed
     seen = render_in_chromium(folder / "dash.html", tmp_path, "dashboard", size=(1200, 2200))
     text = seen["text"]
-    errored = text[text.index("Submissions that could not be graded"):text.index("Score distribution per exercise")]
+    errored = text[text.index("Submissions that could not be graded") : text.index("Score distribution per exercise")]
     assert "dave" in errored and "syntax" in errored and "not valid JSON" in errored and "alice" not in errored
     assert "SyntaxError" in errored
-    mistakes = text[text.index("Most frequent diagnosed mistakes"):text.index("Pass rate per property")]
+    mistakes = text[text.index("Most frequent diagnosed mistakes") : text.index("Pass rate per property")]
     assert DIAGNOSIS["title_en"] in mistakes and OTHER["title_en"] in mistakes
     assert mistakes.index(DIAGNOSIS["title_en"]) < mistakes.index(OTHER["title_en"])  # the most frequent first
     assert "bob, bob2" in mistakes
-    rates = text[text.index("Pass rate per property"):]
-    assert f"{fails[0]['name']}\t1/3 (33%)" in rates or f"{fails[0]['name']} 1/3 (33%)" in rates \
+    rates = text[text.index("Pass rate per property") :]
+    assert (
+        f"{fails[0]['name']}\t1/3 (33%)" in rates
+        or f"{fails[0]['name']} 1/3 (33%)" in rates
         or ("1/3 (33%)" in rates and fails[0]["name"] in rates)
+    )
     for ex in ("masks", "positional_encoding", "attention", "recurrent", "masked_loss"):
         assert ex in text
     hist = [i for i in seen["images"] if i["cls"] == "hist"]
@@ -135,11 +146,22 @@ def _report(student, tests):
         e = exercises.setdefault(ex, {"id": ex, "score": 0.0, "max_score": 0.0, "tests": []})
         e["score"] += score
         e["max_score"] += points
-        e["tests"].append({"name": f"{ex}/{name}", "score": score, "max_score": points, "passed": score == points,
-                           "diagnosis": [{"id": i, "title_zh": f"错误 {i}", "title_en": f"mistake {i}"} for i in ids]})
+        e["tests"].append(
+            {
+                "name": f"{ex}/{name}",
+                "score": score,
+                "max_score": points,
+                "passed": score == points,
+                "diagnosis": [{"id": i, "title_zh": f"错误 {i}", "title_en": f"mistake {i}"} for i in ids],
+            }
+        )
     total = sum(e["score"] for e in exercises.values())
-    return {"score": total, "max_score": sum(e["max_score"] for e in exercises.values()),
-            "exercises": list(exercises.values()), "batch": {"student": student, "status": "graded"}}
+    return {
+        "score": total,
+        "max_score": sum(e["max_score"] for e in exercises.values()),
+        "exercises": list(exercises.values()),
+        "batch": {"student": student, "status": "graded"},
+    }
 
 
 def test_points_lost_per_exercise_and_test_with_the_share_not_diagnosed(tmp_path):
@@ -150,12 +172,30 @@ def test_points_lost_per_exercise_and_test_with_the_share_not_diagnosed(tmp_path
 
     (tmp_path / "reports").mkdir()
     reports = {
-        "ann": _report("ann", [("masked_loss", "value", 4, 0, []), ("masked_loss", "padding", 3, 0, []),
-                               ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"])]),
-        "ben": _report("ben", [("masked_loss", "value", 4, 0, ["ml_per_sequence_mean"]),
-                               ("masked_loss", "padding", 3, 3, []), ("masks", "causal", 2, 2, [])]),
-        "cat": _report("cat", [("masked_loss", "value", 4, 4, []), ("masked_loss", "padding", 3, 3, []),
-                               ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"])]),
+        "ann": _report(
+            "ann",
+            [
+                ("masked_loss", "value", 4, 0, []),
+                ("masked_loss", "padding", 3, 0, []),
+                ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"]),
+            ],
+        ),
+        "ben": _report(
+            "ben",
+            [
+                ("masked_loss", "value", 4, 0, ["ml_per_sequence_mean"]),
+                ("masked_loss", "padding", 3, 3, []),
+                ("masks", "causal", 2, 2, []),
+            ],
+        ),
+        "cat": _report(
+            "cat",
+            [
+                ("masked_loss", "value", 4, 4, []),
+                ("masked_loss", "padding", 3, 3, []),
+                ("masks", "causal", 2, 0, ["causal_mask_excludes_diagonal"]),
+            ],
+        ),
     }
     for name, r in reports.items():
         (tmp_path / "reports" / f"{name}.json").write_text(json.dumps(r), encoding="utf-8")
@@ -172,7 +212,7 @@ def test_points_lost_per_exercise_and_test_with_the_share_not_diagnosed(tmp_path
     masks = lost[1]
     assert (masks["points_lost"], masks["unnamed"], masks["unnamed_share"]) == (4, 0, 0.0)
     page = render_dashboard(tmp_path, "both")
-    section = page[page.index('id="points-lost"'):page.index('id="mistakes"')]
+    section = page[page.index('id="points-lost"') : page.index('id="mistakes"')]
     assert section.index('data-exercise="masked_loss"') < section.index('data-exercise="masks"')
     assert "Where points were lost" in section and "在哪里丢了分" in section
     assert "67%" in section and "100%" in section and "mistake ml_per_sequence_mean (1)" in section

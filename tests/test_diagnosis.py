@@ -6,26 +6,25 @@ submissions through the real sandbox (ForkRunner) to check the hook, the JSON an
 tests/heldout_multi.py generates the held-out functions with two defects, catalogued mistakes
 written another way and mistakes in tiny_lm's pasted parts (written before the matcher).
 """
+
 import collections
 import itertools
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
 
 from autograder import diagnose as D
 from autograder.catalogue import build_submission, load_catalogue
-from autograder.properties.claims import violations
 from autograder.config import load_course
-from autograder.errors import TestTimeout
 from autograder.grading import grade
+from autograder.judge import ForkRunner
 from autograder.load import find_files, load_submission
 from autograder.properties._harness import Student
+from autograder.properties.claims import violations
 from autograder.report.feedback import feedback_text
 from autograder.report.model import TestResult
 from autograder.report.text import render_text
-from autograder.judge import ForkRunner
 
 from .conftest import ROOT, Namespace, failures_in_process, reference_with
 from .heldout_multi import CASES
@@ -87,8 +86,9 @@ def test_catalogued_mistakes_differ_from_the_reference_and_from_each_other():
         ref = sig["reference"]
         for (e1, s1), (e2, s2) in itertools.combinations(sig["mistakes"], 2):
             if e1["function"] == e2["function"] and D.agree(s1[e1["function"]], s2[e1["function"]]):
-                assert _named_id(e1) == _named_id(e2), \
+                assert _named_id(e1) == _named_id(e2), (
                     f"{e1['id']} and {e2['id']} behave alike on every probe: add a probe or a shared group"
+                )
         for e, s in sig["mistakes"]:
             assert not D.agree(s[e["function"]], ref[e["function"]]), f"{e['id']} behaves like the reference"
 
@@ -143,7 +143,7 @@ class _Reseeded:
     def call(self, name, *args, **kwargs):
         i = self.SEED_ARG.get(name)
         if i is not None and len(args) > i:
-            args = args[:i] + (args[i] + self.shift,) + args[i + 1:]
+            args = args[:i] + (args[i] + self.shift,) + args[i + 1 :]
         return self.student.call(name, *args, **kwargs)
 
     def __getattr__(self, name):
@@ -156,8 +156,11 @@ def test_random_functions_are_read_the_same_whatever_the_draws():
     observations with other seeds (other draws of the same code)."""
     for ex, functions in [("bert_masking", ["mlm_mask"]), ("tiny_lm", ["init_tiny_lm", "train_tiny_lm"])]:
         students = [("reference", D._trusted_student(ex))]
-        students += [(e["id"], D._trusted_student(ex, e["code"])) for _, e in load_catalogue(ex)
-                     if e["function"] in functions or ex == "bert_masking"]
+        students += [
+            (e["id"], D._trusted_student(ex, e["code"]))
+            for _, e in load_catalogue(ex)
+            if e["function"] in functions or ex == "bert_masking"
+        ]
         students += [(p.name, _student(p, ex)) for p in CORRECT_EXTRA if (p / f"{ex}.py").exists()]
         for name, student in students:
             for fn in functions:
@@ -177,7 +180,7 @@ def test_heldout_files_cover_every_exercise():
     assert len(wrong) >= 25
     assert {ex for _, ex, _ in wrong} == set(EXERCISES)
     ids = {_named_id(e) for _, e in CATALOGUE}
-    for f, ex, want in wrong:
+    for f, _, want in wrong:
         assert want in ids, f"{f.name}: unknown mistake {want}"
     assert sum(want == "none" for _, _, want in cases) >= 4
 
@@ -215,8 +218,9 @@ def test_uncatalogued_bugs_get_no_name():
         if want != "none":
             continue
         student = _student(f, ex)
-        assert any(not D.agree(D.observations(student, ex, fn), D.signatures(ex)["reference"][fn])
-                   for fn in D.PROBES[ex]), f"{f.name} is not wrong on any probe"
+        assert any(
+            not D.agree(D.observations(student, ex, fn), D.signatures(ex)["reference"][fn]) for fn in D.PROBES[ex]
+        ), f"{f.name} is not wrong on any probe"
         assert not _names(D.diagnose(student, ex, list(D.PROBES[ex]))), f.name
         n += 1
     print(f"\nuncatalogued: {n} bugs, each wrong on a probe, 0 named")
@@ -235,8 +239,9 @@ def test_correct_heldout_variants_get_no_diagnosis():
     print(f"\ncorrect held-out variants: {n}, 0 named, all like the reference on every probe")
 
 
-@pytest.mark.parametrize("folder", CORRECT + CORRECT_EXTRA,
-                         ids=[f"{p.parent.name}/{p.name}" for p in CORRECT + CORRECT_EXTRA])
+@pytest.mark.parametrize(
+    "folder", CORRECT + CORRECT_EXTRA, ids=[f"{p.parent.name}/{p.name}" for p in CORRECT + CORRECT_EXTRA]
+)
 def test_correct_alternatives_get_no_diagnosis(folder):
     for ex in EXERCISES:
         if not (folder / f"{ex}.py").exists():
@@ -253,9 +258,11 @@ def test_correct_alternatives_get_no_diagnosis(folder):
 def test_diagnose_outcomes_attaches_to_failed_tests_of_the_function():
     e = next(e for _, e in CATALOGUE if e["id"] == "padding_mask_inverted")
     student = D._trusted_student("masks", e["code"])
-    outcomes = {"padding_mask/marks_real_tokens": {"status": "failed"},
-                "attention_mask/blocks_padded_keys_only": {"status": "failed"},
-                "causal_mask/future_is_blocked": {"status": "passed"}}
+    outcomes = {
+        "padding_mask/marks_real_tokens": {"status": "failed"},
+        "attention_mask/blocks_padded_keys_only": {"status": "failed"},
+        "causal_mask/future_is_blocked": {"status": "passed"},
+    }
     added = D.diagnose_outcomes(student, "masks", outcomes, lambda n: n.split("/")[0])
     assert set(added) == {"padding_mask/marks_real_tokens", "attention_mask/blocks_padded_keys_only"}
     d = outcomes["attention_mask/blocks_padded_keys_only"]["diagnosis"][0]
@@ -285,9 +292,20 @@ def test_a_slow_student_costs_only_the_diagnosis(tmp_path):
 
 
 def _result(diagnosis, function="attention_mask"):
-    return TestResult(name=f"masks/{function}/x", function=function, score=0, max_score=1, passed=False,
-                      feedback="", status="failed", property_zh="性质", property_en="the property",
-                      message_zh="消息", message_en="the message", diagnosis=diagnosis)
+    return TestResult(
+        name=f"masks/{function}/x",
+        function=function,
+        score=0,
+        max_score=1,
+        passed=False,
+        feedback="",
+        status="failed",
+        property_zh="性质",
+        property_en="the property",
+        message_zh="消息",
+        message_en="the message",
+        diagnosis=diagnosis,
+    )
 
 
 def test_feedback_shows_the_mistake_above_the_property_failure():
@@ -350,10 +368,13 @@ def test_end_to_end_gradient_probe_through_the_worker(tmp_path, course):
     assert failed and all([d["id"] for d in t.diagnosis] == ["sdpa_detached_weights"] for t in failed)
 
 
-@pytest.mark.parametrize("name, exercise, want", [
-    ("bm__rates_confused_hf.py", "bert_masking", "bm_rates_swapped"),
-    ("tlm__train_adds_gradient.py", "tiny_lm", "tiny_lm_train_gradient_ascent"),
-])
+@pytest.mark.parametrize(
+    "name, exercise, want",
+    [
+        ("bm__rates_confused_hf.py", "bert_masking", "bm_rates_swapped"),
+        ("tlm__train_adds_gradient.py", "tiny_lm", "tiny_lm_train_gradient_ascent"),
+    ],
+)
 def test_end_to_end_random_functions_through_the_worker(course, name, exercise, want):
     """Probes of random functions through the sandbox: mlm_mask's 12000-token rates, and
     train_tiny_lm's loss lists (three short trainings in the worker, the reference's in the judge,
@@ -372,7 +393,9 @@ def _generated_student(case):
     return Student(Namespace(ns), (), case.exercise)
 
 
-RIGHT_AT_LEAST = 0.939  # the bar this held-out set clears with a margin of one case (141 of 149 named right: see docs/diagnosis.md)
+RIGHT_AT_LEAST = (
+    0.939  # the bar this held-out set clears with a margin of one case (141 of 149 named right: see docs/diagnosis.md)
+)
 
 
 def test_generated_heldout_functions_are_named_right_and_never_wrongly():
@@ -400,14 +423,20 @@ def test_generated_heldout_functions_are_named_right_and_never_wrongly():
         tally[case.kind][verdict] += 1
         tally[case.exercise][verdict] += 1
     right = sum(t["right"] for k, t in tally.items() if k in ("pair", "plus", "other", "part"))
-    print(f"\ngenerated held-out: {len(cases)} functions ({len(two)} with two defects): {right} named right "
-          f"({right / len(cases):.0%}), {len(wrong)} wrong, {len(nothing)} nothing")
+    print(
+        f"\ngenerated held-out: {len(cases)} functions ({len(two)} with two defects): {right} named right "
+        f"({right / len(cases):.0%}), {len(wrong)} wrong, {len(nothing)} nothing"
+    )
     for kind in ("pair", "plus", "part", "other"):
         t = tally[kind]
-        print(f"  {kind:5}: {t['right']} right ({t['all named']} with every mistake named), {t['wrong']} wrong, "
-              f"{t['nothing']} nothing")
-    print("  per exercise (right / all): " + ", ".join(
-        f"{ex} {tally[ex]['right']}/{sum(tally[ex].values())}" for ex in EXERCISES))
+        print(
+            f"  {kind:5}: {t['right']} right ({t['all named']} with every mistake named), {t['wrong']} wrong, "
+            f"{t['nothing']} nothing"
+        )
+    print(
+        "  per exercise (right / all): "
+        + ", ".join(f"{ex} {tally[ex]['right']}/{sum(tally[ex].values())}" for ex in EXERCISES)
+    )
     print(f"  nothing named: {nothing}")
     assert not wrong, f"named wrong: {wrong}"
     assert right / len(cases) >= RIGHT_AT_LEAST
@@ -449,8 +478,10 @@ def test_what_else_differs_is_said_in_both_languages():
     assert "unexplained_en" not in found["padding_mask"][0]  # padding_mask itself is explained
     found = _describe("att_scale_dk_plus_values_from_keys")["scaled_dot_product_attention"]
     assert [d["id"] for d in found] == ["sdpa_scale_by_dk"]
-    assert "something else differs" in found[0]["unexplained_en"] and "`scaled_dot_product_attention(" in \
-        found[0]["unexplained_en"]
+    assert (
+        "something else differs" in found[0]["unexplained_en"]
+        and "`scaled_dot_product_attention(" in found[0]["unexplained_en"]
+    )
     assert found[0]["unexplained_zh"].startswith("另外还有不同之处")
     text = feedback_text(_result(found, "scaled_dot_product_attention"), "both")
     assert text.index(found[0]["title_en"]) < text.index("something else differs")
@@ -463,11 +494,13 @@ def test_common_mistakes_written_another_way_are_named():
     """Common mistakes written another way: a -1e9 fill with the mask inverted or softmax over the query axis,
     ~tril() for an upper triangle, an in-place division under torch.no_grad(), the encoding added
     along the batch axis for any batch size, and bob's masked loss (per sequence and NaN at padding)."""
-    for name, want in [("att_other_inverted_minus_1e9", "sdpa_mask_inverted"),
-                       ("att_other_queries_minus_1e9", "sdpa_softmax_over_queries"),
-                       ("masks_other_upper_without_diagonal", "causal_mask_upper_triangle"),
-                       ("att_other_q_divided_in_place_no_grad", "sdpa_scales_q_in_place"),
-                       ("pe_other_batch_axis_any_B", "add_pe_along_batch_axis")]:
+    for name, want in [
+        ("att_other_inverted_minus_1e9", "sdpa_mask_inverted"),
+        ("att_other_queries_minus_1e9", "sdpa_softmax_over_queries"),
+        ("masks_other_upper_without_diagonal", "causal_mask_upper_triangle"),
+        ("att_other_q_divided_in_place_no_grad", "sdpa_scales_q_in_place"),
+        ("pe_other_batch_axis_any_B", "add_pe_along_batch_axis"),
+    ]:
         got = {d["id"] for v in _describe(name).values() for d in v}
         assert got == {want}, (name, got)
     found = _describe("ml_per_sequence_nan_logits")["masked_cross_entropy"]

@@ -6,8 +6,8 @@ The wrong functions below are in no catalogue (autograder/catalogue/*.yml); each
 part that is said, in both languages, and the careful tests check that two unrelated defects or
 random noise never get a wrong claim.
 """
+
 import pytest
-import torch
 
 from autograder import diagnose as D
 from autograder.catalogue import load_catalogue
@@ -50,13 +50,13 @@ def _said(exercise, code, function, zh, en, complete=True):
 
 # ---------------------------------------------------------------- cells
 
-LSTM_B_HH_AS_B_IH = '''
+LSTM_B_HH_AS_B_IH = """
 _ref_lstm = lstm_cell
 def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     return _ref_lstm(x, state, W_ih, W_hh, b_ih, b_ih)
-'''
+"""
 
-LSTM_FORGET_BIAS_TWICE = '''
+LSTM_FORGET_BIAS_TWICE = """
 def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     h, c = state
     H = h.shape[1]
@@ -65,38 +65,48 @@ def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     i, f, g, o = gates.chunk(4, dim=-1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
-'''
+"""
 
-LSTM_MINUS_RECURRENT = '''
+LSTM_MINUS_RECURRENT = """
 def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     h, c = state
     i, f, g, o = (x @ W_ih.T + b_ih - h @ W_hh.T + b_hh).chunk(4, dim=-1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
-'''
+"""
 
-GRU_NO_B_HR = '''
+GRU_NO_B_HR = """
 _ref_gru = gru_cell
 def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
     b = b_hh.clone()
     b[:b.shape[0] // 3] = 0
     return _ref_gru(x, h, W_ih, W_hh, b_ih, b)
-'''
+"""
 
-GRU_NO_CARRY = '''
+GRU_NO_CARRY = """
 def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
     x_r, x_z, x_n = (x @ W_ih.T + b_ih).chunk(3, dim=-1)
     h_r, h_z, h_n = (h @ W_hh.T + b_hh).chunk(3, dim=-1)
     r, z = torch.sigmoid(x_r + h_r), torch.sigmoid(x_z + h_z)
     return (1 - z) * torch.tanh(x_n + r * h_n)
-'''
+"""
 
 
 def test_cell_parts_are_said():
-    _said("recurrent", LSTM_B_HH_AS_B_IH, "lstm_cell", "把 `b_hh` 换成 `b_ih` 时与参考一致",
-          "your cell matches the reference when `b_hh` is replaced by `b_ih`")
-    _said("recurrent", LSTM_FORGET_BIAS_TWICE, "lstm_cell", "`b_hh` 的 f 块乘以 2",
-          "when the f block of `b_hh` is doubled")
+    _said(
+        "recurrent",
+        LSTM_B_HH_AS_B_IH,
+        "lstm_cell",
+        "把 `b_hh` 换成 `b_ih` 时与参考一致",
+        "your cell matches the reference when `b_hh` is replaced by `b_ih`",
+    )
+    _said(
+        "recurrent",
+        LSTM_FORGET_BIAS_TWICE,
+        "lstm_cell",
+        "`b_hh` 的 f 块乘以 2",
+        "when the f block of `b_hh` is doubled",
+    )
     _said("recurrent", LSTM_MINUS_RECURRENT, "lstm_cell", "`W_hh` 取相反数", "the sign of `W_hh` is flipped")
     _said("recurrent", GRU_NO_B_HR, "gru_cell", "`b_hh` 的 r 块设为 0", "when the r block of `b_hh` is set to 0")
     _said("recurrent", GRU_NO_CARRY, "gru_cell", "z * h", "the carried term z * h is left out of h_new")
@@ -104,15 +114,15 @@ def test_cell_parts_are_said():
 
 # ---------------------------------------------------------------- the sequence
 
-SEQ_IGNORES_C0 = '''
+SEQ_IGNORES_C0 = """
 _seq = lstm_sequence
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     if state is not None:
         state = (state[0], torch.zeros_like(state[1]))
     return _seq(X, lengths, W_ih, W_hh, b_ih, b_hh, state)
-'''
+"""
 
-SEQ_C_AT_T = '''
+SEQ_C_AT_T = """
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     B, T, _ = X.shape
     d_h = W_hh.shape[1]
@@ -125,9 +135,9 @@ def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
         c = c_t  # the cell state runs on through the padding
         outputs.append(torch.where(valid, h_t, torch.zeros_like(h_t)))
     return torch.stack(outputs, dim=1), (h, c)
-'''
+"""
 
-SEQ_STATE_IN_PLACE = '''
+SEQ_STATE_IN_PLACE = """
 _seq = lstm_sequence
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     out, (h, c) = _seq(X, lengths, W_ih, W_hh, b_ih, b_hh, state)
@@ -135,9 +145,9 @@ def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
         state[0].copy_(h)
         state[1].copy_(c)
     return out, (h, c)
-'''
+"""
 
-SEQ_FINAL_ONE_EARLY = '''
+SEQ_FINAL_ONE_EARLY = """
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     B, T, _ = X.shape
     d_h = W_hh.shape[1]
@@ -152,41 +162,57 @@ def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
         outputs.append(torch.where(valid, h_t, torch.zeros_like(h_t)))
     idx = torch.arange(B)
     return torch.stack(outputs, 1), (torch.stack(hs, 1)[idx, lengths - 1], torch.stack(cs, 1)[idx, lengths - 1])
-'''
+"""
 
 
 def test_sequence_parts_are_said():
-    _said("recurrent", SEQ_IGNORES_C0, "lstm_sequence", "初始状态 c0 被忽略", "the initial state c0 you are given is ignored")
-    _said("recurrent", SEQ_C_AT_T, "lstm_sequence", "c_n 在填充步也被更新",
-          "c_n keep updating at padded steps: for the sequences shorter than T")
-    _said("recurrent", SEQ_STATE_IN_PLACE, "lstm_sequence", "原地修改了传入的初始状态",
-          "you write into the initial state (h0, c0) you are given, in place")
+    _said(
+        "recurrent",
+        SEQ_IGNORES_C0,
+        "lstm_sequence",
+        "初始状态 c0 被忽略",
+        "the initial state c0 you are given is ignored",
+    )
+    _said(
+        "recurrent",
+        SEQ_C_AT_T,
+        "lstm_sequence",
+        "c_n 在填充步也被更新",
+        "c_n keep updating at padded steps: for the sequences shorter than T",
+    )
+    _said(
+        "recurrent",
+        SEQ_STATE_IN_PLACE,
+        "lstm_sequence",
+        "原地修改了传入的初始状态",
+        "you write into the initial state (h0, c0) you are given, in place",
+    )
     _said("recurrent", SEQ_FINAL_ONE_EARLY, "lstm_sequence", "h_n, c_n 取早了一步", "h_n, c_n is taken one step early")
 
 
 # ---------------------------------------------------------------- masks
 
-CAUSAL_NEXT_KEY = '''
+CAUSAL_NEXT_KEY = """
 def causal_mask(T, device=None):
     return torch.ones(T, T, dtype=torch.bool, device=device).tril(1)
-'''
+"""
 
-CAUSAL_FIRST_COLUMN_BLOCKED = '''
+CAUSAL_FIRST_COLUMN_BLOCKED = """
 def causal_mask(T, device=None):
     m = torch.ones(T, T, dtype=torch.bool, device=device).tril()
     m[:, 0] = False
     return m
-'''
+"""
 
-PADDING_FIRST_ALWAYS = '''
+PADDING_FIRST_ALWAYS = """
 _pm = padding_mask
 def padding_mask(lengths, max_len=None):
     m = _pm(lengths, max_len).clone()
     m[:, 0] = True
     return m
-'''
+"""
 
-ATTENTION_PADDED_SELF = '''
+ATTENTION_PADDED_SELF = """
 _am = attention_mask
 def attention_mask(lengths, max_len=None, causal=False):
     m = _am(lengths, max_len, causal).clone()
@@ -194,52 +220,82 @@ def attention_mask(lengths, max_len=None, causal=False):
     eye = torch.eye(T, dtype=torch.bool)
     padded = torch.arange(T)[None, :] >= lengths[:, None]
     return m | (eye & padded[:, :, None])[:, None]
-'''
+"""
 
 
 def test_mask_parts_are_said():
-    _said("masks", CAUSAL_NEXT_KEY, "causal_mask", "下一个位置 (j == i + 1)全部设为 True",
-          "with the next key (j == i + 1) all set to True")
-    _said("masks", CAUSAL_FIRST_COLUMN_BLOCKED, "causal_mask", "第一列 (j == 0)全部设为 False",
-          "the first column (j == 0) all set to False")
-    _said("masks", PADDING_FIRST_ALWAYS, "padding_mask", "第一个位置 (t == 0)全部设为 True",
-          "the first position (t == 0) all set to True")
-    _said("masks", ATTENTION_PADDED_SELF, "attention_mask", "填充查询行的对角线",
-          "the diagonal of the padded query rows (i == j >= lengths[b]) all set to True")
+    _said(
+        "masks",
+        CAUSAL_NEXT_KEY,
+        "causal_mask",
+        "下一个位置 (j == i + 1)全部设为 True",
+        "with the next key (j == i + 1) all set to True",
+    )
+    _said(
+        "masks",
+        CAUSAL_FIRST_COLUMN_BLOCKED,
+        "causal_mask",
+        "第一列 (j == 0)全部设为 False",
+        "the first column (j == 0) all set to False",
+    )
+    _said(
+        "masks",
+        PADDING_FIRST_ALWAYS,
+        "padding_mask",
+        "第一个位置 (t == 0)全部设为 True",
+        "the first position (t == 0) all set to True",
+    )
+    _said(
+        "masks",
+        ATTENTION_PADDED_SELF,
+        "attention_mask",
+        "填充查询行的对角线",
+        "the diagonal of the padded query rows (i == j >= lengths[b]) all set to True",
+    )
 
 
 # ---------------------------------------------------------------- the positional encoding
 
-PE_COS_SCALED = '''
+PE_COS_SCALED = """
 _se = sinusoidal_encoding
 def sinusoidal_encoding(T, d, base=10000.0):
     pe = _se(T, d, base).clone()
     pe[:, 1::2] = pe[:, 1::2] * 1.5
     return pe
-'''
+"""
 
-PE_FIRST_ROW_ZERO = '''
+PE_FIRST_ROW_ZERO = """
 _se = sinusoidal_encoding
 def sinusoidal_encoding(T, d, base=10000.0):
     pe = _se(T, d, base).clone()
     pe[0] = 0.0
     return pe
-'''
+"""
 
-PE_HALF = '''
+PE_HALF = """
 _se = sinusoidal_encoding
 def sinusoidal_encoding(T, d, base=10000.0):
     return _se(T, d, base).half()
-'''
+"""
 
 
 def test_encoding_parts_are_said():
-    _said("positional_encoding", PE_COS_SCALED, "sinusoidal_encoding", "只在奇数列（cos）",
-          "your encoding differs from the reference only in the odd columns (cos)")
+    _said(
+        "positional_encoding",
+        PE_COS_SCALED,
+        "sinusoidal_encoding",
+        "只在奇数列（cos）",
+        "your encoding differs from the reference only in the odd columns (cos)",
+    )
     named, by_part = _run("positional_encoding", PE_COS_SCALED)
     assert "odd columns (cos)" in by_part["add_positional_encoding"][0]["en"]  # what it adds, through the table
-    _said("positional_encoding", PE_FIRST_ROW_ZERO, "sinusoidal_encoding", "奇数列（cos），而且只在位置 0",
-          "only in the odd columns (cos), and only at position 0")
+    _said(
+        "positional_encoding",
+        PE_FIRST_ROW_ZERO,
+        "sinusoidal_encoding",
+        "奇数列（cos），而且只在位置 0",
+        "only in the odd columns (cos), and only at position 0",
+    )
     named, by_part = _run("positional_encoding", PE_HALF, ["sinusoidal_encoding"])
     assert not named
     [claim] = by_part["sinusoidal_encoding"]
@@ -248,21 +304,21 @@ def test_encoding_parts_are_said():
 
 # ---------------------------------------------------------------- the loss
 
-LOSS_COUNT_PLUS_ONE = '''
+LOSS_COUNT_PLUS_ONE = """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
     return F.cross_entropy(logits[mask], targets[mask], reduction="sum") / (mask.sum() + 1)
-'''
+"""
 
-LOSS_DIVIDED_BY_T = '''
+LOSS_DIVIDED_BY_T = """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
     return F.cross_entropy(logits[mask], targets[mask], reduction="sum") / mask.shape[1]
-'''
+"""
 
-LOSS_SKIPS_LAST_VALID = '''
+LOSS_SKIPS_LAST_VALID = """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
@@ -270,16 +326,27 @@ def masked_cross_entropy(logits, targets, mask):
     keep = mask & ~last
     ce = F.cross_entropy(logits[keep], targets[keep], reduction="sum")
     return ce / mask.sum()
-'''
+"""
 
 
 def test_loss_parts_are_said():
-    _said("masked_loss", LOSS_COUNT_PLUS_ONE, "masked_cross_entropy", "有效词元数 + 1",
-          "over the valid tokens, divided by the number of valid tokens + 1")
-    _said("masked_loss", LOSS_DIVIDED_BY_T, "masked_cross_entropy", "除以序列长度 T",
-          "divided by the sequence length T")
-    _said("masked_loss", LOSS_SKIPS_LAST_VALID, "masked_cross_entropy", "漏掉了每个序列最后一个",
-          "over the valid tokens but the last one of each sequence, divided by the number of valid tokens")
+    _said(
+        "masked_loss",
+        LOSS_COUNT_PLUS_ONE,
+        "masked_cross_entropy",
+        "有效词元数 + 1",
+        "over the valid tokens, divided by the number of valid tokens + 1",
+    )
+    _said(
+        "masked_loss", LOSS_DIVIDED_BY_T, "masked_cross_entropy", "除以序列长度 T", "divided by the sequence length T"
+    )
+    _said(
+        "masked_loss",
+        LOSS_SKIPS_LAST_VALID,
+        "masked_cross_entropy",
+        "漏掉了每个序列最后一个",
+        "over the valid tokens but the last one of each sequence, divided by the number of valid tokens",
+    )
 
 
 # ---------------------------------------------------------------- the form, in any exercise
@@ -337,8 +404,13 @@ def sliding_windows(series, window, horizon):
 
 
 def test_the_form_is_said_in_any_exercise():
-    _said("masks", PADDING_INT64, "padding_mask", "dtype 是 int64，应为 bool",
-          "the dtype of the result of `padding_mask` is int64, expected bool")
+    _said(
+        "masks",
+        PADDING_INT64,
+        "padding_mask",
+        "dtype 是 int64，应为 bool",
+        "the dtype of the result of `padding_mask` is int64, expected bool",
+    )
     _, by_part = _run("positional_encoding", ADD_PE_FLOAT32_TABLE, ["add_positional_encoding"])
     said = {c["en"] for c in by_part["add_positional_encoding"]}
     assert "the dtype of the result of `add_positional_encoding` is float32, expected float16" in said
@@ -346,10 +418,20 @@ def test_the_form_is_said_in_any_exercise():
     _said("masked_loss", LOSS_FROM_ITEM, "masked_cross_entropy", "没有梯度", "carries no gradient")
     claim = _said("tiny_lm", INIT_FLOAT64, "init_tiny_lm", "`E`、`W_q`", "is float64, expected float32")
     assert "`W_out`" in claim["en"]
-    _said("tiny_lm", INIT_W_OUT_TRANSPOSED, "init_tiny_lm", "`W_out`的形状是 (4, 5)，应为 (5, 4)",
-          "the shape of `W_out` of `init_tiny_lm` is (4, 5), expected (5, 4)")
-    _said("bert_masking", MLM_WRITES_INPUT, "mlm_mask", "原地修改了它的参数 `input_ids`",
-          "`mlm_mask` writes into its argument `input_ids` in place")
+    _said(
+        "tiny_lm",
+        INIT_W_OUT_TRANSPOSED,
+        "init_tiny_lm",
+        "`W_out`的形状是 (4, 5)，应为 (5, 4)",
+        "the shape of `W_out` of `init_tiny_lm` is (4, 5), expected (5, 4)",
+    )
+    _said(
+        "bert_masking",
+        MLM_WRITES_INPUT,
+        "mlm_mask",
+        "原地修改了它的参数 `input_ids`",
+        "`mlm_mask` writes into its argument `input_ids` in place",
+    )
     named, by_part = _run("timeseries", WINDOWS_ACCEPT_HORIZON_0, ["sliding_windows"])
     if not named:
         [claim] = by_part["sliding_windows"]
@@ -395,10 +477,20 @@ def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
 
 
 def test_gate_activations_copied_blocks_and_b_hn_are_said():
-    _said("recurrent", LSTM_OUTPUT_GATE_TANH, "lstm_cell", "o 门用 tanh 而不是 sigmoid",
-          "gate o goes through tanh instead of sigmoid")
-    _said("recurrent", LSTM_W_HH_F_FROM_I, "lstm_cell", "`W_hh` 的 f 块换成 i 块的副本",
-          "the f block of `W_hh` is replaced by a copy of its i block")
+    _said(
+        "recurrent",
+        LSTM_OUTPUT_GATE_TANH,
+        "lstm_cell",
+        "o 门用 tanh 而不是 sigmoid",
+        "gate o goes through tanh instead of sigmoid",
+    )
+    _said(
+        "recurrent",
+        LSTM_W_HH_F_FROM_I,
+        "lstm_cell",
+        "`W_hh` 的 f 块换成 i 块的副本",
+        "the f block of `W_hh` is replaced by a copy of its i block",
+    )
     _said("recurrent", GRU_B_HN_OUTSIDE, "gru_cell", "b_hn 放到重置门 r 外面", "r * (W_hn h) + b_hn instead of")
     _said("recurrent", GRU_UPDATE_GATE_TANH, "gru_cell", "z 门用 tanh", "gate z goes through tanh instead of sigmoid")
 
@@ -412,7 +504,9 @@ def masked_cross_entropy(logits, targets, mask):
 
 
 def test_softmax_before_the_loss_is_said():
-    _said("masked_loss", LOSS_SOFTMAX_FIRST, "masked_cross_entropy", "softmax 被做了两次", "the softmax is applied twice")
+    _said(
+        "masked_loss", LOSS_SOFTMAX_FIRST, "masked_cross_entropy", "softmax 被做了两次", "the softmax is applied twice"
+    )
 
 
 # ---------------------------------------------------------------- rope, timeseries, tiny_lm
@@ -466,10 +560,20 @@ def tiny_lm_loss(tokens, lengths, params):
 def test_rope_timeseries_and_tiny_lm_parts_are_said():
     _said("rope", ROPE_OFFSET_IGNORED, "apply_rope", "offset 被忽略了", "the offset argument is ignored")
     _said("rope", ROPE_T_FROM_AXIS_1, "apply_rope", "x.shape[1] 当作 T", "T taken from x.shape[1]")
-    _said("timeseries", WINDOWS_NEXT_STEP, "sliding_windows", "horizon 被忽略了",
-          "each window's target is always the next step, the horizon is ignored")
-    _said("timeseries", DATASETS_ACROSS_BOUNDARY, "make_datasets", "跨过了训练和测试的分界",
-          "your test windows cross the boundary between the periods")
+    _said(
+        "timeseries",
+        WINDOWS_NEXT_STEP,
+        "sliding_windows",
+        "horizon 被忽略了",
+        "each window's target is always the next step, the horizon is ignored",
+    )
+    _said(
+        "timeseries",
+        DATASETS_ACROSS_BOUNDARY,
+        "make_datasets",
+        "跨过了训练和测试的分界",
+        "your test windows cross the boundary between the periods",
+    )
     _said("tiny_lm", LM_LOSS_PADDING_BY_ID, "tiny_lm_loss", "id 为 0 的词元当作填充", "it does not use the lengths")
 
 
@@ -505,6 +609,7 @@ def test_rows_drawn_alike_name_one_mistake_not_a_second():
 
 # ---------------------------------------------------------------- careful
 
+
 def test_catalogued_mistakes_keep_their_names_and_get_no_part():
     """Every catalogued mistake of the four exercises named alone is still named, with no part
     claim next to it (the explanation by part is for what nothing catalogued explains)."""
@@ -535,8 +640,12 @@ def test_no_variant_is_a_catalogued_mistake_claimed_instead():
                 got = P._student_outputs(mistake, calls, None)
                 fitted = P.FITS[e["function"]](got, calls) if e["function"] in P.FITS else []
                 v = next(v for v in variants + fitted if v.id == claim["part"])
-                tested = [(i, k) for i, c in enumerate(calls) for k, r in enumerate(c.ref())
-                          if v.outs(i, c) is not None and not P._close(v.outs(i, c)[k], r)]
+                tested = [
+                    (i, k)
+                    for i, c in enumerate(calls)
+                    for k, r in enumerate(c.ref())
+                    if v.outs(i, c) is not None and not P._close(v.outs(i, c)[k], r)
+                ]
                 assert not all(P._close(got[i][k], v.outs(i, calls[i])[k]) for i, k in tested), (e["id"], claim)
 
 
@@ -556,47 +665,67 @@ def test_correct_variants_get_nothing(folder):
 
 
 TWO_DEFECTS = [
-    ("recurrent", '''
+    (
+        "recurrent",
+        """
 _ref_lstm = lstm_cell
 def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     h, c = _ref_lstm(x, state, W_ih, W_hh, b_ih, b_ih)
     return h * 1.01, c
-''', {"b_hh<-b_ih"}),
-    ("recurrent", '''
+""",
+        {"b_hh<-b_ih"},
+    ),
+    (
+        "recurrent",
+        """
 _ref_gru = gru_cell
 def gru_cell(x, h, W_ih, W_hh, b_ih, b_hh):
     b = b_hh.clone()
     b[:b.shape[0] // 3] = 0
     return _ref_gru(x, h, W_ih * 0.9, W_hh, b_ih, b)
-''', set()),
-    ("masks", '''
+""",
+        set(),
+    ),
+    (
+        "masks",
+        """
 def causal_mask(T, device=None):
     m = torch.ones(T, T, dtype=torch.bool, device=device).tril()
     m[:, -1] = True
     m[-1, :] = False
     return m
-''', set()),
-    ("masked_loss", '''
+""",
+        set(),
+    ),
+    (
+        "masked_loss",
+        """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
     return F.cross_entropy(logits[mask] * 1.1, targets[mask], reduction="sum") / (mask.sum() + 1)
-''', set()),
-    ("recurrent", '''
+""",
+        set(),
+    ),
+    (
+        "recurrent",
+        """
 _seq = lstm_sequence
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     if state is not None:
         state = (state[0], torch.zeros_like(state[1]))
     out, (h, c) = _seq(X, lengths, W_ih, W_hh, b_ih, b_hh, state)
     return out, (h, c + 0.01)
-''', set()),
+""",
+        set(),
+    ),
 ]
 
 
 def _noise(function, exercise):
     """The reference's `function` with seeded noise added to what it returns (flipped entries of a mask)."""
     if function == "MultiHeadAttention":
-        return '''
+        return """
 _Orig = MultiHeadAttention
 def _n(t):
     return 0.01 * torch.randn(t.shape, dtype=t.dtype)
@@ -605,27 +734,29 @@ class MultiHeadAttention(_Orig):
         torch.manual_seed(0)
         o, w = super().forward(*args, **kwargs)
         return o + _n(o), w + _n(w)
-'''
-    wrap = {"lstm_cell": "h, c = out\n    return h + _n(h), c + _n(c)",
-            "gru_cell": "return out + _n(out)",
-            "lstm_sequence": "o, (h, c) = out\n    return o + _n(o), (h + _n(h), c)",
-            "masked_cross_entropy": "return out + 0.01 * torch.rand(()).item()",
-            "sinusoidal_encoding": "return out + _n(out)",
-            "causal_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
-            "padding_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
-            "attention_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
-            "apply_rope": "return out + _n(out)",
-            "scaled_dot_product_attention": "o, w = out\n    return o + _n(o), w + _n(w)",
-            "sliding_windows": "X, y = out\n    return X + _n(X), y + _n(y)",
-            "make_datasets": "return tuple(o + _n(o) for o in out)",
-            "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()",
-            "mlm_mask": "i, l = out\n    r = torch.rand(i.shape) < 0.01\n"
-                        "    return torch.where(r, torch.randint(0, 200, i.shape), i), "
-                        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)",
-            "make_ablation": "for c in out:\n        c['train']['lr'] += 0.01 * torch.rand(()).item()\n    return out",
-            "run_ablation": "for row in out:\n        for r in row:\n"
-                            "            r['test_accuracy'] += 0.01 * torch.rand(()).item()\n    return out"}[function]
-    return f'''
+"""
+    wrap = {
+        "lstm_cell": "h, c = out\n    return h + _n(h), c + _n(c)",
+        "gru_cell": "return out + _n(out)",
+        "lstm_sequence": "o, (h, c) = out\n    return o + _n(o), (h + _n(h), c)",
+        "masked_cross_entropy": "return out + 0.01 * torch.rand(()).item()",
+        "sinusoidal_encoding": "return out + _n(out)",
+        "causal_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
+        "padding_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
+        "attention_mask": "return out ^ (torch.rand(out.shape) < 0.2)",
+        "apply_rope": "return out + _n(out)",
+        "scaled_dot_product_attention": "o, w = out\n    return o + _n(o), w + _n(w)",
+        "sliding_windows": "X, y = out\n    return X + _n(X), y + _n(y)",
+        "make_datasets": "return tuple(o + _n(o) for o in out)",
+        "tiny_lm_loss": "return out + 0.01 * torch.rand(()).item()",
+        "mlm_mask": "i, l = out\n    r = torch.rand(i.shape) < 0.01\n"
+        "    return torch.where(r, torch.randint(0, 200, i.shape), i), "
+        "torch.where(torch.rand(l.shape) < 0.01, torch.randint(0, 200, l.shape), l)",
+        "make_ablation": "for c in out:\n        c['train']['lr'] += 0.01 * torch.rand(()).item()\n    return out",
+        "run_ablation": "for row in out:\n        for r in row:\n"
+        "            r['test_accuracy'] += 0.01 * torch.rand(()).item()\n    return out",
+    }[function]
+    return f"""
 _orig = {function}
 def _n(t):
     return 0.01 * torch.randn(t.shape, dtype=t.dtype)
@@ -633,7 +764,7 @@ def {function}(*args, **kwargs):
     torch.manual_seed(0)
     out = _orig(*args, **kwargs)
     {wrap}
-'''
+"""
 
 
 def test_two_defects_or_noise_never_get_a_wrong_part():
@@ -662,22 +793,34 @@ def test_a_second_defect_elsewhere_is_said_too():
     """A claimed part whose calls the second defect leaves alone is said, and so is the rest:
     something else differs as well (here in calls given no initial state, which the part's
     experiment does not test)."""
-    code = SEQ_IGNORES_C0 + '''
+    code = (
+        SEQ_IGNORES_C0
+        + """
 _seq2 = lstm_sequence
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     out, (h, c) = _seq2(X, lengths, W_ih, W_hh, b_ih, b_hh, state)
     return (out, (h + 1.0, c)) if state is None else (out, (h, c))
-'''
+"""
+    )
     claim = _said("recurrent", code, "lstm_sequence", "c0 被忽略", "c0 you are given is ignored", complete=False)
     assert claim["else_zh"] == "另外还有别的不同之处。" and claim["else_en"] == "Something else differs as well."
-    code = PADDING_FIRST_ALWAYS + '''
+    code = (
+        PADDING_FIRST_ALWAYS
+        + """
 _pm2 = padding_mask
 def padding_mask(lengths, max_len=None):
     m = _pm2(lengths, max_len)
     return ~m if len(lengths) == 1 else m
-'''
-    _said("masks", code, "padding_mask", "第一个位置 (t == 0)", "the first position (t == 0) all set to True",
-          complete=False)
+"""
+    )
+    _said(
+        "masks",
+        code,
+        "padding_mask",
+        "第一个位置 (t == 0)",
+        "the first position (t == 0) all set to True",
+        complete=False,
+    )
 
 
 def test_never_runs_when_everything_passes():
@@ -705,8 +848,9 @@ def test_heldout_functions_named_nothing_now_get_a_part():
         ns = {"__name__": f"heldout_{case.name}"}
         exec(compile(case.source, f"<{case.name}>", "exec"), ns)  # noqa: S102 - the repository's own test data
         by_part = {}
-        found = D.diagnose(Student(Namespace(ns), (), case.exercise), case.exercise,
-                           list(D.PROBES[case.exercise]), by_part=by_part)
+        found = D.diagnose(
+            Student(Namespace(ns), (), case.exercise), case.exercise, list(D.PROBES[case.exercise]), by_part=by_part
+        )
         if not any(found.values()):
             n += bool(by_part)
     assert n >= 2
@@ -716,23 +860,41 @@ def test_heldout_functions_named_nothing_now_get_a_part():
 
 
 def _report():
-    claim = {"function": "masked_cross_entropy", "part": "valid/valid+1",
-             "zh": "你的损失等于有效词元的交叉熵之和除以有效词元数 + 1",
-             "en": "your loss equals the sum of the cross-entropy over the valid tokens, divided by the number of "
-                   "valid tokens + 1", "probe": "masked_cross_entropy(logits 2×4×5, targets, mask=[[1, 1, 1, 0]])"}
-    t = TestResult(name="masked_loss/masked_cross_entropy/matches", function="masked_cross_entropy", score=0.0,
-                   max_score=2.0, passed=False, feedback="", status="failed", property_zh="等于参考",
-                   property_en="equals the reference", explained_by_part=[claim])
-    return Report(submission="s.py", score=0.0, max_score=2.0,
-                  exercises=[ExerciseResult("masked_loss", 0.0, 2.0, [t])]), claim
+    claim = {
+        "function": "masked_cross_entropy",
+        "part": "valid/valid+1",
+        "zh": "你的损失等于有效词元的交叉熵之和除以有效词元数 + 1",
+        "en": "your loss equals the sum of the cross-entropy over the valid tokens, divided by the number of "
+        "valid tokens + 1",
+        "probe": "masked_cross_entropy(logits 2×4×5, targets, mask=[[1, 1, 1, 0]])",
+    }
+    t = TestResult(
+        name="masked_loss/masked_cross_entropy/matches",
+        function="masked_cross_entropy",
+        score=0.0,
+        max_score=2.0,
+        passed=False,
+        feedback="",
+        status="failed",
+        property_zh="等于参考",
+        property_en="equals the reference",
+        explained_by_part=[claim],
+    )
+    return Report(
+        submission="s.py", score=0.0, max_score=2.0, exercises=[ExerciseResult("masked_loss", 0.0, 2.0, [t])]
+    ), claim
 
 
 def test_every_renderer_says_the_part_in_both_languages():
     report, claim = _report()
     assert report.to_dict()["exercises"][0]["tests"][0]["explained_by_part"] == [claim]
-    for text in (render_text(report, "both"), render_markdown(report, "both"), render_rich_text(report, "both", 200),
-                 feedback_text(report.exercises[0].tests[0], "both"),
-                 parts_html(report.exercises[0].tests[0].explained_by_part, "both")):
+    for text in (
+        render_text(report, "both"),
+        render_markdown(report, "both"),
+        render_rich_text(report, "both", 200),
+        feedback_text(report.exercises[0].tests[0], "both"),
+        parts_html(report.exercises[0].tests[0].explained_by_part, "both"),
+    ):
         assert "哪一部分不同" in text and "Which part differs" in text, text
         assert "有效词元数 + 1" in text and "number of valid tokens + 1" in text
         assert "masked_cross_entropy(logits 2×4×5" in text
@@ -762,7 +924,7 @@ def test_end_to_end_through_the_sandbox(tmp_path):
 
 # ---------------------------------------------------------------- an input written in place: which one
 
-LOSS_WRITES_TARGETS = '''
+LOSS_WRITES_TARGETS = """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
@@ -770,17 +932,17 @@ def masked_cross_entropy(logits, targets, mask):
     targets[~mask] = 0
     per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction="none")
     return (per_token.reshape(mask.shape) * mask).sum() / mask.sum()
-'''
+"""
 
-LOSS_FILLS_TARGETS = '''
+LOSS_FILLS_TARGETS = """
 def masked_cross_entropy(logits, targets, mask):
     if mask.sum() == 0:
         raise ValueError("no valid token")
     t = targets.masked_fill_(~mask, -100)
     return F.cross_entropy(logits.flatten(0, 1), t.flatten(), ignore_index=-100)
-'''
+"""
 
-SDPA_SCALES_K_IN_PLACE = '''
+SDPA_SCALES_K_IN_PLACE = """
 def scaled_dot_product_attention(Q, K, V, mask=None):
     K.div_(math.sqrt(K.shape[-1]))
     scores = Q @ K.transpose(-2, -1)
@@ -790,31 +952,34 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
     return weights @ V, weights
-'''
+"""
 
-LSTM_UPDATES_H_IN_PLACE = '''
+LSTM_UPDATES_H_IN_PLACE = """
 def lstm_cell(x, state, W_ih, W_hh, b_ih, b_hh):
     h, c = state
     i, f, g, o = (x @ W_ih.T + b_ih + h @ W_hh.T + b_hh).chunk(4, dim=-1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return h.copy_(torch.sigmoid(o) * torch.tanh(c_new)), c_new
-'''
+"""
 
-SEQ_WRITES_X = '''
+SEQ_WRITES_X = """
 _seq_right = lstm_sequence
 def lstm_sequence(X, lengths, W_ih, W_hh, b_ih, b_hh, state=None):
     X.add_(0.0).mul_(2.0)
     return _seq_right(X / 2, lengths, W_ih, W_hh, b_ih, b_hh, state)
-'''
+"""
 
 
-@pytest.mark.parametrize("exercise, code, function, arg", [
-    ("masked_loss", LOSS_WRITES_TARGETS, "masked_cross_entropy", "targets"),
-    ("masked_loss", LOSS_FILLS_TARGETS, "masked_cross_entropy", "targets"),
-    ("attention", SDPA_SCALES_K_IN_PLACE, "scaled_dot_product_attention", "K"),
-    ("recurrent", LSTM_UPDATES_H_IN_PLACE, "lstm_cell", "state[0]"),
-    ("recurrent", SEQ_WRITES_X, "lstm_sequence", "X"),
-])
+@pytest.mark.parametrize(
+    "exercise, code, function, arg",
+    [
+        ("masked_loss", LOSS_WRITES_TARGETS, "masked_cross_entropy", "targets"),
+        ("masked_loss", LOSS_FILLS_TARGETS, "masked_cross_entropy", "targets"),
+        ("attention", SDPA_SCALES_K_IN_PLACE, "scaled_dot_product_attention", "K"),
+        ("recurrent", LSTM_UPDATES_H_IN_PLACE, "lstm_cell", "state[0]"),
+        ("recurrent", SEQ_WRITES_X, "lstm_sequence", "X"),
+    ],
+)
 def test_an_input_written_in_place_is_not_named_after_another_argument(exercise, code, function, arg):
     """A catalogued in-place mistake writes into one argument (logits, Q, the mask, c, base); a
     function writing into another one is not that mistake: the argument it wrote into is said."""
@@ -850,7 +1015,7 @@ def test_the_argument_written_is_known_through_the_sandbox(tmp_path):
 
 # ---------------------------------------------------------------- mlm_mask: facts of a random function
 
-MLM_LAST_SPECIAL_ONLY = '''
+MLM_LAST_SPECIAL_ONLY = """
 def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     g = torch.Generator().manual_seed(seed)
     selected = (torch.rand(input_ids.shape, generator=g) < 0.15) & (input_ids != special_ids[-1])
@@ -861,9 +1026,9 @@ def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     swap = selected & (u >= 0.8) & (u < 0.9)
     inputs[swap] = other[swap]
     return inputs, torch.where(selected, input_ids, torch.full_like(input_ids, -100))
-'''
+"""
 
-MLM_SPECIALS_BUT_PAD = '''
+MLM_SPECIALS_BUT_PAD = """
 def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     g = torch.Generator().manual_seed(seed)
     labels = torch.full_like(input_ids, -100)
@@ -877,9 +1042,9 @@ def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
         elif u < 0.9:
             inputs[b, t] = int(torch.randint(vocab_size, (), generator=g))
     return inputs, labels
-'''
+"""
 
-MLM_UNSELECTED_MINUS_ONE = '''
+MLM_UNSELECTED_MINUS_ONE = """
 def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     g = torch.Generator().manual_seed(seed)
     special = torch.isin(input_ids, torch.tensor(special_ids))
@@ -890,9 +1055,9 @@ def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     inputs = torch.where(chosen & (kind < 0.8), mask_id, input_ids)
     inputs = torch.where(chosen & (kind >= 0.8) & (kind < 0.9), rand_tok, inputs)
     return inputs, torch.where(chosen, input_ids, -1)
-'''
+"""
 
-MLM_RATES_70_20_10 = '''
+MLM_RATES_70_20_10 = """
 def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     g = torch.Generator().manual_seed(seed)
     sel = (torch.rand(input_ids.shape, generator=g) < 0.15) & ~special_tokens_mask(input_ids, special_ids)
@@ -901,18 +1066,34 @@ def mlm_mask(input_ids, special_ids, mask_id, vocab_size, seed):
     out = torch.where(sel & (u < 0.7), torch.full_like(input_ids, mask_id), input_ids)
     out = torch.where(sel & (u >= 0.7) & (u < 0.9), rnd, out)
     return out, torch.where(sel, input_ids, torch.full_like(input_ids, -100))
-'''
+"""
 
 
-@pytest.mark.parametrize("code, zh, en", [
-    (MLM_LAST_SPECIAL_ONLY, "特殊词元 [PAD] 0, [CLS] 101, [SEP] 102 会被选中或被替换",
-     "the special tokens [PAD] 0, [CLS] 101, [SEP] 102 get selected or replaced"),
-    (MLM_SPECIALS_BUT_PAD, "特殊词元 [CLS] 101, [SEP] 102, [MASK] 103 会被选中或被替换",
-     "still protected: [PAD] 0"),
-    (MLM_UNSELECTED_MINUS_ONE, "没有被选中的位置标签是 -1，应为 -100", "the positions not selected get the label -1, expected -100"),
-    (MLM_RATES_70_20_10, "约 70% 换成 [MASK]、19% 换成随机词元、10% 不变",
-     "about 70% become [MASK], 19% a random token and 10% stay unchanged, expected 80% / 10% / 10%"),
-])
+@pytest.mark.parametrize(
+    "code, zh, en",
+    [
+        (
+            MLM_LAST_SPECIAL_ONLY,
+            "特殊词元 [PAD] 0, [CLS] 101, [SEP] 102 会被选中或被替换",
+            "the special tokens [PAD] 0, [CLS] 101, [SEP] 102 get selected or replaced",
+        ),
+        (
+            MLM_SPECIALS_BUT_PAD,
+            "特殊词元 [CLS] 101, [SEP] 102, [MASK] 103 会被选中或被替换",
+            "still protected: [PAD] 0",
+        ),
+        (
+            MLM_UNSELECTED_MINUS_ONE,
+            "没有被选中的位置标签是 -1，应为 -100",
+            "the positions not selected get the label -1, expected -100",
+        ),
+        (
+            MLM_RATES_70_20_10,
+            "约 70% 换成 [MASK]、19% 换成随机词元、10% 不变",
+            "about 70% become [MASK], 19% a random token and 10% stay unchanged, expected 80% / 10% / 10%",
+        ),
+    ],
+)
 def test_mlm_mask_facts(code, zh, en):
     _said("bert_masking", code, "mlm_mask", zh, en)
 
@@ -929,7 +1110,7 @@ def test_mlm_mask_catalogued_mistakes_keep_their_names_and_get_no_fact():
 
 # ---------------------------------------------------------------- ablation: shared configs, seeds
 
-ABL_ONE_COPY_FOR_ALL = '''
+ABL_ONE_COPY_FOR_ALL = """
 _make_right = make_ablation
 def make_ablation(base, factor, values):
     _make_right(base, factor, values)  # its checks
@@ -943,9 +1124,9 @@ def make_ablation(base, factor, values):
         node[key] = v
         out.append(config)
     return out
-'''
+"""
 
-ABL_NESTED_COPIED_ONCE = '''
+ABL_NESTED_COPIED_ONCE = """
 _make_right = make_ablation
 def make_ablation(base, factor, values):
     _make_right(base, factor, values)
@@ -960,16 +1141,16 @@ def make_ablation(base, factor, values):
         node[key] = v
         out.append(config)
     return out
-'''
+"""
 
-ABL_SEED_NOT_SET = '''
+ABL_SEED_NOT_SET = """
 def run_ablation(base, factor, values, seeds):
     if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
         raise ValueError("bad arguments")
     return [[run_experiment(cfg) for _ in seeds] for cfg in make_ablation(base, factor, values)]
-'''
+"""
 
-ABL_SEED_PER_ARM_100 = '''
+ABL_SEED_PER_ARM_100 = """
 def run_ablation(base, factor, values, seeds):
     if factor == "seed" or not seeds or len(set(seeds)) != len(seeds):
         raise ValueError("bad arguments")
@@ -977,16 +1158,23 @@ def run_ablation(base, factor, values, seeds):
     for arm, cfg in enumerate(make_ablation(base, factor, values)):
         grid.append([run_experiment(dict(cfg, seed=s + 100 * arm)) for s in seeds])
     return grid
-'''
+"""
 
 
-@pytest.mark.parametrize("code, function, zh, en", [
-    (ABL_ONE_COPY_FOR_ALL, "make_ablation", "返回的配置是同一个字典", "the configs returned are one dict"),
-    (ABL_NESTED_COPIED_ONCE, "make_ablation", "配置之间共享放着 factor 的嵌套字典",
-     "the configs share the nested dict holding the factor"),
-    (ABL_SEED_NOT_SET, "run_ablation", "每次重复都用了 base 的 seed 7", "every repeat runs with base's seed 7"),
-    (ABL_SEED_PER_ARM_100, "run_ablation", "0.1: [102, 105]", "the arms run with different seeds"),
-])
+@pytest.mark.parametrize(
+    "code, function, zh, en",
+    [
+        (ABL_ONE_COPY_FOR_ALL, "make_ablation", "返回的配置是同一个字典", "the configs returned are one dict"),
+        (
+            ABL_NESTED_COPIED_ONCE,
+            "make_ablation",
+            "配置之间共享放着 factor 的嵌套字典",
+            "the configs share the nested dict holding the factor",
+        ),
+        (ABL_SEED_NOT_SET, "run_ablation", "每次重复都用了 base 的 seed 7", "every repeat runs with base's seed 7"),
+        (ABL_SEED_PER_ARM_100, "run_ablation", "0.1: [102, 105]", "the arms run with different seeds"),
+    ],
+)
 def test_ablation_facts(code, function, zh, en):
     _said("ablation", code, function, zh, en)
 
@@ -994,16 +1182,21 @@ def test_ablation_facts(code, function, zh, en):
 def test_ablation_identity_of_a_shared_nested_dict():
     """Configs whose values are each right but that hold one nested dict: the change made to one
     is seen in the other (the returned objects' identity, in this process)."""
-    code = '''
+    code = """
 _make_right = make_ablation
 def make_ablation(base, factor, values):
     configs = _make_right(base, factor, values)
     for c in configs[1:]:
         c["data"] = configs[0]["data"]
     return configs
-'''
-    _said("ablation", code, "make_ablation", "两个返回的配置共用嵌套字典 `data`",
-          "two configs returned share the nested dict `data`: a change to one shows in the other")
+"""
+    _said(
+        "ablation",
+        code,
+        "make_ablation",
+        "两个返回的配置共用嵌套字典 `data`",
+        "two configs returned share the nested dict `data`: a change to one shows in the other",
+    )
 
 
 def test_ablation_catalogued_mistakes_keep_their_names_and_get_no_fact():

@@ -1,6 +1,7 @@
 """The contract lives in the repository: docs/contract.md is word for word the shared contract
 (../shared/contract.md, relative to the repository root, where that folder exists: graders outside
 this repo rely on it), and nothing the repository ships points outside it."""
+
 import os
 import re
 import subprocess
@@ -65,7 +66,7 @@ def _commands():
     out = []
     for doc in _documents():
         for block in _shell_blocks(doc.read_text(encoding="utf-8")):
-            for n, line in enumerate(block.splitlines(), 1):
+            for line in block.splitlines():
                 for part in line.split("&&"):
                     argv = shlex.split(part, comments=True)
                     if argv:
@@ -86,8 +87,11 @@ def test_the_readme_is_short_and_answers_in_order():
     blocks = _shell_blocks(text)
     assert "bin/demo" in blocks[0] and "bin/test" in blocks[0]
     assert "bin/test" in (ROOT / ".ci" / "run").read_text()  # CI runs the README's test command
-    for role, guide in (("students", "students.md"), ("instructors", "instructors.md"),
-                        ("course authors", "authors.md")):
+    for role, guide in (
+        ("students", "students.md"),
+        ("instructors", "instructors.md"),
+        ("course authors", "authors.md"),
+    ):
         section = re.split(r"^## ", text, flags=re.M)[1 + where[order.index(role)]]
         commands = [line for b in _shell_blocks(section) for line in b.splitlines() if line.strip()]
         assert 3 <= len(commands) <= 5, (role, commands)
@@ -104,8 +108,13 @@ def test_every_guide_is_in_the_site():
 
 def _mkdocs(config, out):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([str(VENV_BIN / "mkdocs"), "build", "--strict", "-f", str(config), "-d", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [str(VENV_BIN / "mkdocs"), "build", "--strict", "-f", str(config), "-d", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_the_site_builds_in_strict_mode_and_a_broken_link_fails_it(tmp_path):
@@ -113,8 +122,15 @@ def test_the_site_builds_in_strict_mode_and_a_broken_link_fails_it(tmp_path):
 
     done = _mkdocs(ROOT / "mkdocs.yml", tmp_path / "site")
     assert done.returncode == 0, done.stderr[-3000:]
-    for page in ("index.html", "students/index.html", "instructors/index.html", "authors/index.html",
-                 "security/index.html", "benchmarks/index.html", "contract/index.html"):
+    for page in (
+        "index.html",
+        "students/index.html",
+        "instructors/index.html",
+        "authors/index.html",
+        "security/index.html",
+        "benchmarks/index.html",
+        "contract/index.html",
+    ):
         assert (tmp_path / "site" / page).stat().st_size > 1000, page
     assert (tmp_path / "site" / "images" / "report.png").exists()
     # the same site with one broken link and one broken anchor is refused
@@ -126,9 +142,13 @@ def test_the_site_builds_in_strict_mode_and_a_broken_link_fails_it(tmp_path):
     assert done.returncode != 0 and "no-such-page.md" in done.stderr and "no-such-anchor" in done.stderr
 
 
-def _help(argv, cache={}):
+_HELP = {}
+
+
+def _help(argv):
     """The --help text of a command (run once), or None where it fails."""
     key = tuple(argv)
+    cache = _HELP
     if key not in cache:
         env = {**os.environ, "COLUMNS": "200", "NO_MKDOCS_2_WARNING": "1"}
         done = subprocess.run([*argv, "--help"], capture_output=True, text=True, env=env, timeout=180, cwd=ROOT)
@@ -181,7 +201,7 @@ def _check(argv):
             return f"{prog} is not an executable script"
         missing = [a for a in args if not a.startswith("-") and not (ROOT / a.split("::")[0]).exists()]
         return f"no such test file {missing}" if missing else None
-    if prog in (".venv/bin/mkdocs", ".venv/bin/dask", "nbgrader", "jupyter"):
+    if prog in (".venv/bin/mkdocs", ".venv/bin/dask", ".venv/bin/ruff", "nbgrader", "jupyter"):
         sub = []
         for a in args:  # the subcommand's words: `nbgrader db assignment add`, `dask worker`, `mkdocs build`
             if not re.fullmatch(r"[a-z_]+", a):

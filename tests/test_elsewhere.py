@@ -2,6 +2,7 @@
 GPU does for the code students write -- a device-aware function keeps the device and the values, one
 that builds on the CPU returns a CPU tensor or raises -- and the marks cross the protocol; the GPUs
 a device worker may see are read the way CUDA reads CUDA_VISIBLE_DEVICES (sandbox/devices.py)."""
+
 import json
 import math
 import os
@@ -10,15 +11,24 @@ import numpy as np
 import pytest
 import torch
 
+from autograder.checks.elsewhere import (
+    ELSEWHERE,
+    MARK,
+    SIMULATED,
+    Place,
+    SimTensor,
+    bring_back,
+    device_of,
+    put_elsewhere,
+    uses_elsewhere,
+)
 from autograder.sandbox import devices
 from autograder.sandbox import protocol as P
-from autograder.checks.elsewhere import (ELSEWHERE, MARK, SIMULATED, Place, SimTensor, bring_back, device_of,
-                                          put_elsewhere, uses_elsewhere)
 
 from .conftest import remote_student
 
-
 # ---------------------------------------------------------------- students' ways of using the device
+
 
 def pm_arange(lengths, max_len=None):
     T = int(lengths.max()) if max_len is None else int(max_len)
@@ -31,7 +41,7 @@ def pm_loop(lengths, max_len=None):
     T = int(lengths.max()) if max_len is None else int(max_len)
     mask = torch.zeros(len(lengths), T, dtype=torch.bool, device=lengths.device)
     for b in range(len(lengths)):
-        mask[b, :lengths[b]] = True
+        mask[b, : lengths[b]] = True
     return mask
 
 
@@ -165,8 +175,21 @@ def run(fn, *args, **kwargs):
         return bring_back(out), str(place.device)
 
 
-@pytest.mark.parametrize("fn", [pm_arange, pm_loop, pm_tolist, pm_tensor_T, pm_numpy_roundtrip, pm_new_tensor,
-                                pm_stack_fstring, pm_pad_sequence, pm_type_as_cumsum, pm_new_zeros_index_put])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pm_arange,
+        pm_loop,
+        pm_tolist,
+        pm_tensor_T,
+        pm_numpy_roundtrip,
+        pm_new_tensor,
+        pm_stack_fstring,
+        pm_pad_sequence,
+        pm_type_as_cumsum,
+        pm_new_zeros_index_put,
+    ],
+)
 def test_a_device_aware_padding_mask_stays_on_the_device_with_its_values(fn):
     out, where = run(fn, put_elsewhere(LENGTHS))
     assert device_of(out) == where == str(SIMULATED)
@@ -249,10 +272,12 @@ def test_the_simulated_device_imports_no_compiler():
     import subprocess
     import sys
 
-    code = ("import sys, torch\nfrom autograder.checks.elsewhere import *\np = Place()\n"
-            "with p.active():\n    x = p.put(put_elsewhere(torch.tensor([2, 1])))\n"
-            "    (torch.arange(2, device=x.device)[None] < x[:, None]).tolist()\n"
-            "print(any(m.startswith('torch._dynamo.') for m in sys.modules))")
+    code = (
+        "import sys, torch\nfrom autograder.checks.elsewhere import *\np = Place()\n"
+        "with p.active():\n    x = p.put(put_elsewhere(torch.tensor([2, 1])))\n"
+        "    (torch.arange(2, device=x.device)[None] < x[:, None]).tolist()\n"
+        "print(any(m.startswith('torch._dynamo.') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
 
@@ -262,11 +287,22 @@ def test_the_simulated_device_imports_no_compiler():
 GPUS = [("NVIDIA H200", "GPU-aaaa-1111"), ("NVIDIA H200", "GPU-bbbb-2222"), ("NVIDIA A100", "GPU-cccc-3333")]
 
 
-@pytest.mark.parametrize("visible,names", [
-    (None, ["NVIDIA H200", "NVIDIA H200", "NVIDIA A100"]), ("", []), ("2", ["NVIDIA A100"]),
-    ("1,0", ["NVIDIA H200", "NVIDIA H200"]), ("0,7,1", ["NVIDIA H200"]), ("0,0", []), ("-1", []),
-    ("GPU-cccc", ["NVIDIA A100"]), ("GPU-", []), ("1,GPU-aaaa", ["NVIDIA H200", "NVIDIA H200"]), ("abc", []),
-])
+@pytest.mark.parametrize(
+    "visible,names",
+    [
+        (None, ["NVIDIA H200", "NVIDIA H200", "NVIDIA A100"]),
+        ("", []),
+        ("2", ["NVIDIA A100"]),
+        ("1,0", ["NVIDIA H200", "NVIDIA H200"]),
+        ("0,7,1", ["NVIDIA H200"]),
+        ("0,0", []),
+        ("-1", []),
+        ("GPU-cccc", ["NVIDIA A100"]),
+        ("GPU-", []),
+        ("1,GPU-aaaa", ["NVIDIA H200", "NVIDIA H200"]),
+        ("abc", []),
+    ],
+)
 def test_cuda_visible_devices_is_read_as_cuda_reads_it(visible, names):
     assert [n for n, _ in devices.select(GPUS, visible)] == names
 
@@ -303,7 +339,7 @@ def test_a_cpu_build_sees_no_gpu():
 
 # ---------------------------------------------------------------- the device worker, in the real sandbox
 
-DEVICE_FUNCS = '''
+DEVICE_FUNCS = """
 import torch
 
 
@@ -319,7 +355,7 @@ def on_cpu(lengths):
 def bump(X):
     X += 1
     return X
-'''
+"""
 
 
 @pytest.fixture

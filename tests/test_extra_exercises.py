@@ -7,6 +7,7 @@ force), and the statistical properties accept the reference on fresh random batc
 Slow: the reference solutions and every correct variant in tests/files/correct_extra/ get full
 marks from the command line.  (Each catalogued mistake is graded by tests/test_catalogue.py.)
 """
+
 import math
 import random
 import re
@@ -69,9 +70,9 @@ def test_each_new_exercise_has_a_large_catalogue():
 def _exact_tails(n, p):
     """P(X < k) and P(X > k) for k = 0..n, in exact rational arithmetic."""
     p = Fraction(p)
-    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+    pmf = [math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)]
     below = [sum(pmf[:k]) for k in range(n + 1)]
-    above = [sum(pmf[k + 1:]) for k in range(n + 1)]
+    above = [sum(pmf[k + 1 :]) for k in range(n + 1)]
     return below, above
 
 
@@ -111,8 +112,14 @@ def test_statistical_properties_accept_the_reference_on_fresh_batches():
     for _ in range(12):
         V = rng.choice([60, 200, 1000, 30522])
         special = rng.sample(range(V), 4)
-        case = P._large(rng.choice([64, 96, 128]), rng.choice([192, 256]), V, special,
-                        seed=rng.randrange(2 ** 31), data_seed=rng.randrange(2 ** 31))
+        case = P._large(
+            rng.choice([64, 96, 128]),
+            rng.choice([192, 256]),
+            V,
+            special,
+            seed=rng.randrange(2**31),
+            data_seed=rng.randrange(2**31),
+        )
         for prop in (P.mlm_rate, P.mlm_split, P.mlm_uniform):
             try:
                 prop.hypothesis.inner_test(student, case)
@@ -120,8 +127,7 @@ def test_statistical_properties_accept_the_reference_on_fresh_batches():
                 pytest.fail(f"{prop.__name__} rejected the reference on {case}: {e}")
     for _ in range(8):  # the lower bounds need a small vocabulary (V <= 8) in a large batch
         V = rng.choice([6, 7, 8])
-        case = P._large(128, 256, V, rng.sample(range(V), 4), seed=rng.randrange(2 ** 31),
-                        data_seed=rng.randrange(2 ** 31))
+        case = P._large(128, 256, V, rng.sample(range(V), 4), seed=rng.randrange(2**31), data_seed=rng.randrange(2**31))
         try:
             P.mlm_reach.hypothesis.inner_test(student, case)
         except PropertyFailure as e:  # pragma: no cover - would be a 1e-9 event or a broken bound

@@ -6,6 +6,7 @@ Every wrong one loses points in its own exercise and nowhere else, every correct
 marks, every name the diagnosis gives is one a person judged right for that case
 (tests/files/heldout_contract/judged.yml), and at least 80% of the caught ones are named or
 explained by part."""
+
 import importlib.util
 import json
 
@@ -39,7 +40,9 @@ def rows(tmp_path_factory):
 
 def test_the_cases_are_well_formed_and_cover_every_exercise():
     cases = heldout_contract.cases()
-    exercises = {e for group in yaml.safe_load((ROOT / "course.yml").read_text())["assignments"].values() for e in group}
+    exercises = {
+        e for group in yaml.safe_load((ROOT / "course.yml").read_text())["assignments"].values() for e in group
+    }
     assert {c["exercise"] for c in cases} == exercises
     for exercise in exercises:
         mine = [c for c in cases if c["exercise"] == exercise]
@@ -57,8 +60,11 @@ def test_every_correct_variant_keeps_full_marks(rows):
 
 @pytest.mark.slow
 def test_every_mistake_is_caught_in_its_own_exercise_only(rows):
-    bad = [(r["id"], r["verdict"], r["lost"], r["what"]) for r in rows
-           if not r["correct"] and r["verdict"] != "caught" and r["id"] not in UNOBSERVABLE]
+    bad = [
+        (r["id"], r["verdict"], r["lost"], r["what"])
+        for r in rows
+        if not r["correct"] and r["verdict"] != "caught" and r["id"] not in UNOBSERVABLE
+    ]
     assert bad == []
     # an unobservable case that a property starts to catch leaves the list
     assert {r["id"] for r in rows if r["id"] in UNOBSERVABLE and r["verdict"] == "missed"} == UNOBSERVABLE

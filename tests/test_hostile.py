@@ -7,6 +7,7 @@ one to three minutes); each test then checks one report.  As a guard for machine
 grader cannot confine its workers, every grade command runs with a 6 GiB address-space
 limit and every bomb in the catalogue is bounded.
 """
+
 import json
 import os
 import re
@@ -25,14 +26,18 @@ import yaml
 from . import where
 from .conftest import ROOT
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
 
 HOSTILE = ROOT / "tests" / "files" / "hostile"
 CATALOGUE = yaml.safe_load((HOSTILE / "catalogue.yml").read_text(encoding="utf-8"))
 MASKS_TESTS = list(yaml.safe_load((ROOT / "course.yml").read_text())["exercises"]["masks"]["tests"])
-ESCAPES = ["/tmp/pwned", "/var/tmp/pwned-by-hostile-submission", "/dev/shm/pwned-by-hostile-submission",
-           "/tmp/seqgrader-hostile-heartbeat", str(ROOT / "PWNED-by-hostile-submission")]
+ESCAPES = [
+    "/tmp/pwned",
+    "/var/tmp/pwned-by-hostile-submission",
+    "/dev/shm/pwned-by-hostile-submission",
+    "/tmp/seqgrader-hostile-heartbeat",
+    str(ROOT / "PWNED-by-hostile-submission"),
+]
 PARALLEL = 3
 SAFETY_AS = 6 << 30  # bytes of address space per process of a grade command
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t and \n
@@ -56,7 +61,7 @@ def _cgroup_base():
     are found by an environment marker, which only catches what runs before the worker's limits)."""
     from autograder.sandbox import identity as I
 
-    for kind, path in sorted(I.cgroup_paths(0).items(), key=lambda kv: kv[0] != "pids"):
+    for _, path in sorted(I.cgroup_paths(0).items(), key=lambda kv: kv[0] != "pids"):
         parent = os.path.dirname(path)
         probe = os.path.join(parent, f"hostile-probe-{os.getpid()}")
         try:
@@ -121,8 +126,14 @@ def _marked(marker):
 
 def _git_status():
     try:
-        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60, check=True).stdout
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -142,16 +153,24 @@ def _grade(name, base, course, port):
     marker = f"seqgrader-hostile-{uuid.uuid4().hex}"
     env = dict(os.environ, HOSTILE_MARK=marker)
     where.share(folder, writable=True)
-    cmd = where.command(["grade", folder / name, "--exercise", "masks", "--json", out, "--course", course,
-                         "--max-examples", "10"])
+    cmd = where.command(
+        ["grade", folder / name, "--exercise", "masks", "--json", out, "--course", course, "--max-examples", "10"]
+    )
     cgroup = None
     if CGROUP_BASE:  # the command joins a cgroup of its own before it starts: all it starts stays below
         cgroup = os.path.join(CGROUP_BASE, f"hostile-{marker}")
         os.mkdir(cgroup)
         cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *cmd]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT if where.USER is None else base, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT if where.USER is None else base,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         resource.prlimit(proc.pid, resource.RLIMIT_AS, (SAFETY_AS, SAFETY_AS))
     except (OSError, ValueError):
@@ -187,9 +206,13 @@ def _grade(name, base, course, port):
 def graded(request, tmp_path_factory):
     """Grade every catalogue entry selected in this session; returns {name: Graded} and what
     escaped: {"git_before", "git_after", "escapes", "connections"}."""
-    names = sorted({item.callspec.params["name"] for item in request.session.items
-                    if item.module.__name__ == __name__ and hasattr(item, "callspec")
-                    and "name" in item.callspec.params}) or sorted(CATALOGUE)
+    names = sorted(
+        {
+            item.callspec.params["name"]
+            for item in request.session.items
+            if item.module.__name__ == __name__ and hasattr(item, "callspec") and "name" in item.callspec.params
+        }
+    ) or sorted(CATALOGUE)
     for path in ESCAPES:
         if os.path.exists(path):
             os.remove(path)  # left over from a manual run: would be blamed on this one
@@ -213,8 +236,12 @@ def graded(request, tmp_path_factory):
                 break
     finally:
         srv.close()
-    escaped = {"git_before": git_before, "git_after": _git_status(),
-               "escapes": [p for p in ESCAPES if os.path.exists(p)], "connections": connections}
+    escaped = {
+        "git_before": git_before,
+        "git_after": _git_status(),
+        "escapes": [p for p in ESCAPES if os.path.exists(p)],
+        "connections": connections,
+    }
     for path in escaped["escapes"]:
         os.remove(path)
     yield results, escaped
@@ -258,9 +285,9 @@ def test_hostile_submission(name, graded, request):
     tests = {t["name"].split("/", 1)[1]: t for t in g.report["exercises"][0]["tests"]}
     failed = {n for n, t in tests.items() if not t["passed"]}
     expected = _expected_failures(entry)
-    assert failed == expected, (f"lost points: {sorted(failed)}\nexpected:    {sorted(expected)}\n"
-                                + "\n".join(f"{n}: {tests[n]['feedback'][-300:]}" for n in sorted(failed ^ expected)
-                                            if n in tests))
+    assert failed == expected, f"lost points: {sorted(failed)}\nexpected:    {sorted(expected)}\n" + "\n".join(
+        f"{n}: {tests[n]['feedback'][-300:]}" for n in sorted(failed ^ expected) if n in tests
+    )
     for n in failed:
         fb = tests[n]["feedback"].lower()
         assert any(m.lower() in fb for m in entry.get("message", [])), f"{n}: unclear message:\n{tests[n]['feedback']}"

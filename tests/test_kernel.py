@@ -1,6 +1,7 @@
 """Landlock and seccomp confinement (autograder/sandbox/kernel.py) on the real kernel.  Every check
 runs in a forked child, since both are irreversible; the child reports one JSON value through a
 pipe and the test asserts on it.  A check that needs a Landlock ABI this kernel lacks is skipped."""
+
 import ctypes
 import errno
 import json
@@ -19,10 +20,23 @@ from autograder.sandbox import kernel
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
-PY_READ = sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  *(os.path.realpath(p) for p in sys.path if p),
-                  "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/usr/bin", "/bin",
-                  "/etc/ld.so.cache"})
+PY_READ = sorted(
+    {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        *(os.path.realpath(p) for p in sys.path if p),
+        "/usr/lib",
+        "/usr/lib64",
+        "/lib",
+        "/lib64",
+        "/usr/local/lib",
+        "/usr/bin",
+        "/bin",
+        "/etc/ld.so.cache",
+    }
+)
 ABI = kernel.landlock_abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="Landlock is not available on this kernel")
 CLONE_THREAD = 0x00010000
@@ -65,7 +79,7 @@ def in_child(fn, timeout=20):
 
 
 def attempt(fn):
-    """"ok", or the errno name of the OSError fn() raised."""
+    """ "ok", or the errno name of the OSError fn() raised."""
     try:
         fn()
         return "ok"
@@ -91,7 +105,7 @@ def fork_and_wait():
 
 
 def raw_syscall(name, *args):
-    """"ok" or the errno name of syscall `name` with integer or bytes arguments."""
+    """ "ok" or the errno name of syscall `name` with integer or bytes arguments."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     nr = kernel.syscall_number(name)
@@ -119,6 +133,7 @@ def test_landlock_filesystem(tmp_path):
             del sys.modules[name]
         import colorsys
         import json as json_again
+
         (b / "sub").mkdir()
         return {
             "info": info,
@@ -217,10 +232,13 @@ def test_seccomp_denies_sockets_but_not_socketpair(tcp_listener):
         info = kernel.seccomp_deny()
         a, b = socket.socketpair()
         a.sendall(b"ping")
-        return {"denied": info["denied"], "inet": attempt(lambda: socket.create_connection(("127.0.0.1", port), 5)),
-                "unix": attempt(lambda: socket.socket(socket.AF_UNIX)),
-                "udp": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
-                "socketpair": b.recv(4).decode()}
+        return {
+            "denied": info["denied"],
+            "inet": attempt(lambda: socket.create_connection(("127.0.0.1", port), 5)),
+            "unix": attempt(lambda: socket.socket(socket.AF_UNIX)),
+            "udp": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+            "socketpair": b.recv(4).decode(),
+        }
 
     got = in_child(body)
     assert "socket" in got["denied"] and "socketpair" not in got["denied"]
@@ -247,6 +265,7 @@ def test_seccomp_covers_threads_started_before():
 def test_landlock_signal_scope():
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
+
         def body(scope):
             def own_child():
                 pid = os.fork()
@@ -258,12 +277,14 @@ def test_landlock_signal_scope():
                 assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
             info = kernel.landlock(read=PY_READ, scope=scope)
-            return {"signals": info["signals"], "parent": attempt(lambda: os.kill(os.getppid(), 0)),
-                    "other": attempt(lambda: os.kill(sleeper.pid, signal.SIGTERM if scope else 0)),
-                    "own child": attempt(own_child)}
+            return {
+                "signals": info["signals"],
+                "parent": attempt(lambda: os.kill(os.getppid(), 0)),
+                "other": attempt(lambda: os.kill(sleeper.pid, signal.SIGTERM if scope else 0)),
+                "own child": attempt(own_child),
+            }
 
-        assert in_child(lambda: body(True)) == {"signals": True, "parent": "EPERM", "other": "EPERM",
-                                                "own child": "ok"}
+        assert in_child(lambda: body(True)) == {"signals": True, "parent": "EPERM", "other": "EPERM", "own child": "ok"}
         assert in_child(lambda: body(False)) == {"signals": False, "parent": "ok", "other": "ok", "own child": "ok"}
         assert sleeper.poll() is None
     finally:
@@ -290,8 +311,11 @@ def test_landlock_abstract_unix_scope():
 
         def body(scope):
             info = kernel.landlock(read=PY_READ, scope=scope)
-            return {"abstract_unix": info["abstract_unix"], "outside": attempt(lambda: connect(name)),
-                    "own": attempt(own)}
+            return {
+                "abstract_unix": info["abstract_unix"],
+                "outside": attempt(lambda: connect(name)),
+                "own": attempt(own),
+            }
 
         assert in_child(lambda: body(True)) == {"abstract_unix": True, "outside": "EPERM", "own": "ok"}
         assert in_child(lambda: body(False)) == {"abstract_unix": False, "outside": "ok", "own": "ok"}
@@ -347,11 +371,21 @@ def test_seccomp_denied_syscalls():
     got = in_child(lambda: body(True))
     for k in ("socket", "personality query", "personality PER_LINUX"):
         assert control[k] == "ok", k
-    for k in ("ptrace bogus request", "mount missing target", "setns bad fd", "pidfd_getfd bad fd", "clone3 size 0",
-              "clone CLONE_THREAD alone", *(f"clone {flag}" for flag in kernel.CLONE_NEW)):
+    for k in (
+        "ptrace bogus request",
+        "mount missing target",
+        "setns bad fd",
+        "pidfd_getfd bad fd",
+        "clone3 size 0",
+        "clone CLONE_THREAD alone",
+        *(f"clone {flag}" for flag in kernel.CLONE_NEW),
+    ):
         assert control[k] not in ("ok", "EPERM", "ENOSYS"), (k, control[k])
-    expect_eperm = [k for k in (*calls, *only_filtered) if k not in (
-        "clone3 size 0", "clone CLONE_THREAD alone", "personality query", "personality PER_LINUX")]
+    expect_eperm = [
+        k
+        for k in (*calls, *only_filtered)
+        if k not in ("clone3 size 0", "clone CLONE_THREAD alone", "personality query", "personality PER_LINUX")
+    ]
     assert {k: got[k] for k in expect_eperm} == {k: "EPERM" for k in expect_eperm}
     assert got["clone3 size 0"] == "ENOSYS"
     assert got["clone CLONE_THREAD alone"] == control["clone CLONE_THREAD alone"]
@@ -363,19 +397,25 @@ def test_seccomp_denied_syscalls():
 
 @needs_landlock
 def test_numpy_under_landlock_and_seccomp(tmp_path):
-    code = ("import numpy, socket\n"
-            "print(int(numpy.arange(10).sum()))\n"
-            "try:\n    socket.socket()\nexcept PermissionError:\n    print('no socket')\n"
-            "try:\n    open('/etc/hostname')\nexcept PermissionError:\n    print('no /etc')\n")
+    code = (
+        "import numpy, socket\n"
+        "print(int(numpy.arange(10).sum()))\n"
+        "try:\n    socket.socket()\nexcept PermissionError:\n    print('no socket')\n"
+        "try:\n    open('/etc/hostname')\nexcept PermissionError:\n    print('no /etc')\n"
+    )
 
     def body():
         kernel.seccomp_deny()
         kernel.landlock(read=PY_READ, write=[tmp_path])
         import numpy
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                              check=False)
-        return {"in process": int(numpy.ones(3).sum()), "rc": proc.returncode,
-                "out": proc.stdout.split(), "err": proc.stderr[-2000:]}
+
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+        return {
+            "in process": int(numpy.ones(3).sum()),
+            "rc": proc.returncode,
+            "out": proc.stdout.split(),
+            "err": proc.stderr[-2000:],
+        }
 
     got = in_child(body, timeout=90)
     assert got["in process"] == 3

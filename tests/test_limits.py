@@ -8,6 +8,7 @@ would.  Every bomb is bounded (attempts, sizes, lifetimes) so that a limit that 
 some machine costs time, not the machine.  A limit this machine cannot provide is skipped,
 with the reason, never failed.
 """
+
 import ctypes
 import json
 import os
@@ -28,12 +29,13 @@ import torch
 # this process does not survive fork (the worker would hang or die in its first matmul)
 torch.set_num_threads(1)
 
-from autograder.sandbox import identity as I, limits as L, view as V
+from autograder.sandbox import identity as I  # noqa: E402
+from autograder.sandbox import limits as L  # noqa: E402
+from autograder.sandbox import view as V  # noqa: E402
 
-from .conftest import ROOT, real_place
+from .conftest import ROOT, real_place  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"),
-                                reason="Linux only")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"), reason="Linux only")
 MIB = 1024 * 1024
 
 
@@ -87,7 +89,7 @@ def run_in_worker(action, *, timeout=8.0, before_kill=None, after_exit=None, jud
                         out = {"action_raised": f"{type(e).__name__}: {e}"}
                     data = json.dumps({"levels": levels, "report": out}, default=_json_default).encode() + b"\n"
                     while data:
-                        data = data[os.write(res_w, data):]
+                        data = data[os.write(res_w, data) :]
                 finally:
                     os._exit(0)
             os.close(res_w)
@@ -183,6 +185,7 @@ def _alive(pid):
 
 # ---------------------------------------------------------------- levels and report line
 
+
 def test_levels_are_reported_and_applying_them_is_fast():
     run = run_in_worker(lambda lv: {"ok": True})
     lv = run.levels
@@ -216,14 +219,28 @@ def test_a_worker_that_called_setsid_itself_keeps_its_session():
 
 
 def test_describe_says_what_is_in_force():
-    full = {"uid": 2000000123, "user": "worker uid 2000000123", "netns": True, "seccomp": True, "private_tmp": ["/tmp"],
-            "readonly_fs": True, "memory_mb": 4096, "cgroup_pids_max": 64, "view": "new root", "grader_uid": 0,
-            "landlock": {"abi": 7, "signals": True}, "rlimits": {"as": 1, "fsize": 64 * MIB, "nproc": 64},
-            "kill": "cgroup", "problems": []}
+    full = {
+        "uid": 2000000123,
+        "user": "worker uid 2000000123",
+        "netns": True,
+        "seccomp": True,
+        "private_tmp": ["/tmp"],
+        "readonly_fs": True,
+        "memory_mb": 4096,
+        "cgroup_pids_max": 64,
+        "view": "new root",
+        "grader_uid": 0,
+        "landlock": {"abi": 7, "signals": True},
+        "rlimits": {"as": 1, "fsize": 64 * MIB, "nproc": 64},
+        "kill": "cgroup",
+        "problems": [],
+    }
     line = L.describe(full)
-    assert line == ("sandbox: unprivileged user (worker uid 2000000123), no network (network namespace, seccomp), "
-                    "sees only Python and its own submission (new root, read-only but its workdir), Landlock ABI 7, "
-                    "signals scoped, memory +4 GiB, <= 64 processes/threads, files <= 64 MiB, killed by cgroup")
+    assert line == (
+        "sandbox: unprivileged user (worker uid 2000000123), no network (network namespace, seccomp), "
+        "sees only Python and its own submission (new root, read-only but its workdir), Landlock ABI 7, "
+        "signals scoped, memory +4 GiB, <= 64 processes/threads, files <= 64 MiB, killed by cgroup"
+    )
     assert L.missing(full) == []
     assert dict(L.mechanisms(full))["no signal to the grader"] == "another uid + Landlock signal scope"
     landlock = dict(full, view="landlock", netns=False)
@@ -260,15 +277,18 @@ def test_worker_uid_is_one_per_worker():
 
 # ---------------------------------------------------------------- memory
 
+
 def _memory_bomb(levels):
     import numpy as np
     import torch
 
     out = {}
-    for name, attempt in (("torch.empty 10 GB", lambda: torch.empty(10 * 1024**3, dtype=torch.uint8)),
-                          ("numpy.ones 10 GB", lambda: np.ones(10 * 1024**3, dtype=np.uint8)),
-                          ("bytearray 10 GB", lambda: bytearray(10 * 1024**3)),
-                          ("shared mmap 10 GB", lambda: __import__("mmap").mmap(-1, 10 * 1024**3))):
+    for name, attempt in (
+        ("torch.empty 10 GB", lambda: torch.empty(10 * 1024**3, dtype=torch.uint8)),
+        ("numpy.ones 10 GB", lambda: np.ones(10 * 1024**3, dtype=np.uint8)),
+        ("bytearray 10 GB", lambda: bytearray(10 * 1024**3)),
+        ("shared mmap 10 GB", lambda: __import__("mmap").mmap(-1, 10 * 1024**3)),
+    ):
         try:
             attempt()
             out[name] = "allocated"
@@ -300,6 +320,7 @@ def test_a_memory_bomb_fails_with_memory_error_instead_of_eating_the_machine():
 def test_torch_still_works_under_the_default_memory_limit():
     def work(levels):
         import torch
+
         x = torch.randn(64, 64, requires_grad=True)
         y = torch.softmax(x @ x.T, dim=-1).sum()
         y.backward()
@@ -311,6 +332,7 @@ def test_torch_still_works_under_the_default_memory_limit():
 
 
 # ---------------------------------------------------------------- processes and threads
+
 
 def _fork_bomb(levels):
     made, error = 0, None
@@ -367,6 +389,7 @@ def test_a_thread_bomb_is_contained():
 
 # ---------------------------------------------------------------- files
 
+
 def test_file_size_is_capped_and_the_write_fails_cleanly():
     def big_file(levels):
         out = {}
@@ -393,13 +416,21 @@ def test_cwd_home_and_tmpdir_are_the_private_workdir():
         with open(os.path.expanduser("~/note.txt"), "w") as f:
             f.write("hi")
         st = os.stat(".")
-        return {"cwd": os.getcwd(), "home": os.environ["HOME"], "tmpdir": os.environ["TMPDIR"],
-                "gettempdir": tempfile.gettempdir(), "mkstemp": os.path.dirname(path),
-                "mode": oct(st.st_mode & 0o777), "owner": st.st_uid, "uid": os.getuid()}
+        return {
+            "cwd": os.getcwd(),
+            "home": os.environ["HOME"],
+            "tmpdir": os.environ["TMPDIR"],
+            "gettempdir": tempfile.gettempdir(),
+            "mkstemp": os.path.dirname(path),
+            "mode": oct(st.st_mode & 0o777),
+            "owner": st.st_uid,
+            "uid": os.getuid(),
+        }
 
     seen = {}
-    run = run_in_worker(where, before_kill=lambda r: seen.update(
-        note=os.path.exists(os.path.join(r.levels["tmpdir"], "note.txt"))))
+    run = run_in_worker(
+        where, before_kill=lambda r: seen.update(note=os.path.exists(os.path.join(r.levels["tmpdir"], "note.txt")))
+    )
     r, wd = run.report, run.workdir
     assert r["cwd"] == r["home"] == r["tmpdir"] == r["gettempdir"] == r["mkstemp"] == wd
     assert r["mode"] == "0o700" and r["owner"] == r["uid"]
@@ -411,14 +442,16 @@ def test_cannot_write_to_the_checkout_or_to_tmp_outside_its_dir():
 
     def escape(levels):
         import autograder
+
         repo = os.path.dirname(os.path.dirname(os.path.abspath(autograder.__file__)))
         out = {}
         for label, path, flags in (
-                ("new file in checkout", os.path.join(repo, marker), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
-                ("course.yml for writing", os.path.join(repo, "course.yml"), os.O_WRONLY | os.O_APPEND),
-                ("/tmp", f"/tmp/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
-                ("/var/tmp", f"/var/tmp/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
-                ("/dev/shm", f"/dev/shm/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)):
+            ("new file in checkout", os.path.join(repo, marker), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+            ("course.yml for writing", os.path.join(repo, "course.yml"), os.O_WRONLY | os.O_APPEND),
+            ("/tmp", f"/tmp/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+            ("/var/tmp", f"/var/tmp/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+            ("/dev/shm", f"/dev/shm/{marker}", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+        ):
             try:
                 os.close(os.open(path, flags, 0o644))  # nothing is written, even if it opens
                 out[label] = "opened"
@@ -448,9 +481,11 @@ def test_a_folder_submission_can_import_its_sibling_when_exposed():
 
     def sibling(levels):
         import sys
+
         sys.path.insert(0, sub)
         try:
             import helper_for_limits_test
+
             return {"X": helper_for_limits_test.X}
         except ImportError as e:
             return {"X": f"ImportError: {e}"}
@@ -466,6 +501,7 @@ def test_a_folder_submission_can_import_its_sibling_when_exposed():
 
 
 # ---------------------------------------------------------------- the allow-list view
+
 
 def _secret_dir():
     """A folder where an instructor keeps things (not /tmp, which every worker replaces)."""
@@ -489,13 +525,24 @@ def test_the_view_holds_only_python_and_the_submission():
 
     def look(levels):
         import sys
+
         plan = V.view_plan()
-        out = {"top": sorted(os.listdir("/")), "roots": plan["roots"], "env": sorted(os.environ),
-               "argv": sys.argv, "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-               "me": os.getpid()}
-        for label, path in (("checkout", str(ROOT / "course.yml")), ("solutions", str(ROOT / "solutions" / "masks.py")),
-                            ("secret", os.path.join(secret, "answers.py")), ("submission", "/submission/alice.py"),
-                            ("passwd", "/etc/passwd"), ("shadow", "/etc/shadow")):
+        out = {
+            "top": sorted(os.listdir("/")),
+            "roots": plan["roots"],
+            "env": sorted(os.environ),
+            "argv": sys.argv,
+            "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+            "me": os.getpid(),
+        }
+        for label, path in (
+            ("checkout", str(ROOT / "course.yml")),
+            ("solutions", str(ROOT / "solutions" / "masks.py")),
+            ("secret", os.path.join(secret, "answers.py")),
+            ("submission", "/submission/alice.py"),
+            ("passwd", "/etc/passwd"),
+            ("shadow", "/etc/shadow"),
+        ):
             try:
                 with open(path) as f:
                     out[label] = f.read()
@@ -523,24 +570,46 @@ def test_the_view_holds_only_python_and_the_submission():
     assert lv["view"] == "new root", lv["problems"]
     assert "action_raised" not in r, r
     assert lv["submission"] == "/submission/alice.py"
-    allowed = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "tmp", "var",
-               "submission"} | {p.strip("/").split("/")[0] for p in r["roots"]}
+    allowed = {
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "usr",
+        "etc",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "var",
+        "submission",
+    } | {p.strip("/").split("/")[0] for p in r["roots"]}
     assert set(r["top"]) <= allowed, set(r["top"]) - allowed
     for label in ("checkout", "solutions", "secret", "shadow"):
         assert r[label] == "FileNotFoundError", (label, r[label])
     assert r["submission"].startswith("def padding_mask") and r["write submission"] in ("OSError", "PermissionError")
-    assert set(r["passwd"].split()) <= {"root:x:0:0:root:/root:/usr/sbin/nologin",
-                                         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
-                                         f"student:x:{lv['uid']}:{lv['uid']}:student:/nonexistent:/usr/sbin/nologin"}
-    assert set(r["env"]) <= set(L.KEEP_ENV) | {"HOME", "TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME",
-                                               "XDG_CONFIG_HOME", "MPLCONFIGDIR"}, r["env"]
+    assert set(r["passwd"].split()) <= {
+        "root:x:0:0:root:/root:/usr/sbin/nologin",
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+        f"student:x:{lv['uid']}:{lv['uid']}:student:/nonexistent:/usr/sbin/nologin",
+    }
+    assert set(r["env"]) <= set(L.KEEP_ENV) | {
+        "HOME",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "MPLCONFIGDIR",
+    }, r["env"]
     assert r["environ block"] == "" and r["argv"] == ["seqgrader-worker"]  # zeroed: not even PATH is left there
     if lv.get("proc", "").startswith("hidepid"):
         assert r["pids"] == [r["me"]], r["pids"]  # the judge and everyone else's processes do not exist
 
 
 def test_what_must_stay_hidden_inside_the_view_is_empty():
-    import numpy
     inside = os.path.join(os.path.dirname(numpy.__file__), "doc")  # a folder in site-packages
 
     def look(levels):
@@ -570,9 +639,22 @@ def test_without_a_mount_namespace_landlock_gives_the_same_view(tmp_path):
         for d in (place, place / "submitted", sub):
             d.chmod(0o755)
         (sub / "mine.py").chmod(0o644)
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "container.py"), "--", sys.executable, str(probe),
-                               str(place / "course.yml"), str(sub)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "container.py"),
+                "--",
+                sys.executable,
+                str(probe),
+                str(place / "course.yml"),
+                str(sub),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
     finally:
         shutil.rmtree(place, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -642,6 +724,7 @@ print(data.decode())
 
 # ---------------------------------------------------------------- network
 
+
 def test_no_network_even_to_a_port_the_judge_opened():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -669,14 +752,17 @@ def test_no_network_even_to_a_port_the_judge_opened():
 
 # ---------------------------------------------------------------- the judge is out of reach
 
+
 def test_cannot_kill_or_read_the_judge():
     def attack(levels):
         judge = os.getppid()
         out = {}
-        for label, fn in (("kill judge", lambda: os.kill(judge, signal.SIGKILL)),
-                          ("killpg judge", lambda: os.killpg(os.getpgid(judge), signal.SIGKILL)),
-                          ("read judge mem", lambda: open(f"/proc/{judge}/mem", "rb").close()),
-                          ("read judge environ", lambda: open(f"/proc/{judge}/environ", "rb").read(1))):
+        for label, fn in (
+            ("kill judge", lambda: os.kill(judge, signal.SIGKILL)),
+            ("killpg judge", lambda: os.killpg(os.getpgid(judge), signal.SIGKILL)),
+            ("read judge mem", lambda: open(f"/proc/{judge}/mem", "rb").close()),
+            ("read judge environ", lambda: open(f"/proc/{judge}/environ", "rb").read(1)),
+        ):
             try:
                 fn()
                 out[label] = "done"
@@ -689,8 +775,12 @@ def test_cannot_kill_or_read_the_judge():
     run.need("unprivileged")
     # in the new root, /proc hides every process of another user: the judge's files do not exist
     unseen = "FileNotFoundError" if run.levels.get("proc", "").startswith("hidepid") else "PermissionError"
-    assert run.report == {"kill judge": "PermissionError", "killpg judge": "PermissionError",
-                          "read judge mem": unseen, "read judge environ": unseen}
+    assert run.report == {
+        "kill judge": "PermissionError",
+        "killpg judge": "PermissionError",
+        "read judge mem": unseen,
+        "read judge environ": unseen,
+    }
     assert judge_alive["ok"] and run.status is not None  # M lived to report W's exit
 
 
@@ -705,6 +795,7 @@ def test_killpg_zero_kills_only_the_worker():
 
 
 # ---------------------------------------------------------------- daemons
+
 
 def _daemon(levels):
     """A double-forked daemon in a session of its own, heartbeating into the workdir (<= 20 s)."""
@@ -762,7 +853,8 @@ def test_the_watchdog_kills_leftovers_even_if_the_judge_never_cleans_up():
         paths = list(I.cgroup_paths(run.pid).values())
         deadline = time.monotonic() + 6
         while time.monotonic() < deadline and (
-                any(os.path.isdir(p) for p in paths) or os.path.exists(run.levels["tmpdir"])):
+            any(os.path.isdir(p) for p in paths) or os.path.exists(run.levels["tmpdir"])
+        ):
             time.sleep(0.05)
         seen["cgroups_left"] = [p for p in paths if os.path.isdir(p)]
         seen["procs_left"] = {p: I._cgroup_procs(p) for p in seen["cgroups_left"]}
@@ -778,6 +870,7 @@ def test_the_watchdog_kills_leftovers_even_if_the_judge_never_cleans_up():
 
 
 # ---------------------------------------------------------------- not root
+
 
 def test_without_root_an_unprivileged_user_namespace_still_isolates():
     uid = I.WORKER_UID_BASE - 7  # a plain user for the judge M

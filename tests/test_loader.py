@@ -1,4 +1,5 @@
 """Loading submissions: notebooks, folders, magics, graded test cells."""
+
 import nbformat
 import pytest
 
@@ -15,13 +16,16 @@ def _nb(path, cells):
 def test_notebook_cells_run_in_order_skipping_magics_and_graded_test_cells(tmp_path):
     test_cell = nbformat.v4.new_code_cell("raise AssertionError('visible test')")
     test_cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 1, "grade_id": "t"}
-    _nb(tmp_path / "a.ipynb", [
-        nbformat.v4.new_code_cell("%matplotlib inline\n!pip install nothing\nx = 1"),
-        test_cell,
-        nbformat.v4.new_code_cell("def f():\n    return x + 1"),
-        nbformat.v4.new_code_cell("1 / 0"),
-        nbformat.v4.new_code_cell("def g():\n    return 3"),
-    ])
+    _nb(
+        tmp_path / "a.ipynb",
+        [
+            nbformat.v4.new_code_cell("%matplotlib inline\n!pip install nothing\nx = 1"),
+            test_cell,
+            nbformat.v4.new_code_cell("def f():\n    return x + 1"),
+            nbformat.v4.new_code_cell("1 / 0"),
+            nbformat.v4.new_code_cell("def g():\n    return 3"),
+        ],
+    )
     sub = load_submission(tmp_path / "a.ipynb")
     assert sub.get("f")() == 2 and sub.get("g")() == 3
     assert len(sub.load_errors) == 1 and "ZeroDivisionError" in sub.load_errors[0]
@@ -54,6 +58,7 @@ def test_not_a_submission(tmp_path):
 
 def _sources(tmp_path):
     from autograder.load import read_sources
+
     return read_sources(tmp_path)
 
 
@@ -87,20 +92,22 @@ def test_a_focus_file_missing_a_needed_name_loads_everything(tmp_path):
     assert not sub.partial and len(sub.modules) == 2
 
 
-MASKS_NB = ("import torch\n"
-            "def padding_mask(lengths, max_len=None):\n"
-            "    T = int(lengths.max()) if max_len is None else max_len\n"
-            "    return torch.arange(T)[None, :] < lengths[:, None]\n"
-            "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool).tril()\n"
-            "def attention_mask(lengths, causal=False):\n    return None\n")
+MASKS_NB = (
+    "import torch\n"
+    "def padding_mask(lengths, max_len=None):\n"
+    "    T = int(lengths.max()) if max_len is None else max_len\n"
+    "    return torch.arange(T)[None, :] < lengths[:, None]\n"
+    "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool).tril()\n"
+    "def attention_mask(lengths, causal=False):\n    return None\n"
+)
 
 
 def _worker(folder, exercise):
     import torch
 
+    from autograder.judge.remote import RemoteStudent, Zygote
     from autograder.load import read_sources
     from autograder.properties import load_all
-    from autograder.judge.remote import RemoteStudent, Zygote
 
     torch.set_num_threads(1)
     load_all()  # the judge knows which functions each exercise needs
@@ -116,8 +123,10 @@ def test_each_exercise_worker_pays_only_for_its_own_notebook(tmp_path):
 
     from autograder.errors import StudentCrash
 
-    _nb(tmp_path / "attention.ipynb", [nbformat.v4.new_code_cell("while True:\n    pass"),
-                                        nbformat.v4.new_code_cell("import os\nos._exit(3)")])
+    _nb(
+        tmp_path / "attention.ipynb",
+        [nbformat.v4.new_code_cell("while True:\n    pass"), nbformat.v4.new_code_cell("import os\nos._exit(3)")],
+    )
     _nb(tmp_path / "masks.ipynb", [nbformat.v4.new_code_cell(MASKS_NB)])
     zygote, student = _worker(tmp_path, "masks")
     try:

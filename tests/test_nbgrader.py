@@ -13,6 +13,7 @@ holds two exercises (masks, masked_loss) to keep CI short.  The course lives whe
 (under /srv or the home directory, see conftest.real_place), and its source notebooks and the
 classmate's carry a marker that no output of the thief may show.
 """
+
 import ast
 import csv
 import json
@@ -29,7 +30,6 @@ import pytest
 import yaml
 
 from autograder.catalogue import load_catalogue
-from autograder.nbgrader_course.build import with_solution
 from autograder.nbgrader_course.preprocessor import hidden_call
 
 from .conftest import ROOT, real_place
@@ -49,8 +49,9 @@ HOSTILE = ROOT / "tests" / "files" / "hostile"
 def run(cmd, cwd, timeout=900, bin_dir=BIN, ok=(0,)):
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("VIRTUAL_ENV", None)
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                          shell=isinstance(cmd, str))
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, shell=isinstance(cmd, str)
+    )
     assert proc.returncode in ok, f"{cmd} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 
@@ -79,7 +80,10 @@ def printed_steps(text):
     """The commands `nbgrader-course` printed after "Next": (slow path, fast path), comments left out."""
     block = text.split("\nNext", 1)[1]
     slow, _, fast = block.partition("\nor, faster")
-    cmds = lambda part: [ln.strip() for ln in part.splitlines()[1:] if ln.startswith("  ") and not ln.strip().startswith("#")]
+
+    def cmds(part):
+        return [ln.strip() for ln in part.splitlines()[1:] if ln.startswith("  ") and not ln.strip().startswith("#")]
+
     return cmds(slow), cmds(fast)
 
 
@@ -97,7 +101,10 @@ def course(installed):
 def _build_course(tmp, installed):
     vbin = installed["bin"]
     marker = f"SECRET{__import__('uuid').uuid4().hex[:12]}"
-    step = lambda cmd, cwd, ok=(0,): run(cmd, cwd, bin_dir=vbin, ok=ok)
+
+    def step(cmd, cwd, ok=(0,)):
+        return run(cmd, cwd, bin_dir=vbin, ok=ok)
+
     step(["seqgrader", "init-course", "src"], tmp)
     course_file = tmp / "src" / "course.yml"
     data = yaml.safe_load(course_file.read_text(encoding="utf-8"))
@@ -111,10 +118,18 @@ def _build_course(tmp, installed):
     cdir = tmp / "course"
     built = step(["seqgrader", "nbgrader-course", "course", "--course", "src"], tmp)
     slow, fast = printed_steps(built.stderr)
-    assert [c.split()[:2] for c in slow] == [["nbgrader", "generate_assignment"], ["nbgrader", "autograde"],
-                                             ["nbgrader", "generate_feedback"], ["nbgrader", "export"]], slow
-    assert [c.split()[:2] for c in fast] == [["seqgrader", "grade-batch"], ["seqgrader", "nbgrader-gradebook"],
-                                             ["nbgrader", "generate_feedback"], ["nbgrader", "export"]], fast
+    assert [c.split()[:2] for c in slow] == [
+        ["nbgrader", "generate_assignment"],
+        ["nbgrader", "autograde"],
+        ["nbgrader", "generate_feedback"],
+        ["nbgrader", "export"],
+    ], slow
+    assert [c.split()[:2] for c in fast] == [
+        ["seqgrader", "grade-batch"],
+        ["seqgrader", "nbgrader-gradebook"],
+        ["nbgrader", "generate_feedback"],
+        ["nbgrader", "export"],
+    ], fast
     step(["nbgrader", "db", "assignment", "add", ASSIGNMENT, f"--duedate={DUE}"], cdir)
     with open(cdir / "nbgrader_config.py", "a", encoding="utf-8") as f:
         f.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
@@ -146,19 +161,35 @@ def _build_course(tmp, installed):
         return nb
 
     submit("alice", {ex: answered(ex) for ex in EXERCISES})
-    submit("bob", {"masks": answered("masks"),
-                   "masked_loss": answered("masked_loss", masked_cross_entropy=mistake("ml_per_sequence_mean"))})
+    submit(
+        "bob",
+        {
+            "masks": answered("masks"),
+            "masked_loss": answered("masked_loss", masked_cross_entropy=mistake("ml_per_sequence_mean")),
+        },
+    )
     loop = "def padding_mask(lengths, max_len=None):\n    while True:\n        pass\n"
     submit("carol", {"masks": answered("masks", padding_mask=loop), "masked_loss": answered("masked_loss")})
-    submit("dave", {"masks": '{"cells": [{"cell_type": "code", "source": "def padding_mask(', "masked_loss": answered("masked_loss")})
+    submit(
+        "dave",
+        {
+            "masks": '{"cells": [{"cell_type": "code", "source": "def padding_mask(',
+            "masked_loss": answered("masked_loss"),
+        },
+    )
     erin = answered("masks")
     erin.cells = [c for c in erin.cells if not hidden_call(c.source) or "padding_mask" not in c.source]
     submit("erin", {"masks": erin, "masked_loss": answered("masked_loss")})
     noisy = answered("masked_loss")
-    warn = ("import warnings\nwarnings.warn('frank was here', UserWarning)\n"
-            "import numpy as np\nnp.array([1.0]) / 0  # a RuntimeWarning on stderr too\n")
+    warn = (
+        "import warnings\nwarnings.warn('frank was here', UserWarning)\n"
+        "import numpy as np\nnp.array([1.0]) / 0  # a RuntimeWarning on stderr too\n"
+    )
     sol = next(c for c in noisy.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "masked_cross_entropy")
-    sol.source = warn + sol.source + textwrap.dedent("""
+    sol.source = (
+        warn
+        + sol.source
+        + textwrap.dedent("""
 
         _quiet = masked_cross_entropy
 
@@ -167,6 +198,7 @@ def _build_course(tmp, installed):
             warnings.warn("frank's loss was called", UserWarning)
             return _quiet(logits, targets, mask)
         """)
+    )
     submit("frank", {"masks": answered("masks"), "masked_loss": noisy})
     submit(LATE, {ex: answered(ex) for ex in EXERCISES}, when=LATE_TIME)
     # the secrets: a marker in every solution cell of source/ and in the classmate's notebooks
@@ -207,8 +239,17 @@ def _build_course(tmp, installed):
         step(cmd, cdir)
     for cmd in fast:  # seqgrader grade-batch ...; seqgrader nbgrader-gradebook ...; generate_feedback; export
         step(cmd, fdir)
-    return {"dir": cdir, "fast": fdir, "broken": bdir, "course_file": cdir / "course.yml", "installed": installed,
-            "autograde_log": auto.stderr + auto.stdout, "source": source, "release": release, "marker": marker}
+    return {
+        "dir": cdir,
+        "fast": fdir,
+        "broken": bdir,
+        "course_file": cdir / "course.yml",
+        "installed": installed,
+        "autograde_log": auto.stderr + auto.stdout,
+        "source": source,
+        "release": release,
+        "marker": marker,
+    }
 
 
 def gradebook_scores(cdir):
@@ -231,17 +272,34 @@ def exported(cdir):
 def grade_scores(course, student):
     """`grade` (the installed one) on the same notebooks: {exercise: score}."""
     out = course["dir"].parent / f"grade-{student}.json"
-    run(["seqgrader", "grade", course["dir"] / "submitted" / student / ASSIGNMENT, "--course", course["course_file"],
-         "--assignment", ASSIGNMENT, "--json", out, "-q"], course["dir"].parent, bin_dir=course["installed"]["bin"])
+    run(
+        [
+            "seqgrader",
+            "grade",
+            course["dir"] / "submitted" / student / ASSIGNMENT,
+            "--course",
+            course["course_file"],
+            "--assignment",
+            ASSIGNMENT,
+            "--json",
+            out,
+            "-q",
+        ],
+        course["dir"].parent,
+        bin_dir=course["installed"]["bin"],
+    )
     report = json.loads(out.read_text(encoding="utf-8"))
     return {e["id"]: e["score"] for e in report["exercises"]}, report
 
 
 def test_the_course_has_solutions_in_regions_and_no_hidden_code(course):
     cdir = course["dir"]
-    prop_lines = {ln.strip() for ex in EXERCISES
-                  for ln in (ROOT / "autograder" / "properties" / f"{ex}.py").read_text(encoding="utf-8").splitlines()
-                  if len(ln.strip()) > 25 and not ln.strip().startswith(("#", "import ", "from "))}
+    prop_lines = {
+        ln.strip()
+        for ex in EXERCISES
+        for ln in (ROOT / "autograder" / "properties" / f"{ex}.py").read_text(encoding="utf-8").splitlines()
+        if len(ln.strip()) > 25 and not ln.strip().startswith(("#", "import ", "from "))
+    }
     for ex in EXERCISES:
         src = course["source"][ex]
         rel = course["release"][ex]
@@ -250,7 +308,11 @@ def test_the_course_has_solutions_in_regions_and_no_hidden_code(course):
         hidden = [c for c in rel.cells if hidden_call(c.source)]
         assert hidden and all(c.metadata["nbgrader"]["locked"] and c.metadata["nbgrader"]["grade"] for c in hidden)
         assert sum(c.metadata["nbgrader"]["points"] for c in hidden) == pytest.approx(
-            sum(t["points"] for t in yaml.safe_load(course["course_file"].read_text())["exercises"][ex]["tests"].values()))
+            sum(
+                t["points"]
+                for t in yaml.safe_load(course["course_file"].read_text())["exercises"][ex]["tests"].values()
+            )
+        )
         visible = [c for c in rel.cells if c.source.startswith("# autograder: visible checks")]
         assert visible and all(c.metadata["nbgrader"]["points"] == 0 for c in visible)
         text = (cdir / "release" / ASSIGNMENT / f"{ex}.ipynb").read_text(encoding="utf-8")
@@ -298,8 +360,11 @@ def test_a_thief_gets_nothing_and_sees_nothing(course):
     assert scores[CLASSMATE] == {"masks": 20.0, "masked_loss": 15.0}  # the marked notebooks are real answers
     marker = course["marker"]
     for cdir in (course["dir"], course["fast"]):
-        mine = [*(cdir / "autograded" / THIEF).rglob("*"), *(cdir / "feedback" / THIEF).rglob("*"),
-                *(cdir / "grades").rglob(f"{THIEF}*")]
+        mine = [
+            *(cdir / "autograded" / THIEF).rglob("*"),
+            *(cdir / "feedback" / THIEF).rglob("*"),
+            *(cdir / "grades").rglob(f"{THIEF}*"),
+        ]
         assert any(p.suffix == ".html" for p in mine), "no feedback was generated for the thief"
         leaked = [p for p in mine if p.is_file() and marker in p.read_text(encoding="utf-8", errors="replace")]
         assert leaked == [], leaked
@@ -374,7 +439,11 @@ def test_a_corrupt_notebook_is_flagged_for_a_grader_in_both_paths(course):
     for cdir in (course["dir"], course["fast"]):
         scores, flagged = gradebook_scores(cdir)
         assert scores["dave"] == {"masks": 0.0, "masked_loss": 15.0}, (cdir, scores["dave"])
-        assert sorted(flagged["dave"]["masks"]) == ["hidden_attention_mask", "hidden_causal_mask", "hidden_padding_mask"]
+        assert sorted(flagged["dave"]["masks"]) == [
+            "hidden_attention_mask",
+            "hidden_causal_mask",
+            "hidden_padding_mask",
+        ]
         assert not any(flagged[s][nb] for s in STUDENTS if s != "dave" for nb in EXERCISES), flagged
         with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:
             sub = gb.find_submission(ASSIGNMENT, "dave")
@@ -392,11 +461,16 @@ def test_where_the_reference_loses_points_autograde_records_nothing(course, tmp_
     autograde (exit status 2) with the reason, before nbgrader records anything: no submission, no
     grade, not even a zero, in the gradebook or the export."""
     cdir = course["broken"]
-    env = dict(os.environ, PATH=f"{course['installed']['bin']}{os.pathsep}{os.environ.get('PATH', '')}",
-               SEQGRADER_AUTOGRAD_FORK="broken", SEQGRADER_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(
+        os.environ,
+        PATH=f"{course['installed']['bin']}{os.pathsep}{os.environ.get('PATH', '')}",
+        SEQGRADER_AUTOGRAD_FORK="broken",
+        SEQGRADER_CACHE_DIR=str(tmp_path / "cache"),
+    )
     env.pop("VIRTUAL_ENV", None)
-    proc = subprocess.run(["nbgrader", "autograde", ASSIGNMENT], cwd=cdir, env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        ["nbgrader", "autograde", ASSIGNMENT], cwd=cdir, env=env, capture_output=True, text=True, timeout=900
+    )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 2, log[-3000:]
     assert "nobody is graded" in log and "do not get full marks in this environment" in log, log[-3000:]
@@ -405,8 +479,11 @@ def test_where_the_reference_loses_points_autograde_records_nothing(course, tmp_
     assert scores == {}, scores
     assert not (cdir / "autograded").exists() or not any((cdir / "autograded").rglob("*.ipynb"))
     run([str(BIN / "nbgrader"), "export"], cdir)
-    assert not [r for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
-                if r["student_id"] in STUDENTS and r.get("timestamp")], "a student has a grade"
+    assert not [
+        r
+        for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
+        if r["student_id"] in STUDENTS and r.get("timestamp")
+    ], "a student has a grade"
 
 
 def _lines(proc):
@@ -419,8 +496,16 @@ def test_students_run_pytest_and_validate_with_no_grader(course, tmp_path):
     yet / failed with the check's message and the student's line; `nbgrader validate` passes a correct
     notebook and names the unfinished functions of a stub; a hidden-tests cell says when it runs."""
     sbin = course["installed"]["student"]
-    probe = run([str(sbin / "python"), "-c", "import importlib.util as u; print([m for m in ('autograder', "
-                 "'hypothesis', 'torch', 'nbgrader') if u.find_spec(m)])"], tmp_path, bin_dir=sbin)
+    probe = run(
+        [
+            str(sbin / "python"),
+            "-c",
+            "import importlib.util as u; print([m for m in ('autograder', "
+            "'hypothesis', 'torch', 'nbgrader') if u.find_spec(m)])",
+        ],
+        tmp_path,
+        bin_dir=sbin,
+    )
     assert probe.stdout.strip() == "['torch', 'nbgrader']", probe.stdout
     pytest_cmd = [str(sbin / "python"), "-m", "pytest", "-p", "no:cacheprovider"]
     # the release as handed out: every function not implemented yet
@@ -438,11 +523,17 @@ def test_students_run_pytest_and_validate_with_no_grader(course, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(course["dir"] / "submitted" / "alice" / ASSIGNMENT, work)
     nb = nbformat.read(str(work / "masks.ipynb"), as_version=4)
-    set_cell(nb, "causal_mask", "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool).triu()\n")
+    set_cell(
+        nb, "causal_mask", "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool).triu()\n"
+    )
     nbformat.write(nb, str(work / "masks.ipynb"))
     nb = nbformat.read(str(work / "masked_loss.ipynb"), as_version=4)
-    set_cell(nb, "masked_cross_entropy", "def masked_cross_entropy(logits, targets, mask):\n"
-                                         "    flat = logits.reshape(-1)\n    return flat.view(7, 11, 13).mean()\n")
+    set_cell(
+        nb,
+        "masked_cross_entropy",
+        "def masked_cross_entropy(logits, targets, mask):\n"
+        "    flat = logits.reshape(-1)\n    return flat.view(7, 11, 13).mean()\n",
+    )
     nbformat.write(nb, str(work / "masked_loss.ipynb"))
     lines = _lines(run(pytest_cmd, work, bin_dir=sbin, ok=(1,)))
     line = next(ln for ln in lines if "::padding_mask " in ln)
@@ -456,8 +547,11 @@ def test_students_run_pytest_and_validate_with_no_grader(course, tmp_path):
     assert "3 failed, 1 passed" in lines[-1] and len(lines) < 20, lines
     # nbgrader validate: a correct notebook passes (its hidden-tests cells only print); a stub fails
     # on the visible checks of each unfinished function
-    out = run([str(sbin / "nbgrader"), "validate", "masks.ipynb"], course["dir"] / "submitted" / "alice" / ASSIGNMENT,
-              bin_dir=sbin)
+    out = run(
+        [str(sbin / "nbgrader"), "validate", "masks.ipynb"],
+        course["dir"] / "submitted" / "alice" / ASSIGNMENT,
+        bin_dir=sbin,
+    )
     assert "Success! Your notebook passes all the tests." in out.stdout, out.stdout[-3000:]
     out = run([str(sbin / "nbgrader"), "validate", "masked_loss.ipynb"], stub, bin_dir=sbin)
     assert "VALIDATION FAILED ON 1 CELL(S)" in out.stdout, out.stdout[-3000:]
@@ -492,15 +586,21 @@ def manual_course(tmp_path_factory):
     nbgrader("generate_assignment", MANUAL, cwd=cdir)
     source = nbformat.read(str(cdir / "source" / MANUAL / "ablation.ipynb"), as_version=4)
     release = nbformat.read(str(cdir / "release" / MANUAL / "ablation.ipynb"), as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    answers = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    }
     answers["run_ablation"] = mistake("ablation_seed_offset_per_arm")  # partial credit
     nb = nbformat.from_dict(json.loads(json.dumps(release)))
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
-            cell.source = answers[meta["grade_id"]] if cell.cell_type == "code" else \
-                "Only the flag changed; same data, init and seeds. With PE 0.97, without 0.50 (chance)."
+            cell.source = (
+                answers[meta["grade_id"]]
+                if cell.cell_type == "code"
+                else "Only the flag changed; same data, init and seeds. With PE 0.97, without 0.50 (chance)."
+            )
     folder = cdir / "submitted" / "alice" / MANUAL
     folder.mkdir(parents=True)
     nbformat.write(nb, str(folder / "ablation.ipynb"))
@@ -517,8 +617,11 @@ def manual_gradebook(cdir, student="alice"):
 
     with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:
         nb = gb.find_submission_notebook("ablation", MANUAL, student)
-        return nb.score, nb.max_score, {g.name: (g.auto_score, g.manual_score, g.max_score, g.needs_manual_grade)
-                                        for g in nb.grades}
+        return (
+            nb.score,
+            nb.max_score,
+            {g.name: (g.auto_score, g.manual_score, g.max_score, g.needs_manual_grade) for g in nb.grades},
+        )
 
 
 def test_the_written_analysis_is_a_manually_graded_answer_cell(manual_course):
@@ -527,8 +630,10 @@ def test_the_written_analysis_is_a_manually_graded_answer_cell(manual_course):
         meta = cell.metadata["nbgrader"]
         assert cell.cell_type == "markdown" and meta["grade"] and meta["solution"] and not meta["locked"], kind
         assert meta["points"] == 10, kind
-    source_cell, release_cell = (next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANALYSIS)
-                                 for nb in (manual_course["source"], manual_course["release"]))
+    source_cell, release_cell = (
+        next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANALYSIS)
+        for nb in (manual_course["source"], manual_course["release"])
+    )
     assert "### BEGIN SOLUTION" in source_cell.source and "One seed is not enough" in source_cell.source
     assert "BEGIN SOLUTION" not in release_cell.source and "Write your answer here" in release_cell.source
     hidden = [c.metadata["nbgrader"]["points"] for c in manual_course["release"].cells if hidden_call(c.source)]
@@ -563,8 +668,11 @@ def test_a_hand_grade_counts_and_nbgrader_gradebook_keeps_it(manual_course, tmp_
     score, _, grades = manual_gradebook(cdir)
     assert score == pytest.approx(auto + 8) and grades[ANALYSIS][1:] == (8.0, 10.0, False)
     nbgrader("export", cwd=cdir)
-    rows = {r["student_id"]: r for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
-            if r["assignment"] == MANUAL}
+    rows = {
+        r["student_id"]: r
+        for r in csv.DictReader(open(cdir / "grades.csv", newline="", encoding="utf-8"))
+        if r["assignment"] == MANUAL
+    }
     assert float(rows["alice"]["score"]) == pytest.approx(auto + 8) and float(rows["alice"]["max_score"]) == 100.0
 
 
@@ -577,8 +685,13 @@ def test_gradebook_flags_an_analysis_nobody_scored(manual_course):
     from autograder.nbgrader_course.gradebook import write_reports
 
     cdir = manual_course["dir"]
-    report = {"score": 0.0, "max_score": 90.0, "errors": [], "batch": {"status": "graded"},
-              "exercises": [{"id": "ablation", "score": 0.0, "max_score": 90.0, "tests": []}]}
+    report = {
+        "score": 0.0,
+        "max_score": 90.0,
+        "errors": [],
+        "batch": {"status": "graded"},
+        "exercises": [{"id": "ablation", "score": 0.0, "max_score": 90.0, "tests": []}],
+    }
     write_reports(cdir, MANUAL, {"zoe": report})
     with Gradebook(f"sqlite:///{cdir / 'gradebook.db'}", "seqgrader") as gb:
         nb = gb.find_submission_notebook("ablation", MANUAL, "zoe")

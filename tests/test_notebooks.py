@@ -9,14 +9,14 @@ Slow (a real Jupyter kernel, via nbclient): as released, only the visible checks
 reference solutions pasted into the stubs, every cell runs and the grader's command line gives
 full marks for the exercise.
 """
+
 import ast
 import importlib.util
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -45,8 +45,13 @@ CONTRACT = {
 }
 # the parts an exercise asks the student to paste from earlier notebooks: stubs before its own, no visible checks
 PARTS = {
-    "tiny_lm": ["padding_mask", "causal_mask", "sinusoidal_encoding", "scaled_dot_product_attention",
-                "masked_cross_entropy"],
+    "tiny_lm": [
+        "padding_mask",
+        "causal_mask",
+        "sinusoidal_encoding",
+        "scaled_dot_product_attention",
+        "masked_cross_entropy",
+    ]
 }
 IDS = list(CONTRACT)
 
@@ -81,7 +86,6 @@ def visible_check_cells(nb):
     return [c for c in nb.cells if (nbgrader(c) or {}).get("grade") and not nbgrader(c).get("solution")]
 
 
-
 def course_points(ex):
     return sum(t["points"] for t in COURSE["exercises"][ex]["tests"].values())
 
@@ -105,15 +109,19 @@ def test_notebooks_are_up_to_date_with_their_sources():
     build = _load_builder()
     assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == sorted(IDS)
     assert sorted(p.stem for p in EXERCISES_DIR.glob("*.ipynb")) == sorted(IDS)
-    stale = [ex for ex in IDS if (EXERCISES_DIR / f"{ex}.ipynb").read_bytes() !=
-             build.build(build.SOURCES / f"{ex}.py").encode("utf-8")]
+    stale = [
+        ex
+        for ex in IDS
+        if (EXERCISES_DIR / f"{ex}.ipynb").read_bytes() != build.build(build.SOURCES / f"{ex}.py").encode("utf-8")
+    ]
     assert not stale, f"rebuild with `.venv/bin/python exercises/build.py`: {stale} differ from exercises/src/"
 
 
 def build_script(*args):
     """exercises/build.py run as a course author runs it, in a process of its own."""
-    return subprocess.run([sys.executable, str(EXERCISES_DIR / "build.py"), *map(str, args)], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(EXERCISES_DIR / "build.py"), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
 
 
 def build_here(capsys, *args):
@@ -158,7 +166,9 @@ def test_a_sentence_edited_in_a_source_reaches_its_notebook_and_nothing_else(aut
     assert status == 0 and written.strip() == f"wrote {out / 'masks.ipynb'}", written + err
     before = (EXERCISES_DIR / "masks.ipynb").read_text(encoding="utf-8")
     after = (out / "masks.ipynb").read_text(encoding="utf-8")
-    assert before.count(SENTENCE) == 1 and after == before.replace(SENTENCE, EDITED)  # byte for byte, apart from the sentence
+    assert before.count(SENTENCE) == 1 and after == before.replace(
+        SENTENCE, EDITED
+    )  # byte for byte, apart from the sentence
     old, new = read_notebook("masks"), nbformat.read(str(out / "masks.ipynb"), as_version=4)
     assert [c.id for c in new.cells] == [c.id for c in old.cells] and new.metadata == old.metadata
     changed = [c.id for c, d in zip(new.cells, old.cells) if c != d]
@@ -173,20 +183,25 @@ def test_a_malformed_source_is_a_clear_error_and_writes_nothing(author_copy, cap
     src, out = author_copy / "src", author_copy / "out"
     source = (src / "masks.py").read_text(encoding="utf-8")
     header = "# %% masks_notation [markdown] nbgrader={"
-    line = source[:source.index(header)].count("\n") + 1
+    line = source[: source.index(header)].count("\n") + 1
     (src / "masks.py").write_text(source.replace(header, header[:-1] + "{{"), encoding="utf-8")
     (src / "attention.py").write_text("", encoding="utf-8")  # sources are read (and fail) before any is written
     (out / "rope.ipynb").unlink()
     status, _, err = build_here(capsys, "--src", src, "--out", out)
-    assert status == 2 and f"masks.py:{line}: cannot read the metadata" in err \
-        and "attention.py:1: a source starts with a cell header" in err, err
+    assert (
+        status == 2
+        and f"masks.py:{line}: cannot read the metadata" in err
+        and "attention.py:1: a source starts with a cell header" in err
+    ), err
     assert not (out / "rope.ipynb").exists()
-    (src / "attention.py").write_text((EXERCISES_DIR / "src" / "attention.py").read_text(encoding="utf-8"),
-                                      encoding="utf-8")
+    (src / "attention.py").write_text(
+        (EXERCISES_DIR / "src" / "attention.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     (src / "masks.py").write_text(source.replace("# %% masks_notation ", "# %% masks_intro "), encoding="utf-8")
     status, _, err = build_here(capsys, "--check", "--src", src, "--out", out)
-    assert status == 2 and err.count("error:") == 1 \
-        and f"masks.py:{line}: a second cell with the id 'masks_intro'" in err, err
+    assert (
+        status == 2 and err.count("error:") == 1 and f"masks.py:{line}: a second cell with the id 'masks_intro'" in err
+    ), err
     status, usage, _ = build_here(capsys, "--help")
     assert status == 0 and "--check" in usage and "--src" in usage
 
@@ -211,26 +226,42 @@ def test_nbgrader_metadata(ex):
     for cell in nb.cells:
         meta = nbgrader(cell)
         if cell.cell_type == "markdown" and (meta or {}).get("solution"):  # an answer graded by hand (course.yml)
-            assert meta == {"grade": True, "solution": True, "locked": False, "grade_id": meta["grade_id"],
-                            "points": manual_points(ex).get(meta["grade_id"]), "schema_version": 3}, \
-                f"{ex}: answer cell {cell.id} is not a manually graded answer worth course.yml's manual points"
+            assert meta == {
+                "grade": True,
+                "solution": True,
+                "locked": False,
+                "grade_id": meta["grade_id"],
+                "points": manual_points(ex).get(meta["grade_id"]),
+                "schema_version": 3,
+            }, f"{ex}: answer cell {cell.id} is not a manually graded answer worth course.yml's manual points"
             continue
         if cell.cell_type == "markdown":
-            assert meta == {"grade": False, "solution": False, "locked": True, "grade_id": meta["grade_id"],
-                            "schema_version": 3}, f"{ex}: markdown cell {cell.id} is not a locked instruction"
+            assert meta == {
+                "grade": False,
+                "solution": False,
+                "locked": True,
+                "grade_id": meta["grade_id"],
+                "schema_version": 3,
+            }, f"{ex}: markdown cell {cell.id} is not a locked instruction"
         if meta is None:
             continue
         assert meta["schema_version"] == 3 and meta["grade_id"]
         if meta["solution"]:
-            assert meta == {"grade": False, "solution": True, "locked": False, "grade_id": meta["grade_id"],
-                            "schema_version": 3}, f"{ex}: stub {meta['grade_id']}"
+            assert meta == {
+                "grade": False,
+                "solution": True,
+                "locked": False,
+                "grade_id": meta["grade_id"],
+                "schema_version": 3,
+            }, f"{ex}: stub {meta['grade_id']}"
         elif meta["grade"]:
             assert meta["locked"] is True and meta["points"] > 0, f"{ex}: visible check {meta['grade_id']}"
             assert set(meta) == {"grade", "solution", "locked", "points", "grade_id", "schema_version"}
     points = sum(nbgrader(c)["points"] for c in visible_check_cells(nb))
     assert points == course_points(ex), f"{ex}: visible checks give {points} points, course.yml {course_points(ex)}"
-    assert {nbgrader(c)["grade_id"] for c in answer_cells(nb)} == set(manual_points(ex)), \
+    assert {nbgrader(c)["grade_id"] for c in answer_cells(nb)} == set(manual_points(ex)), (
         f"{ex}: course.yml's manual points need one answer cell each, and every answer cell needs its points"
+    )
     assert [nbgrader(c)["grade_id"] for c in visible_check_cells(nb)] == [f"test_{fn}" for fn in CONTRACT[ex]]
 
 
@@ -241,8 +272,11 @@ def _reference_module(ex):
 def _signature(node):
     """A function's (or a class's __init__ and forward) argument names and defaults, as text."""
     if isinstance(node, ast.ClassDef):
-        return {f.name: _signature(f) for f in node.body if isinstance(f, ast.FunctionDef)
-                and f.name in ("__init__", "forward")}
+        return {
+            f.name: _signature(f)
+            for f in node.body
+            if isinstance(f, ast.FunctionDef) and f.name in ("__init__", "forward")
+        }
     return ast.unparse(node.args)
 
 
@@ -255,16 +289,18 @@ def test_every_contract_function_has_a_stub_that_raises(ex):
     for cell in stubs:
         name = nbgrader(cell)["grade_id"]
         tree = ast.parse(cell.source)
-        assert len(tree.body) == 1 and getattr(tree.body[0], "name", None) == name, \
+        assert len(tree.body) == 1 and getattr(tree.body[0], "name", None) == name, (
             f"{ex}: the cell {name} must define exactly `{name}`"
+        )
         node = tree.body[0]
         assert _signature(node) == _signature(reference[name]), f"{ex}: {name} has not the contract's signature"
         functions = [f for f in ast.walk(node) if isinstance(f, ast.FunctionDef)]
         assert functions
         for f in functions:
             last = f.body[-1]
-            assert isinstance(last, ast.Raise) and "NotImplementedError" in ast.unparse(last.exc), \
+            assert isinstance(last, ast.Raise) and "NotImplementedError" in ast.unparse(last.exc), (
                 f"{ex}: {f.name} must end with raise NotImplementedError"
+            )
         doc = ast.get_docstring(node)
         assert doc and "\n" not in doc.strip(), f"{ex}: {name} needs a one-line docstring"
 
@@ -275,8 +311,9 @@ def test_each_stub_has_its_formula_above_and_a_picture_or_check_by_hand(ex):
     for i, cell in enumerate(nb.cells):
         if (nbgrader(cell) or {}).get("solution") and cell.cell_type == "code":  # a stub (not an answer cell)
             above = nb.cells[i - 1]
-            assert above.cell_type == "markdown" and "$" in above.source, \
+            assert above.cell_type == "markdown" and "$" in above.source, (
                 f"{ex}: the cell above {nbgrader(cell)['grade_id']} should give its formula"
+            )
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "动手检查 / Check by hand" in text and "信息边界" in text and "Row convention" in text
 
@@ -305,8 +342,9 @@ def run_visible_checks(ex, source):
     return failed
 
 
-CORRECT = sorted((ROOT / "tests" / "files" / "correct").glob("*/*.py")) + \
-    sorted((ROOT / "tests" / "files" / "correct_extra").glob("*/*.py"))
+CORRECT = sorted((ROOT / "tests" / "files" / "correct").glob("*/*.py")) + sorted(
+    (ROOT / "tests" / "files" / "correct_extra").glob("*/*.py")
+)
 CORRECT = [(p.stem, p) for p in CORRECT if p.stem in CONTRACT]
 
 
@@ -341,8 +379,9 @@ def kernel_name(tmp_path_factory):
     major, minor = sys.version_info[:2]
     try:
         argv0 = KernelSpecManager().get_kernel_spec("python3").argv[0]
-        ours = argv0 in ("python", f"python{major}", f"python{major}.{minor}") or \
-            os.path.abspath(argv0) == os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
+        ours = argv0 in ("python", f"python{major}", f"python{major}.{minor}") or os.path.abspath(
+            argv0
+        ) == os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink
     except NoSuchKernel:
         ours = False
     if ours:
@@ -351,9 +390,16 @@ def kernel_name(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyter")
     spec = root / "kernels" / "python3"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (tests)", "language": "python"}), encoding="utf-8")
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (tests)",
+                "language": "python",
+            }
+        ),
+        encoding="utf-8",
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(root), os.environ.get("JUPYTER_PATH")])))
         yield "python3"
@@ -382,8 +428,12 @@ def execute_all(notebooks, kernel_name, tmp):
         cwd.mkdir()
         src, dst = tmp / f"{key}.in.ipynb", tmp / f"{key}.out.ipynb"
         nbformat.write(notebooks[key], str(src))
-        proc = subprocess.run([sys.executable, "-c", _EXECUTE, str(src), str(dst), kernel_name, str(cwd)],
-                              capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", _EXECUTE, str(src), str(dst), kernel_name, str(cwd)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, f"{key}: {proc.stderr[-3000:]}"
         return key, nbformat.read(str(dst), as_version=4)
 
@@ -403,19 +453,27 @@ def errors(cell):
 
 
 def stdout(cell):
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stdout")
+    return "".join(
+        o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stdout"
+    )
 
 
 def stderr(cell):
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr")
+    return "".join(
+        o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr"
+    )
 
 
 def solved(ex):
     """The released notebook with each stub replaced by the reference from solutions/<ex>.py."""
     source = (ROOT / "solutions" / f"{ex}.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
-    imports = "\n".join(ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-    defs = {n.name: ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    imports = "\n".join(
+        ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+    )
+    defs = {
+        n.name: ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+    }
     nb = read_notebook(ex)
     for cell in solution_cells(nb):
         cell.source = f"{imports}\n\n\n{defs[nbgrader(cell)['grade_id']]}"
@@ -432,11 +490,13 @@ def test_released_notebook_fails_only_in_its_visible_checks(ex, executed):
         meta = nbgrader(cell) or {}
         if meta.get("grade") and not meta.get("solution"):
             errs = errors(cell)
-            assert errs and errs[0].ename == "NotImplementedError", \
+            assert errs and errs[0].ename == "NotImplementedError", (
                 f"{ex}: the visible check {meta['grade_id']} should fail on the stub, got {[e.ename for e in errs]}"
+            )
         else:
-            assert not errors(cell), f"{ex}: cell {cell.id} crashed before the visible checks:\n" + \
-                "\n".join(errors(cell)[0].traceback)
+            assert not errors(cell), f"{ex}: cell {cell.id} crashed before the visible checks:\n" + "\n".join(
+                errors(cell)[0].traceback
+            )
     hints = [c for c in nb.cells if "implement" in stdout(c).lower() and "first" in stdout(c).lower()]
     assert hints, f"{ex}: no picture/check-by-hand cell told the student to implement the function first"
 
@@ -447,8 +507,9 @@ def test_solved_notebook_runs_and_passes_its_visible_checks(ex, executed):
     nb = executed[f"solved-{ex}"]
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert not errors(cell), f"{ex}: cell {cell.id} failed with the reference solution:\n" + \
-                "\n".join(errors(cell)[0].traceback)
+            assert not errors(cell), f"{ex}: cell {cell.id} failed with the reference solution:\n" + "\n".join(
+                errors(cell)[0].traceback
+            )
             if not (nbgrader(cell) or {}).get("locked") or (nbgrader(cell) or {}).get("grade"):
                 # a warning (e.g. a glyph missing from the plot font); the set-up cell may log
                 # matplotlib's one-off "building the font cache" on a fresh machine

@@ -12,6 +12,7 @@ submission: the class grows with them), is graded
 and every student's score, whether it was graded, and the status of every test are the same each
 time.  The order is set by the names (grade-batch grades in the order of its students' names).
 """
+
 import json
 import subprocess
 import sys
@@ -24,8 +25,7 @@ from autograder.catalogue import load_catalogue
 
 from .conftest import ROOT
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
 
 EXERCISE = "masks"
 
@@ -48,7 +48,7 @@ def the_class():
     out = {"reference": ("masks.py", reference)}
     for alt in sorted((ROOT / "tests" / "files" / "correct").glob(f"alt*/{EXERCISE}.py")):
         out[f"correct-{alt.parent.name}"] = ("masks.py", alt.read_bytes())
-    for ex, entry in load_catalogue(EXERCISE):
+    for _, entry in load_catalogue(EXERCISE):
         out[f"mistake-{entry['id']}"] = ("masks.py", reference + f"\n\n# --- {entry['id']}\n{entry['code']}\n".encode())
     for f in sorted((ROOT / "tests" / "files" / "hostile").iterdir()):
         if f.suffix in (".py", ".ipynb"):
@@ -62,8 +62,11 @@ def the_class():
 
 def _outcome(report):
     """What must not depend on the class: the score, whether it was graded, every test's status."""
-    return (report["score"], report.get("graded", True),
-            tuple((t["name"], t["status"]) for e in report["exercises"] for t in e["tests"]))
+    return (
+        report["score"],
+        report.get("graded", True),
+        tuple((t["name"], t["status"]) for e in report["exercises"] for t in e["tests"]),
+    )
 
 
 def _write(folder, names, klass):
@@ -83,9 +86,32 @@ def _batch(tmp_path, label, names, klass, course, workers):
     folder = tmp_path / label
     ids = _write(folder, names, klass)
     out = tmp_path / f"{label}-grades"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(folder), "--layout", "flat",
-                           "--out", str(out), "--course", str(course), "--exercise", EXERCISE, "--max-examples", "10",
-                           "--workers", str(workers), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(folder),
+            "--layout",
+            "flat",
+            "--out",
+            str(out),
+            "--course",
+            str(course),
+            "--exercise",
+            EXERCISE,
+            "--max-examples",
+            "10",
+            "--workers",
+            str(workers),
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {ids[p.stem]: _outcome(json.loads(p.read_text(encoding="utf-8"))) for p in (out / "reports").glob("*.json")}
 
@@ -96,9 +122,28 @@ def _alone(tmp_path, name, klass, course):
     file_name, data = klass[name]
     (folder / file_name).write_bytes(data)
     out = folder.parent / f"{name}.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--json", str(out), "--course",
-                           str(course), "--exercise", EXERCISE, "--max-examples", "10", "-q"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(folder),
+            "--json",
+            str(out),
+            "--course",
+            str(course),
+            "--exercise",
+            EXERCISE,
+            "--max-examples",
+            "10",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, (name, proc.stderr[-2000:])
     return _outcome(json.loads(out.read_text(encoding="utf-8")))
 
@@ -110,10 +155,12 @@ def test_every_student_gets_the_same_grade_alone_in_any_order_and_on_any_number_
     assert len(names) >= 60 and any(n.startswith("hostile-") for n in names)
     with ThreadPoolExecutor(2) as pool:
         alone = dict(zip(names, pool.map(lambda n: _alone(tmp_path, n, klass, course), names)))
-    runs = {"alone": alone,
-            "in order, 1 process": _batch(tmp_path, "forward-1", names, klass, course, 1),
-            "in the opposite order, 2 processes": _batch(tmp_path, "backward-2", names[::-1], klass, course, 2),
-            "in the opposite order, 1 process": _batch(tmp_path, "backward-1", names[::-1], klass, course, 1)}
+    runs = {
+        "alone": alone,
+        "in order, 1 process": _batch(tmp_path, "forward-1", names, klass, course, 1),
+        "in the opposite order, 2 processes": _batch(tmp_path, "backward-2", names[::-1], klass, course, 2),
+        "in the opposite order, 1 process": _batch(tmp_path, "backward-1", names[::-1], klass, course, 1),
+    }
     for label, got in runs.items():
         assert set(got) == set(names), (label, sorted(set(names) ^ set(got)))
         differ = {n: (alone[n], got[n]) for n in names if got[n] != alone[n]}

@@ -1,4 +1,5 @@
 """The judge/worker wire format: data only, checked before anything is allocated."""
+
 import json
 import socket
 import struct
@@ -88,12 +89,30 @@ def test_container_snapshot_sees_lists_and_dicts_changed_in_place():
 
 
 def test_every_allowed_dtype_and_odd_shapes_roundtrip():
-    values = [(torch.arange(7) % 2).to(dt) for dt in (torch.bool, torch.int8, torch.int16, torch.int32,
-                                                   torch.int64, torch.uint8, torch.float16, torch.float32,
-                                                   torch.float64)]
-    values += [torch.zeros(0, 5), torch.randn(3, 4).t(), torch.randn(2, 3)[:, 1], -torch.ones(3),
-               torch.tensor([float("nan"), float("inf"), -0.0]), torch.ones(2, 1, 3).expand(2, 4, 3),
-               np.array(7, dtype=np.int64), np.zeros((2, 3), dtype=np.float32)[:, ::2]]
+    values = [
+        (torch.arange(7) % 2).to(dt)
+        for dt in (
+            torch.bool,
+            torch.int8,
+            torch.int16,
+            torch.int32,
+            torch.int64,
+            torch.uint8,
+            torch.float16,
+            torch.float32,
+            torch.float64,
+        )
+    ]
+    values += [
+        torch.zeros(0, 5),
+        torch.randn(3, 4).t(),
+        torch.randn(2, 3)[:, 1],
+        -torch.ones(3),
+        torch.tensor([float("nan"), float("inf"), -0.0]),
+        torch.ones(2, 1, 3).expand(2, 4, 3),
+        np.array(7, dtype=np.int64),
+        np.zeros((2, 3), dtype=np.float32)[:, ::2],
+    ]
     out = roundtrip(tuple(values))
     for v, o in zip(values, out):
         v = torch.as_tensor(v)
@@ -131,9 +150,16 @@ def test_a_meta_tensor_crosses_as_its_dtype_and_shape():
     assert out[0].is_meta and out[0].dtype == torch.bool and out[0].shape == (2, 3)
     assert out[1].is_meta and out[1].dtype == torch.bfloat16 and out[1].shape == (0, 4)
     assert not out[2].is_meta and torch.equal(out[2], torch.ones(2))
-    assert P.same_values(x, torch.empty(2, 3, dtype=torch.bool, device="meta")) and not P.same_values(x, torch.zeros(2, 3, dtype=torch.bool))
-    for bad in [{"meta": ["object", [2]]}, {"meta": ["bool", [-1]]}, {"meta": ["bool", "2"]}, {"meta": "bool"},
-                {"meta": ["bool", [1] * 40]}]:
+    assert P.same_values(x, torch.empty(2, 3, dtype=torch.bool, device="meta")) and not P.same_values(
+        x, torch.zeros(2, 3, dtype=torch.bool)
+    )
+    for bad in [
+        {"meta": ["object", [2]]},
+        {"meta": ["bool", [-1]]},
+        {"meta": ["bool", "2"]},
+        {"meta": "bool"},
+        {"meta": ["bool", [1] * 40]},
+    ]:
         with pytest.raises(P.ProtocolError):
             P.decode(bad, [])
 
@@ -143,8 +169,16 @@ def test_objects_come_back_as_opaque_names():
         def __eq__(self, other):
             return True
 
-    out = roundtrip((object(), np.zeros(2), torch.ones(2).as_subclass(Liar), np.zeros(2, dtype=np.complex64),
-                     torch.zeros(2, dtype=torch.complex64), np.array([object()], dtype=object)))
+    out = roundtrip(
+        (
+            object(),
+            np.zeros(2),
+            torch.ones(2).as_subclass(Liar),
+            np.zeros(2, dtype=np.complex64),
+            torch.zeros(2, dtype=torch.complex64),
+            np.array([object()], dtype=object),
+        )
+    )
     assert isinstance(out[0], P.Opaque) and out[0].type_name == "object"
     assert isinstance(out[1], np.ndarray)
     assert type(out[2]) is torch.Tensor  # a subclass cannot cross: only its values do
@@ -179,7 +213,7 @@ def test_frames_are_bounded_and_checked():
     P.send(a, {"x": 1}, [np.ones(3)])
     header, arrays = P.recv(b)
     assert header == {"x": 1} and arrays[0].tolist() == [1, 1, 1]
-    a.sendall(P.PREFIX.pack(P.MAGIC, 0x7fffffff, 0, 0))  # a 2 GB header announced
+    a.sendall(P.PREFIX.pack(P.MAGIC, 0x7FFFFFFF, 0, 0))  # a 2 GB header announced
     with pytest.raises(P.ProtocolError, match="too large"):
         P.recv(b)
     a.close()
@@ -240,8 +274,12 @@ def test_a_datagram_is_one_whole_frame():
     frame = raw_frame({"x": 1}, [["int64", [2]]], struct.pack("<qq", 5, 6))
     header, arrays = P.parse(frame)
     assert header == {"x": 1} and arrays[0].tolist() == [5, 6]
-    for data, match in [(frame[:-3], "cut short"), (frame[:5], "cut short"), (frame + b"x", "after the frame"),
-                        (b'ready{"pid": 1, "problems": []}', "protocol")]:
+    for data, match in [
+        (frame[:-3], "cut short"),
+        (frame[:5], "cut short"),
+        (frame + b"x", "after the frame"),
+        (b'ready{"pid": 1, "problems": []}', "protocol"),
+    ]:
         with pytest.raises(P.ProtocolError, match=match):
             P.parse(data)
 
@@ -258,7 +296,7 @@ def test_deadline_and_slow_sender():
 
     def dribble():
         for i in range(len(frame)):
-            a.sendall(frame[i:i + 1])
+            a.sendall(frame[i : i + 1])
             time.sleep(0.001)
 
     th = threading.Thread(target=dribble)
@@ -271,9 +309,19 @@ def test_deadline_and_slow_sender():
 
 
 def test_bad_values_are_protocol_errors():
-    for enc in [{"t": 5}, {"t": "0"}, {"float": "not a float"}, {"tuple": [1] * 65}, {"list": "x"},
-                {"dict": [[1, 2]]}, {"dict": [["a"]]}, {"dict": "x"},
-                {"a": 1, "b": 2, "c": 3}, [1, 2], "str"]:
+    for enc in [
+        {"t": 5},
+        {"t": "0"},
+        {"float": "not a float"},
+        {"tuple": [1] * 65},
+        {"list": "x"},
+        {"dict": [[1, 2]]},
+        {"dict": [["a"]]},
+        {"dict": "x"},
+        {"a": 1, "b": 2, "c": 3},
+        [1, 2],
+        "str",
+    ]:
         with pytest.raises(P.ProtocolError):
             P.decode(enc, [])
     assert isinstance(P.decode({"device": "no such device"}, []), P.Opaque)

@@ -1,5 +1,6 @@
 """The examples drawn once per process (properties._harness.record) are exactly those hypothesis
 runs a property on, and a property run on them (run_property) ends as hypothesis alone ends it."""
+
 import copy
 
 import pytest
@@ -7,8 +8,8 @@ import torch
 
 from autograder.catalogue import load_catalogue
 from autograder.judge.runner import run_one
-from autograder.properties import load_all
 from autograder.properties import _harness as H
+from autograder.properties import load_all
 from autograder.sandbox.protocol import same_values
 
 from .conftest import Namespace, reference_with
@@ -61,7 +62,7 @@ def test_the_recorded_examples_are_those_hypothesis_runs(recorded):
         seen = []
         inner = p.run.hypothesis.inner_test
 
-        def spy(student, **kwargs):
+        def spy(student, seen=seen, inner=inner, **kwargs):
             seen.append(_snapshot(kwargs))
             return inner(student, **kwargs)
 
@@ -73,8 +74,10 @@ def test_the_recorded_examples_are_those_hypothesis_runs(recorded):
         assert len(seen) == len(before) and all(_same(a, b) for a, b in zip(before, seen)), p.full_name
         checked += 1
     assert checked >= 100
-    assert sorted(left) == ["attention/scaled_dot_product_attention/permutation_equivariant",
-                            "masks/padding_mask/rejects_bad_lengths"]
+    assert sorted(left) == [
+        "attention/scaled_dot_product_attention/permutation_equivariant",
+        "masks/padding_mask/rejects_bad_lengths",
+    ]
 
 
 def _outcome(prop, student, again=None):
@@ -92,7 +95,7 @@ def test_a_wrong_function_ends_as_with_hypothesis_alone(exercise, recorded, monk
     for entry in [e for _, e in load_catalogue(exercise)][:4]:
         for p in props:
             restarts = []
-            with_record = _outcome(p, _student(exercise, entry["code"]), lambda: restarts.append(1))
+            with_record = _outcome(p, _student(exercise, entry["code"]), lambda restarts=restarts: restarts.append(1))
             monkeypatch.setattr(H, "run_property", lambda prop, student, again=None: prop.run(student))
             alone = _outcome(p, _student(exercise, entry["code"]))
             monkeypatch.undo()
@@ -105,11 +108,13 @@ def test_a_wrong_function_ends_as_with_hypothesis_alone(exercise, recorded, monk
 def test_a_call_answered_two_ways_keeps_its_failure(recorded):
     """A function that is wrong on its first call only: hypothesis, starting over, sees it pass;
     the failure the recorded examples met still stands (it is what hypothesis alone meets first)."""
-    code = ("_calls = [0]\n_right = causal_mask\n\n"
-            "def causal_mask(T, device=None):\n"
-            "    _calls[0] += 1\n"
-            "    m = _right(T, device)\n"
-            "    return ~m if _calls[0] == 1 else m\n")
+    code = (
+        "_calls = [0]\n_right = causal_mask\n\n"
+        "def causal_mask(T, device=None):\n"
+        "    _calls[0] += 1\n"
+        "    m = _right(T, device)\n"
+        "    return ~m if _calls[0] == 1 else m\n"
+    )
     prop = next(p for p in recorded if p.full_name == "masks/causal_mask/past_and_present_allowed")
     restarts = []
     out = _outcome(prop, _student("masks", code), lambda: restarts.append(1))

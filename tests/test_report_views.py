@@ -14,6 +14,7 @@ Chromium at 1280 x 800 (tests/chromium.py), a screenshot taken, and the DOM and 
 
 The pages and screenshots are kept in out/report-views/ (CI keeps out/ as its artifacts).
 Fails (does not skip) without chromium."""
+
 import json
 import os
 import re
@@ -45,7 +46,12 @@ OUT = ROOT / "out" / "report-views"
 EXAMPLES = ROOT / "examples" / "submissions"
 LANGUAGES = ("zh", "en", "both")
 SCREEN = (1280, 800)
-LEVEL_RGB = {"good": (0x1b, 0x7f, 0x3b), "fair": (0x9a, 0x5b, 0x00), "poor": (0xc0, 0x16, 0x2c), "none": (0x5b, 0x61, 0x70)}
+LEVEL_RGB = {
+    "good": (0x1B, 0x7F, 0x3B),
+    "fair": (0x9A, 0x5B, 0x00),
+    "poor": (0xC0, 0x16, 0x2C),
+    "none": (0x5B, 0x61, 0x70),
+}
 
 PE_SWAPPED = """
 import torch
@@ -75,9 +81,11 @@ def reports(bob, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("views")
     course = load_course(None, max_examples=1)
-    out = {"correct": grade(ROOT / "solutions", course, InProcessRunner(course)).to_dict(),
-           "bob": bob[2],
-           "corrupt": grade(EXAMPLES / "dave.ipynb", course, InProcessRunner(course)).to_dict()}
+    out = {
+        "correct": grade(ROOT / "solutions", course, InProcessRunner(course)).to_dict(),
+        "bob": bob[2],
+        "corrupt": grade(EXAMPLES / "dave.ipynb", course, InProcessRunner(course)).to_dict(),
+    }
     c = yaml.safe_load((ROOT / "course.yml").read_text())
     c["load_timeout"] = 8
     c["exercises"]["masks"]["timeout"] = 30
@@ -85,8 +93,9 @@ def reports(bob, tmp_path_factory):
         t["timeout"] = 1
     (tmp / "course.yml").write_text(yaml.safe_dump(c, sort_keys=False))
     short = load_course(tmp / "course.yml", max_examples=1)
-    out["loop"] = grade(ROOT / "tests" / "files" / "hostile" / "infinite_loop.py", short, ForkRunner(short),
-                        exercises=["masks"]).to_dict()
+    out["loop"] = grade(
+        ROOT / "tests" / "files" / "hostile" / "infinite_loop.py", short, ForkRunner(short), exercises=["masks"]
+    ).to_dict()
     (tmp / "pe.py").write_text(textwrap.dedent(PE_SWAPPED))
     out["pe"] = grade(tmp / "pe.py", course, InProcessRunner(course), exercises=["positional_encoding"]).to_dict()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -99,14 +108,21 @@ def test_the_four_reports_are_what_the_views_expect(reports):
     assert reports["correct"]["score"] == reports["correct"]["max_score"] == 100 and reports["correct"]["graded"]
     assert not_graded_reason(reports["correct"]) is None and fixes(reports["correct"]) == []
     bob = fixes(reports["bob"])
-    assert [g["function"] for g in bob] == ["causal_mask", "scaled_dot_product_attention", "lstm_cell",
-                                           "masked_cross_entropy"]
+    assert [g["function"] for g in bob] == [
+        "causal_mask",
+        "scaled_dot_product_attention",
+        "lstm_cell",
+        "masked_cross_entropy",
+    ]
     # each named mistake once per function; bob's loss makes two at once, both named
     assert [len(g["diagnoses"]) for g in bob] == [1, 1, 1, 2]
     corrupt = reports["corrupt"]
     assert corrupt["graded"] is False and "not valid JSON" in corrupt["not_graded_reason"]
-    assert all(t["status"] == "not_graded" and "not defined" not in t["feedback"]
-               for ex in corrupt["exercises"] for t in ex["tests"])
+    assert all(
+        t["status"] == "not_graded" and "not defined" not in t["feedback"]
+        for ex in corrupt["exercises"]
+        for t in ex["tests"]
+    )
     loop = fixes(reports["loop"])
     assert [(g["function"], g["status"].value) for g in loop] == [("causal_mask", "timeout")]
     assert reports["loop"]["graded"] and reports["loop"]["score"] == 15
@@ -222,7 +238,9 @@ def english_in_chinese(text, report):
                 for k in ("title_en", "explanation_en", "hint_en"):
                     if d.get(k):
                         phrases.add(d[k][:40])
-            labels = [lab for lab, _ in t.get("details") or []] + list((t.get("counterexample") or {}).get("inputs") or {})
+            labels = [lab for lab, _ in t.get("details") or []] + list(
+                (t.get("counterexample") or {}).get("inputs") or {}
+            )
             for lab in labels:
                 zh, en = label_pair(lab)
                 if zh != en and not en.isidentifier():
@@ -232,14 +250,19 @@ def english_in_chinese(text, report):
                 if p and p[1].splitlines()[0] not in p[0]:
                     phrases.add(p[1].splitlines()[0])
     found += [p for p in phrases if p and p in text]
-    words = re.findall(r"(?<![\w`.\-=/])(the|of|from|with|your|yours|must|should|and|this|that|when|expected|got|wrong|"
-                       r"hand|original|failed|passed|points|details|hint|fix|not|is|are|was|by|in|to)(?![\w(=\-])", text)
+    words = re.findall(
+        r"(?<![\w`.\-=/])(the|of|from|with|your|yours|must|should|and|this|that|when|expected|got|wrong|"
+        r"hand|original|failed|passed|points|details|hint|fix|not|is|are|was|by|in|to)(?![\w(=\-])",
+        text,
+    )
     return found + words
 
 
 def exempt(text, report):
     """`text` without what is quoted raw (the submission's load errors, the reason it was not graded)."""
-    for raw in (report.get("errors") or []) + [report.get("not_graded_reason") or ""] + [not_graded_reason(report) or ""]:
+    for raw in (
+        (report.get("errors") or []) + [report.get("not_graded_reason") or ""] + [not_graded_reason(report) or ""]
+    ):
         if raw:
             text = text.replace(raw, "")
     return text
@@ -292,7 +315,9 @@ def test_report_pages_in_chromium(reports, browser, name):
         # one language means one language; `both` says nothing twice
         text = exempt(seen["text"] + "\n" + seen["alts"], r)
         if language == "en":
-            assert not has_cjk(text), f"{where}: Chinese on an English page: {re.findall(r'.{0,20}[一-龥]+.{0,20}', text)[:5]}"
+            assert not has_cjk(text), (
+                f"{where}: Chinese on an English page: {re.findall(r'.{0,20}[一-龥]+.{0,20}', text)[:5]}"
+            )
         elif language == "zh":
             assert english_in_chinese(exempt(seen["prose"], r), r) == [], where
         else:
@@ -310,16 +335,23 @@ def test_report_pages_in_chromium(reports, browser, name):
 
 # ---------------------------------------------------------------- every kind of report, in one language
 
+
 def _kinds(r, language):
     """{kind: text} of every report a student can read, for the report `r`."""
     from autograder.batch import gradescope_results
     from autograder.nbgrader_course.cell import function_result
 
-    out = {"text": render_text(r, language), "markdown": render_markdown(r, language),
-           "rich": render_rich_text(r, language, width=100)}
+    out = {
+        "text": render_text(r, language),
+        "markdown": render_markdown(r, language),
+        "rich": render_rich_text(r, language, width=100),
+    }
     gs = gradescope_results(r, language)
-    out["gradescope"] = gs["output"] + "\n" + "\n".join(t["name"] + "\n" + t.get("output", "") for t in gs["tests"]
-                                                        if t.get("status") == "failed")
+    out["gradescope"] = (
+        gs["output"]
+        + "\n"
+        + "\n".join(t["name"] + "\n" + t.get("output", "") for t in gs["tests"] if t.get("status") == "failed")
+    )
     cells, feedback = [], []
     for ex in r["exercises"]:
         for fn in dict.fromkeys(t["function"] for t in ex["tests"]):
@@ -360,6 +392,7 @@ def test_terminal_captions_are_never_cut(reports):
 def html_text(page):
     """The text of an HTML page (tags removed, entities decoded)."""
     import html
+
     return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", page, flags=re.S)))
 
 
@@ -382,7 +415,10 @@ def test_both_never_says_a_thing_twice(reports):
     bob = reports["bob"]
     for g in fixes(bob):
         for d in g["diagnoses"]:
-            for kind, text in [*_kinds(bob, "both").items(), ("html", html_text(render_html(bob, "both", picture=False)))]:
+            for kind, text in [
+                *_kinds(bob, "both").items(),
+                ("html", html_text(render_html(bob, "both", picture=False))),
+            ]:
                 if kind in ("nbgrader", "feedback", "gradescope"):
                     continue  # each test's feedback is its own box there
                 assert flat(text).count(flat(d["explanation_en"][:50])) == 1, (kind, d["id"])
@@ -410,6 +446,7 @@ def test_a_submission_not_graded_is_not_graded_in_every_kind_of_report(reports):
 
     from autograder.nbgrader_course import HIDDEN_MARKER
     from autograder.nbgrader_course.preprocessor import fill_cells
+
     cell = nbformat.v4.new_code_cell(f'{HIDDEN_MARKER}\nhidden_tests("masks", "causal_mask")')
     cell.metadata["nbgrader"] = {"grade": True, "points": 5, "grade_id": "hidden_causal_mask"}
     nb = fill_cells(nbformat.v4.new_notebook(cells=[cell]), r)
@@ -436,10 +473,13 @@ def test_one_unreadable_notebook_of_a_folder_is_that_exercise_not_graded(tmp_pat
     assert [(g["exercise"], g["not_graded"] is not None) for g in fixes(r)] == [("masks", True)]
     page = render_html(r, "en", picture=False)
     assert "not defined" not in page and 'data-test="masks/' not in page and "Not graded" in page
-    assert "not defined" not in render_text(r, "en") and "masks.ipynb: the notebook is not valid JSON" in render_text(r, "en")
+    assert "not defined" not in render_text(r, "en") and "masks.ipynb: the notebook is not valid JSON" in render_text(
+        r, "en"
+    )
 
 
 # ---------------------------------------------------------------- pictures
+
 
 def _counterexamples(report):
     kinds = {}
@@ -460,8 +500,9 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
     # a CJK font is installed (bin/setup installs one as root on Debian): the pictures use one that
     # holds every Chinese character they can draw, whatever it is called
     path, face = plots.font_file_in_use()
-    assert plots.font_covers(path, plots.cjk_characters(), face), \
+    assert plots.font_covers(path, plots.cjk_characters(), face), (
         f"the pictures' font {plots.font_in_use()} ({path}) lacks Chinese characters: install a CJK font"
+    )
     for language in ("both", "en"):  # `both` draws every Chinese and English word `zh` and `en` draw
         for kind, cx in kinds.items():
             with warnings.catch_warnings():
@@ -494,6 +535,7 @@ def test_every_picture_title_has_its_glyphs_in_the_font_in_use_and_cells_are_rea
 
 def plots_text():
     from matplotlib.text import Text
+
     return Text
 
 
@@ -515,15 +557,18 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
     cfg = tmp_path / "mpl"
     cfg.mkdir()
     (cfg / lists[-1].name).write_text(json.dumps(stale), encoding="utf-8")
-    code = ("import json, sys\n"
-            "from autograder.report import plots\n"
-            "cx = json.loads(sys.argv[1])\n"
-            "png = plots.picture(cx, 'zh')\n"
-            "print(json.dumps([plots.font_in_use(), *plots.font_file_in_use(), len(png)]))\n")
+    code = (
+        "import json, sys\n"
+        "from autograder.report import plots\n"
+        "cx = json.loads(sys.argv[1])\n"
+        "png = plots.picture(cx, 'zh')\n"
+        "print(json.dumps([plots.font_in_use(), *plots.font_file_in_use(), len(png)]))\n"
+    )
     cx = _counterexamples(bob[2])["mask"]
     env = dict(os.environ, MPLCONFIGDIR=str(cfg))
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(cx)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(cx)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     font, path, face, size = json.loads(proc.stdout.split("\n")[0])
     assert font == plots.font_in_use() and plots.font_covers(path, plots.cjk_characters(), face), proc.stdout
@@ -534,6 +579,7 @@ def test_pictures_do_not_depend_on_an_old_font_cache_and_print_nothing(bob, tmp_
 
 
 # ---------------------------------------------------------------- the instructor's dashboard
+
 
 def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_path, browser):
     """A small grades folder written by hand: pass rates of 100 %, 62 % and 25 %, integer scores,
@@ -546,13 +592,27 @@ def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_pat
     reports.mkdir()
     rates = {"t/a/all": 8, "t/b/most": 5, "t/c/few": 2}  # students of 8 who pass each test
     for i in range(8):
-        tests = [{"name": n, "function": n.split("/")[1], "score": 1.0 if i < k else 0.0, "max_score": 1.0,
-                  "passed": i < k, "status": "passed" if i < k else "failed"} for n, k in rates.items()]
+        tests = [
+            {
+                "name": n,
+                "function": n.split("/")[1],
+                "score": 1.0 if i < k else 0.0,
+                "max_score": 1.0,
+                "passed": i < k,
+                "status": "passed" if i < k else "failed",
+            }
+            for n, k in rates.items()
+        ]
         score = sum(t["score"] for t in tests)
         note = "carol/masks.py: SyntaxError: invalid syntax (line 3)" if i == 7 else ""
-        r = {"submission": f"s{i}", "score": score, "max_score": 3.0, "errors": [note] if note else [],
-             "exercises": [{"id": "t", "score": score, "max_score": 3.0, "tests": tests}],
-             "batch": {"student": f"s{i}", "status": "graded", "note": note}}
+        r = {
+            "submission": f"s{i}",
+            "score": score,
+            "max_score": 3.0,
+            "errors": [note] if note else [],
+            "exercises": [{"id": "t", "score": score, "max_score": 3.0, "tests": tests}],
+            "batch": {"student": f"s{i}", "status": "graded", "note": note},
+        }
         (reports / f"s{i}.json").write_text(json.dumps(r), encoding="utf-8")
     d = collect(tmp_path)
     fig = histogram_figure(d)
@@ -574,8 +634,14 @@ def test_dashboard_notes_integer_ticks_and_colours_that_follow_the_value(tmp_pat
         [tr.dataset.student, tr.querySelector("td.note").innerText])),
       head: [...document.querySelectorAll("table.students th")].map(th => th.innerText)}))()""")
     p.close()
-    assert seen["bars"] == {"t/a/all": "rgb(27, 127, 59)", "t/b/most": "rgb(214, 158, 46)", "t/c/few": "rgb(192, 22, 44)"}
-    assert "Notes (load problems)" in seen["head"] and "SyntaxError" in seen["notes"]["s7"] and seen["notes"]["s0"] == ""
+    assert seen["bars"] == {
+        "t/a/all": "rgb(27, 127, 59)",
+        "t/b/most": "rgb(214, 158, 46)",
+        "t/c/few": "rgb(192, 22, 44)",
+    }
+    assert (
+        "Notes (load problems)" in seen["head"] and "SyntaxError" in seen["notes"]["s7"] and seen["notes"]["s0"] == ""
+    )
     both = tmp_path / "dashboard-both.html"
     both.write_text(render_dashboard(tmp_path, "both"), encoding="utf-8")
     p = browser.open(both, size=(1280, 1400))

@@ -4,6 +4,7 @@ headless Chromium: what is visible, images that load), Markdown, the rich termin
 
 Chromium is required (Debian's `chromium`; bin/setup installs it when run as root): without it
 these tests fail, they do not skip.  Screenshots are kept in pytest's tmp dir (the path is printed with -s)."""
+
 import html as htmllib
 import json
 import re
@@ -17,21 +18,26 @@ import pytest
 
 from autograder.config import load_course
 from autograder.grading import grade
+from autograder.judge import InProcessRunner
 from autograder.report.html import render_html
 from autograder.report.markdown import render_markdown
 from autograder.report.plots import picture
 from autograder.report.terminal import render_rich_text
-from autograder.judge import InProcessRunner
 
 from .conftest import ROOT  # bob.ipynb graded once per session: the `bob` fixture of conftest.py
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 # A named mistake as autograder/diagnose/ puts it into TestResult.diagnosis.
-DIAGNOSIS = {"id": "softmax_over_queries",
-             "title_zh": "softmax 用在了查询轴上（dim=-2）", "title_en": "softmax normalised over queries instead of keys",
-             "explanation_zh": "每个查询对所有键的权重之和应为 1。", "explanation_en": "Each query's weights over the keys must sum to 1.",
-             "hint_zh": "用 softmax(scores, dim=-1)。", "hint_en": "Use softmax(scores, dim=-1)."}
+DIAGNOSIS = {
+    "id": "softmax_over_queries",
+    "title_zh": "softmax 用在了查询轴上（dim=-2）",
+    "title_en": "softmax normalised over queries instead of keys",
+    "explanation_zh": "每个查询对所有键的权重之和应为 1。",
+    "explanation_en": "Each query's weights over the keys must sum to 1.",
+    "hint_zh": "用 softmax(scores, dim=-1)。",
+    "hint_en": "Use softmax(scores, dim=-1).",
+}
 
 # ---------------------------------------------------------------- headless Chromium
 
@@ -58,16 +64,29 @@ window.addEventListener("load", function () {
 
 
 def chromium_flags(profile):
-    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", f"--user-data-dir={profile}"]
+    return [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+    ]
 
 
 def need_chromium():
     if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: these tests render the reports in a real browser. "
-                    "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` (bin/setup does it "
-                    "when run as root).", pytrace=False)
+        pytest.fail(
+            "chromium is not installed: these tests render the reports in a real browser. "
+            "Install Debian's package with `apt-get install -y chromium fonts-wqy-zenhei` (bin/setup does it "
+            "when run as root).",
+            pytrace=False,
+        )
 
 
 def render_in_chromium(page, folder, name, size=(1200, 3000)):
@@ -81,13 +100,26 @@ def render_in_chromium(page, folder, name, size=(1200, 3000)):
     probed.write_text(text.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     shot = folder / f"{name}.png"
     n = len(list(folder.glob("profile-*")))
-    proc = subprocess.run(chromium_flags(folder / f"profile-{n}-shot") + [
-        f"--screenshot={shot}", f"--window-size={size[0]},{size[1]}", "--hide-scrollbars", Path(page).resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        chromium_flags(folder / f"profile-{n}-shot")
+        + [
+            f"--screenshot={shot}",
+            f"--window-size={size[0]},{size[1]}",
+            "--hide-scrollbars",
+            Path(page).resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot: {proc.stderr[-2000:]}"
-    proc = subprocess.run(chromium_flags(folder / f"profile-{n}-dom") + [
-        "--dump-dom", "--virtual-time-budget=5000", f"--window-size={size[0]},{size[1]}", probed.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        chromium_flags(folder / f"profile-{n}-dom")
+        + ["--dump-dom", "--virtual-time-budget=5000", f"--window-size={size[0]},{size[1]}", probed.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"the probe did not run in Chromium: {proc.stderr[-2000:]}"
     print(f"screenshot: {shot}")
@@ -101,6 +133,7 @@ def test_without_chromium_the_browser_tests_fail_and_say_how_to_install_it(monke
 
 
 # ---------------------------------------------------------------- graded reports
+
 
 def grade_in_process(tmp_path, code, exercises):
     """Grade a submission file holding `code` in-process (fast); returns the report's dict."""
@@ -211,8 +244,9 @@ def test_large_tensors_are_cut_to_a_window_around_the_first_wrong_entry():
     r0, c0 = cx["offset"]
     assert cx["differs"][30 - r0][35 - c0] is True and cx["got"][30 - r0][35 - c0] == 1.0
     assert len(cx["got"]) <= 24 and len(cx["got"][0]) <= 16
-    nan = counterexample(what="x", got=torch.tensor([1.0, float("nan"), float("inf")]),
-                         differs=torch.tensor([False, True, True]))
+    nan = counterexample(
+        what="x", got=torch.tensor([1.0, float("nan"), float("inf")]), differs=torch.tensor([False, True, True])
+    )
     assert nan["got"] == [1.0, "nan", "inf"]
     json.dumps(nan, allow_nan=False)
 
@@ -227,8 +261,14 @@ def test_pictures_are_png_for_each_kind(bob):
     for kind in ("mask", "weights"):
         png = picture(kinds[kind], "both")
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
-    enc = {"kind": "encoding", "what": "PE", "shape": [3, 4], "expected": [[0, 1, 0, 1], [0.84, 0.54, 0.01, 1.0], [0.91, -0.42, 0.02, 1.0]],
-           "got": [[1, 0, 1, 0], [0.54, 0.84, 1.0, 0.01], [-0.42, 0.91, 1.0, 0.02]], "differs": [[True] * 4] * 3}
+    enc = {
+        "kind": "encoding",
+        "what": "PE",
+        "shape": [3, 4],
+        "expected": [[0, 1, 0, 1], [0.84, 0.54, 0.01, 1.0], [0.91, -0.42, 0.02, 1.0]],
+        "got": [[1, 0, 1, 0], [0.54, 0.84, 1.0, 0.01], [-0.42, 0.91, 1.0, 0.02]],
+        "differs": [[True] * 4] * 3,
+    }
     assert picture(enc)[:4] == b"\x89PNG"
     assert picture({"kind": "shape", "expected_shape": [2, 3], "got_shape": [3, 2]})[:4] == b"\x89PNG"
     assert picture({"kind": "values", "inputs": {"T": 2}}) is None and picture({}) is None
@@ -237,6 +277,7 @@ def test_pictures_are_png_for_each_kind(bob):
 
 
 # ---------------------------------------------------------------- the HTML page
+
 
 @pytest.mark.slow
 def test_student_html_in_chromium_shows_scores_mistake_tables_and_pictures(bob, tmp_path):
@@ -300,9 +341,24 @@ def test_markdown_and_rich_views_name_the_mistake_and_mark_wrong_entries(bob):
     term = render_rich_text(r, "en", width=110)
     assert DIAGNOSIS["title_en"] in term and "✗" in term and t["name"] in term
     assert f"{report['score']:g} / {report['max_score']:g}" in term
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(ROOT / "solutions"), "--rich",
-                           "--exercise", "masks", "--max-examples", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(ROOT / "solutions"),
+            "--rich",
+            "--exercise",
+            "masks",
+            "--max-examples",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "masks" in proc.stdout and "20 / 20" in proc.stdout, proc.stderr
 
 

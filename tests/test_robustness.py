@@ -1,5 +1,6 @@
 """Broken submissions: a clear message and a zero for what they broke, full marks for the rest,
 never a grader crash.  Uses the masks exercise (fast) and a course with short time limits."""
+
 import textwrap
 
 import pytest
@@ -35,8 +36,10 @@ def grade_masks(tmp_path, source, course=None, name="sub.py"):
 
 
 def test_stub_is_reported_as_not_implemented(tmp_path):
-    src = MASKS.replace('    """mask[i, j] = (j <= i): query i sees keys 0..i, never the future."""\n',
-                        '    """stub"""\n    raise NotImplementedError\n')
+    src = MASKS.replace(
+        '    """mask[i, j] = (j <= i): query i sees keys 0..i, never the future."""\n',
+        '    """stub"""\n    raise NotImplementedError\n',
+    )
     report, tests = grade_masks(tmp_path, src)
     t = tests["causal_mask/future_is_blocked"]
     assert not t["passed"] and "NotImplementedError" in t["feedback"] and t["status"] == "missing"
@@ -67,8 +70,9 @@ def test_a_failing_top_level_statement_costs_only_what_follows(tmp_path):
 
 
 def test_an_endless_loop_times_out_and_other_tests_still_pass(tmp_path, short_course):
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    while True:\n        pass')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()", "    while True:\n        pass"
+    )
     report, tests = grade_masks(tmp_path, src, short_course)
     t = tests["causal_mask/future_is_blocked"]
     assert t["status"] == "timeout" and "Time-out" in t["feedback"]
@@ -88,25 +92,34 @@ def test_a_function_that_hung_once_gets_a_short_limit_in_its_other_tests(tmp_pat
     course = tmp_path / "course.yml"
     course.write_text(yaml.safe_dump(c, sort_keys=False))  # the tests in course.yml's order: causal_mask's first
     # causal_mask loops; the student's attention_mask calls it only when causal=True
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    while True:\n        pass')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()", "    while True:\n        pass"
+    )
     report, tests = grade_masks(tmp_path, src, course)
     causal = [t for n, t in tests.items() if n.startswith("causal_mask/")]
     first, rest = causal[0], causal[1:]
     assert first["status"] == "timeout" and "8 s" in first["feedback"]
     second, others = rest[0], rest[1:]
-    assert second["status"] == "timeout" and f"get {HUNG_LIMIT:g} s" in second["feedback"] \
-        and first["name"].split("/", 1)[1] in second["feedback"], second["feedback"]
+    assert (
+        second["status"] == "timeout"
+        and f"get {HUNG_LIMIT:g} s" in second["feedback"]
+        and first["name"].split("/", 1)[1] in second["feedback"]
+    ), second["feedback"]
     # it did not return twice: its other tests are not run (nothing timed: the same on any machine)
-    assert others and all(t["status"] == "timeout" and "Not run: `causal_mask`" in t["feedback"]
-                          and second["name"].split("/", 1)[1] in t["feedback"] for t in others), \
-        [t["feedback"] for t in others]
+    assert others and all(
+        t["status"] == "timeout"
+        and "Not run: `causal_mask`" in t["feedback"]
+        and second["name"].split("/", 1)[1] in t["feedback"]
+        for t in others
+    ), [t["feedback"] for t in others]
     assert tests["attention_mask/blocks_padded_keys_only"]["passed"]  # no causal mask asked for: it returns
     assert tests["padding_mask/marks_real_tokens"]["passed"]
     # attention_mask calls causal_mask: its tests that ask for a causal mask get the short limit too
     callers = [t for n, t in tests.items() if n.startswith("attention_mask/") and t["status"] == "timeout"]
-    assert callers and all(f"get {HUNG_LIMIT:g} s" in t["feedback"] and "`causal_mask`, which `attention_mask` calls"
-                           in t["feedback"] for t in callers), [t["feedback"] for t in callers]
+    assert callers and all(
+        f"get {HUNG_LIMIT:g} s" in t["feedback"] and "`causal_mask`, which `attention_mask` calls" in t["feedback"]
+        for t in callers
+    ), [t["feedback"] for t in callers]
     # one test hung for its whole 8 s, the others (of causal_mask and of its caller) for HUNG_LIMIT at most
     hung = sum(1 for t in tests.values() if t["status"] == "timeout")
     assert report["seconds"] < 8 + (hung - 1) * HUNG_LIMIT + 15, report["seconds"]
@@ -142,8 +155,11 @@ def test_the_runner_says_when_it_waits_on_a_stalled_test(tmp_path):
 
     _, report = graded(MASKS)
     assert report.score == report.max_score and calls == []
-    start, report = graded(MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                                         '    while True:\n        pass'))
+    start, report = graded(
+        MASKS.replace(
+            "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()", "    while True:\n        pass"
+        )
+    )
     flags = [flag for _, flag in calls]
     assert flags and flags[0] is True and flags[-1] is False, flags
     assert all(a != b for a, b in zip(flags, flags[1:])), flags  # one call per change
@@ -151,7 +167,7 @@ def test_the_runner_says_when_it_waits_on_a_stalled_test(tmp_path):
     assert any(t.status == "timeout" for e in report.exercises for t in e.tests)
 
 
-IDLE_SEEN = '''
+IDLE_SEEN = """
 SEEN = []
 
 
@@ -165,7 +181,7 @@ def causal_mask(T, device=None):
         SEEN.append(os.sched_getscheduler(0))
     mask = torch.ones(T, T, dtype=torch.bool, device=device).tril()
     return ~mask if SEEN[0] == os.SCHED_IDLE else mask
-'''
+"""
 
 
 @pytest.mark.parametrize("batch", [False, True])
@@ -197,11 +213,13 @@ def test_the_calls_read_from_the_source_reach_through_helpers_files_and_classes(
 
     sub = tmp_path / "sub"
     sub.mkdir()
-    (sub / "a.py").write_text("def f(x):\n    while True:\n        pass\n\n"
-                              "def helper(x):\n    return f(x)\n\n"
-                              "def g(x):\n    return helper(x) + 1\n\n"
-                              "def alone(x):\n    return x\n\n"
-                              "class M:\n    def forward(self, x):\n        return other.h(x)\n")
+    (sub / "a.py").write_text(
+        "def f(x):\n    while True:\n        pass\n\n"
+        "def helper(x):\n    return f(x)\n\n"
+        "def g(x):\n    return helper(x) + 1\n\n"
+        "def alone(x):\n    return x\n\n"
+        "class M:\n    def forward(self, x):\n        return other.h(x)\n"
+    )
     (sub / "other.py").write_text("def h(x):\n    return g(x)\n")
     (sub / "broken.py").write_text("def k(:\n")
     calls = read_submission(sub, ["f", "g", "h", "M", "alone", "k", "nowhere"]).calls
@@ -212,8 +230,10 @@ def test_the_calls_read_from_the_source_reach_through_helpers_files_and_classes(
 
 
 def test_a_loop_that_swallows_the_alarm_is_killed(tmp_path, short_course):
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    while True:\n        try:\n            while True: pass\n        except BaseException:\n            pass')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()",
+        "    while True:\n        try:\n            while True: pass\n        except BaseException:\n            pass",
+    )
     report, tests = grade_masks(tmp_path, src, short_course)
     assert tests["causal_mask/future_is_blocked"]["status"] == "timeout"
     assert tests["padding_mask/marks_real_tokens"]["passed"]
@@ -221,8 +241,9 @@ def test_a_loop_that_swallows_the_alarm_is_killed(tmp_path, short_course):
 
 
 def test_a_segfault_costs_only_its_test(tmp_path):
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    import ctypes; ctypes.string_at(0)')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()", "    import ctypes; ctypes.string_at(0)"
+    )
     report, tests = grade_masks(tmp_path, src)
     t = tests["causal_mask/shape_dtype_device"]
     assert t["status"] == "error" and "SIGSEGV" in t["feedback"]
@@ -239,8 +260,9 @@ def test_exit_at_import_is_reported(tmp_path):
 
 
 def test_sys_exit_inside_a_function_is_a_crash_not_a_pass(tmp_path):
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    raise SystemExit(0)')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()", "    raise SystemExit(0)"
+    )
     report, tests = grade_masks(tmp_path, src)
     t = tests["causal_mask/future_is_blocked"]
     assert not t["passed"] and "SystemExit" in t["feedback"]
@@ -249,8 +271,10 @@ def test_sys_exit_inside_a_function_is_a_crash_not_a_pass(tmp_path):
 def test_slow_import_times_out_cleanly(tmp_path, short_course):
     report, tests = grade_masks(tmp_path, "import time\ntime.sleep(60)\n" + MASKS, short_course)
     assert all(not t["passed"] for t in tests.values())
-    assert any("load" in e.lower() or "加载" in e for e in report["errors"]) or \
-        "Loading your submission" in tests["padding_mask/shape_and_dtype"]["feedback"]
+    assert (
+        any("load" in e.lower() or "加载" in e for e in report["errors"])
+        or "Loading your submission" in tests["padding_mask/shape_and_dtype"]["feedback"]
+    )
 
 
 def test_corrupt_notebook_is_an_error_not_a_silent_zero(tmp_path):
@@ -261,15 +285,19 @@ def test_corrupt_notebook_is_an_error_not_a_silent_zero(tmp_path):
 
 
 def test_modifying_an_input_in_place_fails(tmp_path):
-    src = MASKS.replace("    t = torch.arange(T, device=lengths.device)  # (T,)",
-                        "    lengths.clamp_(max=T - 1)\n    t = torch.arange(T, device=lengths.device)  # (T,)")
+    src = MASKS.replace(
+        "    t = torch.arange(T, device=lengths.device)  # (T,)",
+        "    lengths.clamp_(max=T - 1)\n    t = torch.arange(T, device=lengths.device)  # (T,)",
+    )
     report, tests = grade_masks(tmp_path, src)
     assert "in place" in tests["padding_mask/marks_real_tokens"]["feedback"]
 
 
 def test_returning_a_list_is_explained(tmp_path):
-    src = MASKS.replace('    return torch.ones(T, T, dtype=torch.bool, device=device).tril()',
-                        '    return torch.ones(T, T, dtype=torch.bool, device=device).tril().tolist()')
+    src = MASKS.replace(
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril()",
+        "    return torch.ones(T, T, dtype=torch.bool, device=device).tril().tolist()",
+    )
     report, tests = grade_masks(tmp_path, src)
     fb = tests["causal_mask/shape_dtype_device"]["feedback"]
     assert "torch.Tensor" in fb and "list" in fb

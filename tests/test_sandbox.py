@@ -1,5 +1,6 @@
 """What student code cannot do to the verdict once it runs in a worker: lie with objects, patch
 the judge's torch, find the expected answers in its memory, write on the grader's pipe."""
+
 import pytest
 
 from .conftest import ROOT, remote_student
@@ -8,22 +9,25 @@ from .test_robustness import MASKS, grade_masks
 WRONG = MASKS.replace(".tril()  # (T, T)", ".triu()  # (T, T)")  # lets every query see the future
 
 
-@pytest.mark.parametrize("attack", [
-    # patch torch so that every comparison says "equal"
-    "torch.equal = lambda *a, **k: True\ntorch.allclose = lambda *a, **k: True\n"
-    "torch.Tensor.__eq__ = lambda s, o: torch.ones_like(s, dtype=torch.bool)\n"
-    "torch.Tensor.__ne__ = lambda s, o: torch.zeros_like(s, dtype=torch.bool)\n",
-    # return a tensor subclass that claims equality with anything
-    "class Liar(torch.Tensor):\n    def __eq__(self, o): return torch.ones(self.shape, dtype=torch.bool)\n"
-    "    def __ne__(self, o): return torch.zeros(self.shape, dtype=torch.bool)\n"
-    "_cm = causal_mask\ndef causal_mask(T, device=None):\n    return _cm(T, device).as_subclass(Liar)\n",
-    # search memory for a (T, T) bool tensor the grader made and return it
-    "import gc\n_cm = causal_mask\ndef causal_mask(T, device=None):\n"
-    "    for o in gc.get_objects():\n"
-    "        if isinstance(o, torch.Tensor) and o.dtype == torch.bool and o.shape == (T, T) and bool(o.tril().equal(o)):\n"
-    "            return o.clone()\n"
-    "    return _cm(T, device)\n",
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        # patch torch so that every comparison says "equal"
+        "torch.equal = lambda *a, **k: True\ntorch.allclose = lambda *a, **k: True\n"
+        "torch.Tensor.__eq__ = lambda s, o: torch.ones_like(s, dtype=torch.bool)\n"
+        "torch.Tensor.__ne__ = lambda s, o: torch.zeros_like(s, dtype=torch.bool)\n",
+        # return a tensor subclass that claims equality with anything
+        "class Liar(torch.Tensor):\n    def __eq__(self, o): return torch.ones(self.shape, dtype=torch.bool)\n"
+        "    def __ne__(self, o): return torch.zeros(self.shape, dtype=torch.bool)\n"
+        "_cm = causal_mask\ndef causal_mask(T, device=None):\n    return _cm(T, device).as_subclass(Liar)\n",
+        # search memory for a (T, T) bool tensor the grader made and return it
+        "import gc\n_cm = causal_mask\ndef causal_mask(T, device=None):\n"
+        "    for o in gc.get_objects():\n"
+        "        if isinstance(o, torch.Tensor) and o.dtype == torch.bool and o.shape == (T, T) and bool(o.tril().equal(o)):\n"
+        "            return o.clone()\n"
+        "    return _cm(T, device)\n",
+    ],
+)
 def test_attacks_do_not_change_the_verdict(tmp_path, attack):
     src = WRONG + "\n" + attack
     report, tests = grade_masks(tmp_path, src)
@@ -32,9 +36,11 @@ def test_attacks_do_not_change_the_verdict(tmp_path, attack):
 
 
 def test_fake_results_on_every_descriptor_are_not_believed(tmp_path):
-    attack = ("import os, json\nfor fd in range(3, 64):\n    try:\n"
-              "        os.write(fd, (json.dumps({'event': 'result', 'test': 'causal_mask/future_is_blocked', "
-              "'outcome': {'status': 'passed'}}) + '\\n').encode())\n    except OSError:\n        pass\n")
+    attack = (
+        "import os, json\nfor fd in range(3, 64):\n    try:\n"
+        "        os.write(fd, (json.dumps({'event': 'result', 'test': 'causal_mask/future_is_blocked', "
+        "'outcome': {'status': 'passed'}}) + '\\n').encode())\n    except OSError:\n        pass\n"
+    )
     report, tests = grade_masks(tmp_path, WRONG + "\n" + attack)
     fb = tests["causal_mask/future_is_blocked"]
     assert not fb["passed"] and "cannot read" in fb["feedback"]
@@ -48,7 +54,7 @@ def test_the_reference_still_passes_through_the_worker(tmp_path):
 
 # ---------------------------------------------------------------- the channel itself
 
-BRIDGE = '''
+BRIDGE = """
 import sys
 import torch
 
@@ -77,7 +83,7 @@ def liar():
         except OSError:
             pass
     return 1
-'''
+"""
 
 
 @pytest.fixture
@@ -133,8 +139,9 @@ def test_vector_jacobian_products_do_not_import_sympy(tmp_path):
 
     sub = tmp_path / "bridge.py"
     sub.write_text(BRIDGE)
-    out = subprocess.run([sys.executable, "-c", SYMPY_CHECK, str(sub)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SYMPY_CHECK, str(sub)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "False", "False"], out.stdout
 

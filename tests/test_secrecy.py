@@ -10,6 +10,7 @@ gradebook.db) with two classmates.  Every secret file carries a marker; no outpu
 A control run with `--in-process` (no sandbox) shows that the same submissions do find the
 secrets and score when nothing stops them, so the test can fail.
 """
+
 import json
 import os
 import shutil
@@ -31,8 +32,13 @@ ASSIGNMENT = "sequence-models"
 EXERCISES = ["masks", "positional_encoding", "attention", "recurrent", "masked_loss"]
 # mallory's folder: one hostile strategy per exercise (each file defines every function, delegating
 # to what it stole; an exercise's worker runs the file named after the exercise first)
-MALLORY = {"masks": "snoop_disk.py", "positional_encoding": "snoop_course.py", "attention": "snoop_install.py",
-           "recurrent": "snoop_memory.py", "masked_loss": "snoop_course.py"}
+MALLORY = {
+    "masks": "snoop_disk.py",
+    "positional_encoding": "snoop_course.py",
+    "attention": "snoop_install.py",
+    "recurrent": "snoop_memory.py",
+    "masked_loss": "snoop_course.py",
+}
 
 
 def _mark(text, marker, where):
@@ -46,9 +52,14 @@ def _mark(text, marker, where):
 
 
 def _notebook(code):
-    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                       "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                                  "source": code}]})
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {},
+            "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": code}],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +71,9 @@ def layout():
         # symlinks kept: autograder/default_course/ links to the (marked) solutions/, exercises/, course.yml
         shutil.copytree(ROOT / name, checkout / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", checkout)
-    (checkout / "course.yml").write_text(f"# {marker}-course\n" + (ROOT / "course.yml").read_text(encoding="utf-8"),
-                                         encoding="utf-8")
+    (checkout / "course.yml").write_text(
+        f"# {marker}-course\n" + (ROOT / "course.yml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     for f in (checkout / "solutions").glob("*.py"):
         f.write_text(_mark(f.read_text(encoding="utf-8"), marker, "solutions"), encoding="utf-8")
     for f in (checkout / "autograder" / "properties").glob("*.py"):
@@ -97,10 +109,12 @@ def layout():
 def run(layout, *args, timeout=900):
     """`python -m autograder ARGS` of the instructor's copy, from the course folder (PWD = course),
     in the place SEQGRADER_TEST_WHERE names (tests/where.py)."""
-    env = dict(os.environ, PYTHONPATH=str(layout["checkout"]), PWD=str(layout["course"]),
-               OLDPWD=str(layout["checkout"]))
-    return subprocess.run(where.command(args), cwd=layout["course"], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    env = dict(
+        os.environ, PYTHONPATH=str(layout["checkout"]), PWD=str(layout["course"]), OLDPWD=str(layout["checkout"])
+    )
+    return subprocess.run(
+        where.command(args), cwd=layout["course"], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def refused(proc, *outputs):
@@ -122,12 +136,12 @@ def leaks(marker, *texts_or_dirs):
             files = None
         if files is None:
             if marker in item:
-                found.append(("text", item[max(0, item.index(marker) - 80): item.index(marker) + 80]))
+                found.append(("text", item[max(0, item.index(marker) - 80) : item.index(marker) + 80]))
             continue
         for p in files:
             data = p.read_bytes().decode("utf-8", "replace")
             if marker in data:
-                found.append((str(p), data[max(0, data.index(marker) - 80): data.index(marker) + 80]))
+                found.append((str(p), data[max(0, data.index(marker) - 80) : data.index(marker) + 80]))
     return found
 
 
@@ -183,8 +197,13 @@ def test_grade_batch_on_a_dask_cluster_gives_a_thief_nothing(layout, tmp_path):
     shutil.copytree(layout["mallory"], flat / "mallory")
     shutil.copy(HOSTILE / "snoop_install.py", flat / "trudy.py")
     out = tmp_path / "grades"
-    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=2, dashboard_address=None,
-                                  env={"PYTHONPATH": str(layout["checkout"])}) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1,
+        processes=True,
+        threads_per_worker=2,
+        dashboard_address=None,
+        env={"PYTHONPATH": str(layout["checkout"])},
+    ) as cluster:
         proc = run(layout, "grade-batch", flat, "--out", out, "--dask-scheduler", cluster.scheduler_address, "-q")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["student"]: r for r in __import__("csv").DictReader(open(out / "grades.csv", encoding="utf-8"))}
@@ -200,27 +219,68 @@ def test_where_nothing_confines_the_worker_nobody_is_graded(tmp_path):
     flat = tmp_path / "class"
     flat.mkdir()
     shutil.copy(ROOT / "solutions" / "masks.py", flat / "alice.py")
-    jail = [sys.executable, str(ROOT / "tests" / "container.py"), "--no-landlock", "--", sys.executable,
-            "-m", "autograder"]
+    jail = [
+        sys.executable,
+        str(ROOT / "tests" / "container.py"),
+        "--no-landlock",
+        "--",
+        sys.executable,
+        "-m",
+        "autograder",
+    ]
     out = tmp_path / "grades"
-    proc = subprocess.run([*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Refusing to grade" in proc.stdout + proc.stderr and "--allow-weak-sandbox" in proc.stdout + proc.stderr
     assert not (out / "reports" / "alice.json").exists()
-    one = subprocess.run([*jail, "grade", flat / "alice.py", "--exercise", "masks", "-q", "--json", tmp_path / "r.json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    one = subprocess.run(
+        [*jail, "grade", flat / "alice.py", "--exercise", "masks", "-q", "--json", tmp_path / "r.json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert one.returncode == 2 and "Refusing to grade" in one.stderr and not (tmp_path / "r.json").exists(), one.stderr
-    weak = subprocess.run([*jail, "grade", flat / "alice.py", "--exercise", "masks", "--json", tmp_path / "w.json",
-                           "--allow-weak-sandbox"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    weak = subprocess.run(
+        [
+            *jail,
+            "grade",
+            flat / "alice.py",
+            "--exercise",
+            "masks",
+            "--json",
+            tmp_path / "w.json",
+            "--allow-weak-sandbox",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert weak.returncode == 0, weak.stderr[-2000:]
     report = json.loads((tmp_path / "w.json").read_text(encoding="utf-8"))
     assert next(iter(report)) == "sandbox_warning" and "a view of the filesystem" in report["sandbox_warning"]
     assert weak.stdout.startswith("WARNING: graded with a weak sandbox"), weak.stdout[:300]
-    batch = subprocess.run([*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1",
-                            "--allow-weak-sandbox"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    batch = subprocess.run(
+        [*jail, "grade-batch", flat, "--out", out, "--exercise", "masks", "--workers", "1", "--allow-weak-sandbox"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert batch.returncode == 0, batch.stderr[-2000:]
     assert "WARNING: 1 submission(s) were graded with a weak sandbox" in batch.stdout, batch.stdout[-2000:]
-    ok = subprocess.run([sys.executable, "-m", "autograder", "grade", flat / "alice.py", "--exercise", "masks", "-q"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    ok = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", flat / "alice.py", "--exercise", "masks", "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ok.returncode == 0 and "WARNING" not in ok.stderr, ok.stderr[-2000:]

@@ -2,6 +2,7 @@
 forkcheck.py).  On a machine without a GPU, SEQGRADER_AUTOGRAD_FORK reproduces what a CUDA build
 of torch does on a machine with one: `cuda` is CUDA's rule (a process forked after its parent ran a
 backward pass cannot run one), `broken` breaks autograd in every process the grader forks."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,14 @@ EXAMPLES = ROOT / "examples" / "submissions"
 
 def seqgrader(*args, env=None, timeout=600):
     full = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=full)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full,
+    )
 
 
 @pytest.fixture
@@ -87,7 +94,9 @@ def test_grade_refuses_to_grade_where_the_reference_loses_points(tmp_path, cache
     err = proc.stderr
     assert "do not get full marks in this environment" in err and "no score is written" in err
     assert "attention/scaled_dot_product_attention/" in err  # the property
-    assert "Unable to handle autograd's threading in combination with fork-based multiprocessing" in err  # the exception
+    assert (
+        "Unable to handle autograd's threading in combination with fork-based multiprocessing" in err
+    )  # the exception
     assert "CUDA_VISIBLE_DEVICES=" in err  # what to try
     assert "in-place" not in err and "Traceback" not in err
 
@@ -95,8 +104,16 @@ def test_grade_refuses_to_grade_where_the_reference_loses_points(tmp_path, cache
 @pytest.mark.slow
 def test_grade_batch_refuses_and_writes_no_row(tmp_path, cache):
     grades = tmp_path / "grades"
-    proc = seqgrader("grade-batch", EXAMPLES, "--out", grades, "--workers", "2", "-q",
-                     env={**cache, "SEQGRADER_AUTOGRAD_FORK": "broken"})
+    proc = seqgrader(
+        "grade-batch",
+        EXAMPLES,
+        "--out",
+        grades,
+        "--workers",
+        "2",
+        "-q",
+        env={**cache, "SEQGRADER_AUTOGRAD_FORK": "broken"},
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "do not get full marks in this environment" in proc.stderr
     assert not list((grades / "reports").glob("*.json")) if (grades / "reports").exists() else True
@@ -121,7 +138,9 @@ def test_an_error_the_reference_shares_stops_the_run_even_after_a_remembered_pas
         """)
     full = dict(os.environ, **env)
     full.pop("SEQGRADER_AUTOGRAD_FORK_ROOT", None)
-    done = subprocess.run([sys.executable, "-c", remember], cwd=ROOT, capture_output=True, text=True, env=full, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", remember], cwd=ROOT, capture_output=True, text=True, env=full, timeout=120
+    )
     assert done.stdout.strip() == "True", done.stderr[-2000:]
     out = tmp_path / "alice.json"
     proc = seqgrader("grade", EXAMPLES / "alice.py", "--json", out, "-v", env=env)
@@ -137,11 +156,14 @@ def test_a_student_who_raises_the_grader_s_error_gets_the_blame(tmp_path, cache)
     from autograder.sandbox.forkcheck import MESSAGE
 
     sub = tmp_path / "mallory.py"
-    sub.write_text((ROOT / "solutions" / "masked_loss.py").read_text() + textwrap.dedent(f"""
+    sub.write_text(
+        (ROOT / "solutions" / "masked_loss.py").read_text()
+        + textwrap.dedent(f"""
 
         def masked_cross_entropy(logits, targets, mask):
             raise RuntimeError({MESSAGE!r})
-        """))
+        """)
+    )
     out = tmp_path / "mallory.json"
     proc = seqgrader("grade", sub, "--exercise", "masked_loss", "--json", out, "-q", env=cache)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -152,8 +174,9 @@ def test_a_student_who_raises_the_grader_s_error_gets_the_blame(tmp_path, cache)
 
 
 def test_a_pass_is_remembered_as_json_per_environment(tmp_path, cache):
-    first = seqgrader("grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "a.json", "-v",
-                      env=cache)
+    first = seqgrader(
+        "grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "a.json", "-v", env=cache
+    )
     assert first.returncode == 0 and "self-check" in first.stderr and "remembered" not in first.stderr, first.stderr
     files = list((tmp_path / "cache" / "self-check").glob("*.json"))
     assert len(files) == 1
@@ -161,11 +184,20 @@ def test_a_pass_is_remembered_as_json_per_environment(tmp_path, cache):
     assert data["passed"] is True and data["environment"]["exercises"] == ["masks"]
     for key in ("grader", "course", "python", "kernel", "torch", "runner"):
         assert data["environment"][key], key
-    again = seqgrader("grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "b.json", "-v",
-                      env=cache)
+    again = seqgrader(
+        "grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "b.json", "-v", env=cache
+    )
     assert "remembered from" in again.stderr
-    other = seqgrader("grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "c.json", "-v",
-                      env={**cache, "CUDA_VISIBLE_DEVICES": "7"})  # another view of the GPUs: checked again
+    other = seqgrader(
+        "grade",
+        EXAMPLES / "alice.py",
+        "--exercise",
+        "masks",
+        "--json",
+        tmp_path / "c.json",
+        "-v",
+        env={**cache, "CUDA_VISIBLE_DEVICES": "7"},
+    )  # another view of the GPUs: checked again
     assert "remembered" not in other.stderr
     assert len(list((tmp_path / "cache" / "self-check").glob("*.json"))) == 2
     # a file whose environment is not exactly this one's counts for nothing
@@ -173,8 +205,9 @@ def test_a_pass_is_remembered_as_json_per_environment(tmp_path, cache):
         d = json.loads(f.read_text())
         d["environment"]["python"] = "0.0"
         f.write_text(json.dumps(d))
-    tampered = seqgrader("grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "d.json", "-v",
-                         env=cache)
+    tampered = seqgrader(
+        "grade", EXAMPLES / "alice.py", "--exercise", "masks", "--json", tmp_path / "d.json", "-v", env=cache
+    )
     assert "remembered" not in tampered.stderr
 
 
@@ -199,19 +232,21 @@ def test_the_gpu_check_writes_a_baseline_and_finds_a_difference(tmp_path, cache)
     env = dict(os.environ, **cache)
 
     def check(*extra):
-        return subprocess.run([sys.executable, script, *args, *extra], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=600)
+        return subprocess.run(
+            [sys.executable, script, *args, *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
 
     from autograder.sandbox import devices
 
     if not devices.visible():  # (on a machine with a GPU it grades: docs/benchmarks.md, "The same grades with a GPU")
-        skipped = subprocess.run([sys.executable, script], cwd=ROOT, env=env, capture_output=True, text=True,
-                                 timeout=120)
+        skipped = subprocess.run(
+            [sys.executable, script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
         assert skipped.returncode == 0 and "skipped: no GPU here" in skipped.stdout, skipped.stdout + skipped.stderr
     wrote = check("--write-baseline", base)
     assert wrote.returncode == 0, wrote.stdout + wrote.stderr[-2000:]
     summary = json.loads(base.read_text())
-    (key, case), = summary.items()
+    ((key, case),) = summary.items()
     assert key == "mistake-causal_mask_excludes_diagonal @ sequence-models" and case["score"] < case["max_score"]
     assert case["tests"]["masks/causal_mask/past_and_present_allowed"]["diagnosis"] == ["causal_mask_excludes_diagonal"]
     same = check("--baseline", base)

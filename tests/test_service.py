@@ -3,6 +3,7 @@
 
 One service, started once for the module under a JupyterHub-like prefix, serves most tests;
 the restart and two-process tests start their own on their own database."""
+
 import csv
 import io
 import json
@@ -14,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import httpx
@@ -67,14 +69,21 @@ def _cmd(*args):
 def _course_folder(where):
     where.mkdir(parents=True, exist_ok=True)
     (where / "course.yml").write_text(COURSE, encoding="utf-8")
-    (where / "roster.csv").write_text("student,role\n" + "".join(
-        f"{p},{'instructor' if p == 'prof' else 'student'}\n" for p in PEOPLE), encoding="utf-8")
+    (where / "roster.csv").write_text(
+        "student,role\n" + "".join(f"{p},{'instructor' if p == 'prof' else 'student'}\n" for p in PEOPLE),
+        encoding="utf-8",
+    )
     return where
 
 
 def tokens(course, data, *extra):
-    done = subprocess.run(_cmd("tokens", "--roster", str(course / "roster.csv"), "--data", str(data), *extra),
-                          capture_output=True, text=True, timeout=120, cwd=course)
+    done = subprocess.run(
+        _cmd("tokens", "--roster", str(course / "roster.csv"), "--data", str(data), *extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=course,
+    )
     assert done.returncode == 0, done.stderr
     return dict(line.split(",", 1) for line in done.stdout.split())
 
@@ -93,10 +102,25 @@ class Service:
     def start(self):
         self.data.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(_cmd("serve", "--course", str(self.course), "--data", str(self.data),
-                                          "--roster", str(self.course / "roster.csv"), "--port", str(self.port),
-                                          "--base-url", PREFIX, *self.extra),
-                                     stdout=log, stderr=log, cwd=self.course)
+        self.proc = subprocess.Popen(
+            _cmd(
+                "serve",
+                "--course",
+                str(self.course),
+                "--data",
+                str(self.data),
+                "--roster",
+                str(self.course / "roster.csv"),
+                "--port",
+                str(self.port),
+                "--base-url",
+                PREFIX,
+                *self.extra,
+            ),
+            stdout=log,
+            stderr=log,
+            cwd=self.course,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log()
@@ -188,6 +212,7 @@ def graded(svc):
 
 # ---------------------------------------------------------------- grading
 
+
 def test_tokens_are_stable_and_rotate(svc, place):
     again = tokens(svc.course, svc.data)
     assert again == svc.tokens and len(set(again.values())) == len(PEOPLE)
@@ -197,8 +222,9 @@ def test_tokens_are_stable_and_rotate(svc, place):
     with sqlite3.connect(svc.data / "service.db") as db:  # the schema came from the shipped migrations
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
     rotated = tokens(svc.course, svc.data, "--rotate", "zoe")
-    assert rotated["zoe"] != svc.tokens["zoe"] and {k: v for k, v in rotated.items() if k != "zoe"} == \
-        {k: v for k, v in svc.tokens.items() if k != "zoe"}
+    assert rotated["zoe"] != svc.tokens["zoe"] and {k: v for k, v in rotated.items() if k != "zoe"} == {
+        k: v for k, v in svc.tokens.items() if k != "zoe"
+    }
     assert svc.client(svc.tokens["zoe"]).get("api/me").status_code == 401
     assert svc.client(rotated["zoe"]).get("api/me").json() == {"name": "zoe", "role": "student"}
 
@@ -208,8 +234,12 @@ def test_a_correct_submission_gets_the_score_grade_gives(svc, graded, tmp_path):
     assert res["status"] == "graded" and res["score"] == res["max_score"] == 20
     (tmp_path / "correct.py").write_text(SOLUTION, encoding="utf-8")
     out = tmp_path / "report.json"
-    done = subprocess.run(_cmd("grade", str(tmp_path / "correct.py"), "--course", str(svc.course), "--json",
-                               str(out), "-q"), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _cmd("grade", str(tmp_path / "correct.py"), "--course", str(svc.course), "--json", str(out), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["score"] == res["score"]
 
@@ -218,8 +248,12 @@ def test_a_planted_mistake_is_scored_and_named_as_grade_does(svc, graded, tmp_pa
     res = graded["planted.py"]
     (tmp_path / "planted.py").write_text(PLANTED, encoding="utf-8")
     out = tmp_path / "report.json"
-    done = subprocess.run(_cmd("grade", str(tmp_path / "planted.py"), "--course", str(svc.course), "--json",
-                               str(out), "-q"), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _cmd("grade", str(tmp_path / "planted.py"), "--course", str(svc.course), "--json", str(out), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     expected = json.loads(out.read_text())
     assert res["status"] == "graded" and res["score"] == expected["score"] < res["max_score"]
@@ -251,8 +285,14 @@ def test_hidden_counterexamples_reach_no_response(svc, graded):
     call = original["counterexample"]["call"]
     assert call and call in json.dumps(full)
     import html as html_module
-    for text in (alice.get(f"submissions/{sid}").text, json.dumps(report), alice.get(f"api/submissions/{sid}").text,
-                 svc.as_["prof"].get(f"submissions/{sid}").text, svc.as_["prof"].get("instructor").text):
+
+    for text in (
+        alice.get(f"submissions/{sid}").text,
+        json.dumps(report),
+        alice.get(f"api/submissions/{sid}").text,
+        svc.as_["prof"].get(f"submissions/{sid}").text,
+        svc.as_["prof"].get("instructor").text,
+    ):
         assert call not in text and html_module.escape(call) not in text
     assert "sandbox" not in report and report["submission"] == "planted.py"
 
@@ -274,7 +314,9 @@ def test_a_corrupt_notebook_is_not_graded_and_costs_no_attempt(svc):
     assert res["id"] not in res["reason"] + carol.get(f"api/submissions/{res['id']}/report").text
 
 
-HOSTILE = SOLUTION + '''
+HOSTILE = (
+    SOLUTION
+    + """
 
 import glob as _glob, os as _os
 
@@ -294,7 +336,8 @@ def _loot():
 def causal_mask(T, device=None):
     loot = _loot()
     raise LookupError("found %d file(s): " % len(loot) + " | ".join(loot) if loot else "nothing found")
-'''
+"""
+)
 
 
 def test_a_hostile_submission_sees_no_other_file_and_the_service_stays_up(svc, graded):
@@ -334,12 +377,16 @@ def test_feedback_score_shows_the_scores_and_nothing_of_why(svc, graded):
     from autograder.service.views import shown_report
 
     with sqlite3.connect(svc.data / "service.db") as db:
-        full = json.loads(db.execute("SELECT report FROM results WHERE submission_id = ?",
-                                     (graded["planted.py"]["id"],)).fetchone()[0])
+        full = json.loads(
+            db.execute("SELECT report FROM results WHERE submission_id = ?", (graded["planted.py"]["id"],)).fetchone()[
+                0
+            ]
+        )
     brief = shown_report(full, ServiceRules(feedback="score"), "planted.py", "both")
     tests = [t for e in brief["exercises"] for t in e["tests"]]
-    assert [(t["name"], t["score"], t["passed"]) for t in tests] == \
-        [(t["name"], t["score"], t["passed"]) for e in full["exercises"] for t in e["tests"]]
+    assert [(t["name"], t["score"], t["passed"]) for t in tests] == [
+        (t["name"], t["score"], t["passed"]) for e in full["exercises"] for t in e["tests"]
+    ]
     assert brief["score"] == full["score"] < full["max_score"]
     for t in tests:
         assert not {"details", "counterexample", "diagnosis", "hint_en", "message_en"} & set(t), t
@@ -378,6 +425,7 @@ def test_a_grader_that_fails_its_self_check_grades_nobody_and_charges_nothing(pl
 
 # ---------------------------------------------------------------- what is refused, and why
 
+
 def _error(r, status, code):
     assert r.status_code == status, (r.status_code, r.text)
     body = r.json()
@@ -409,20 +457,24 @@ def test_an_oversized_upload_is_413(svc):
             yield b"x = 1\n" * 1000
         yield b"\r\n--b--\r\n"
 
-    r = svc.as_["erin"].post("api/submissions", content=chunks(),
-                             headers={"Content-Type": "multipart/form-data; boundary=b"})
+    r = svc.as_["erin"].post(
+        "api/submissions", content=chunks(), headers={"Content-Type": "multipart/form-data; boundary=b"}
+    )
     assert "content-length" not in {k.lower() for k in r.request.headers}
     _error(r, 413, "too_large")
     assert svc.as_["erin"].get("api/submissions").json()["submissions"] == []
 
 
-@pytest.mark.parametrize("name, content", [
-    ("masks.ipynb", SOLUTION),  # Python code named as a notebook
-    ("masks.py", json.dumps({"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}})),  # the reverse
-    ("masks.py", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),  # a picture
-    ("masks.txt", SOLUTION),  # neither name
-    ("masks.ipynb", json.dumps([1, 2, 3])),  # JSON, not a notebook
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("masks.ipynb", SOLUTION),  # Python code named as a notebook
+        ("masks.py", json.dumps({"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}})),  # the reverse
+        ("masks.py", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),  # a picture
+        ("masks.txt", SOLUTION),  # neither name
+        ("masks.ipynb", json.dumps([1, 2, 3])),  # JSON, not a notebook
+    ],
+)
 def test_a_mislabelled_file_is_415(svc, name, content):
     _error(submit(svc.as_["erin"], name, content), 415, "unsupported_file")
 
@@ -457,13 +509,13 @@ def test_used_up_attempts_are_429_with_when_the_next_comes(svc):
 
 
 def test_no_next_attempt_is_promised_without_a_window_or_after_the_deadline():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from autograder.config import ServiceRules
     from autograder.service.app import _attempts_used
     from autograder.service.store import AttemptsUsed
 
-    at = datetime(2026, 12, 20, 12, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 12, 20, 12, 0, tzinfo=UTC)
     total = _attempts_used(AttemptsUsed(3, 3, None), ServiceRules(attempts=3), at)
     assert total.status == 429 and "Retry-After" not in total.headers and "all 3 attempts" in total.en
     rules = ServiceRules(attempts=2, window="24h", deadline=at + timedelta(hours=1))
@@ -474,6 +526,7 @@ def test_no_next_attempt_is_promised_without_a_window_or_after_the_deadline():
 
 
 # ---------------------------------------------------------------- who sees what
+
 
 def test_a_student_opening_anothers_submission_gets_404(svc, graded):
     sid = graded["correct.py"]["id"]
@@ -499,8 +552,11 @@ def test_the_instructor_sees_everyone_and_exports_csv(svc, graded):
     assert 'id="mistakes"' in page.text  # the off-by-one is the class's most common mistake so far
     dash = prof.get("instructor/dashboard", params={"assignment": "hw"})
     assert dash.status_code == 200 and "alice" in dash.text
-    formula = prof.post("api/submissions", data={"assignment": "hw"},  # an instructor: no attempt limit
-                        files={"file": ("=HYPERLINK(1)+1.py", SOLUTION.encode())})
+    formula = prof.post(
+        "api/submissions",
+        data={"assignment": "hw"},  # an instructor: no attempt limit
+        files={"file": ("=HYPERLINK(1)+1.py", SOLUTION.encode())},
+    )
     assert formula.status_code == 202 and formula.json()["attempts_left"] is None
     r = prof.get("instructor/export.csv")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
@@ -534,15 +590,23 @@ def test_every_link_and_form_works_under_the_prefix(svc, graded):
 
 def test_every_route_but_the_public_ones_goes_through_current_user(svc):
     from autograder.config import load_course
-    from autograder.service.app import Service as App, create_app
+    from autograder.service.app import Service as App
+    from autograder.service.app import create_app
     from autograder.service.auth import Roster, current_user
     from autograder.service.store import make_engine, migrate, sqlite_url
 
     (svc.data.parent / "routes").mkdir(exist_ok=True)
     engine = make_engine(sqlite_url(svc.data.parent / "routes"))
     migrate(engine)
-    app = create_app(App(engine=engine, course=load_course(svc.course), data=svc.data.parent / "routes",
-                         roster=Roster(engine), base_url=PREFIX))
+    app = create_app(
+        App(
+            engine=engine,
+            course=load_course(svc.course),
+            data=svc.data.parent / "routes",
+            roster=Roster(engine),
+            base_url=PREFIX,
+        )
+    )
 
     def calls(dependant):
         yield dependant.call
@@ -551,8 +615,12 @@ def test_every_route_but_the_public_ones_goes_through_current_user(svc):
 
     public = {(r.path, m) for r in app.state.routers["public"].routes for m in r.methods}
     assert public == {("/healthz", "GET"), ("/signin", "GET"), ("/signin", "POST"), ("", "GET")}
-    protected = [(r.path, m) for r in app.state.routers["protected"].routes for m in r.methods
-                 if current_user in set(calls(r.dependant))]
+    protected = [
+        (r.path, m)
+        for r in app.state.routers["protected"].routes
+        for m in r.methods
+        if current_user in set(calls(r.dependant))
+    ]
     assert len(protected) == len([1 for r in app.state.routers["protected"].routes for _ in r.methods]) >= 15
     # and the running service answers each of them, to nobody signed in, with 401 or the sign-in page
     anon = svc.client()
@@ -566,17 +634,24 @@ def test_every_route_but_the_public_ones_goes_through_current_user(svc):
 
 # ---------------------------------------------------------------- pages: escaping, forms
 
+
 def test_a_file_name_and_printed_output_are_shown_escaped(svc):
     erin = svc.as_["erin"]
-    code = SOLUTION + f"\nprint({SCRIPT!r})\n\n\ndef causal_mask(T, device=None):\n    print({SCRIPT!r})\n" \
-                      f"    raise ValueError({SCRIPT + ' ' + XSS!r})\n"
+    code = (
+        SOLUTION + f"\nprint({SCRIPT!r})\n\n\ndef causal_mask(T, device=None):\n    print({SCRIPT!r})\n"
+        f"    raise ValueError({SCRIPT + ' ' + XSS!r})\n"
+    )
     r = submit(erin, f"{XSS}.py", code)
     assert r.status_code == 202, r.text
     sid = r.json()["id"]
     res = wait_done(erin, sid)
     assert res["status"] == "graded" and res["file"] == f"{XSS}.py"
-    pages = [erin.get(f"submissions/{sid}").text, erin.get("submissions").text,
-             svc.as_["prof"].get("instructor").text, svc.as_["prof"].get("submissions").text]
+    pages = [
+        erin.get(f"submissions/{sid}").text,
+        erin.get("submissions").text,
+        svc.as_["prof"].get("instructor").text,
+        svc.as_["prof"].get("submissions").text,
+    ]
     assert "&lt;script&gt;" in pages[0]  # the exception's text is on the report, escaped
     for text in pages:
         assert SCRIPT not in text and XSS not in text and "<img src=x" not in text
@@ -606,8 +681,9 @@ def test_a_form_without_its_token_or_from_another_site_is_refused(svc):
     files = {"file": ("masks.py", SOLUTION.encode())}
     assert dave.post("upload", data={"assignment": "hw"}, files=files).status_code == 403
     assert dave.post("upload", data={"assignment": "hw", "csrf": "forged"}, files=files).status_code == 403
-    r = dave.post("upload", data={"assignment": "hw", "csrf": csrf}, files=files,
-                  headers={"Origin": "https://evil.example"})
+    r = dave.post(
+        "upload", data={"assignment": "hw", "csrf": csrf}, files=files, headers={"Origin": "https://evil.example"}
+    )
     assert r.status_code == 403
     _error(dave.post("api/submissions", data={"assignment": "hw"}, files=files), 403, "csrf")
     assert len(dave.get("api/submissions").json()["submissions"]) == before  # nothing accepted, nothing charged
@@ -629,6 +705,7 @@ def test_guessing_tokens_is_stopped_per_address_with_429_and_retry_after(svc):
     """Ten wrong tokens a minute from one address (the proxy's X-Forwarded-For, believed from
     127.0.0.1: --forwarded-allow-ips), and that address may try no token until a minute has
     passed; others may."""
+
     def at(address, token=None):
         headers = {"X-Forwarded-For": address}
         if token:
@@ -679,6 +756,7 @@ def test_the_limit_of_failures_forgets_after_its_window():
 
 
 # ---------------------------------------------------------------- nothing lost, nothing counted twice
+
 
 def slow(seconds):
     """The reference, loading in `seconds` (top-level code: graded anew every time, never reused)."""
@@ -801,8 +879,14 @@ def test_an_upload_is_claimed_at_once_and_the_default_is_a_process_per_core(plac
             assert wait_done(alice, sid)["score"] == 20
     finally:
         service.stop()
-    bad = subprocess.run(_cmd("serve", "--course", str(course), "--data", str(data), "--roster",
-                              str(course / "roster.csv"), "--poll", "0"), capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        _cmd(
+            "serve", "--course", str(course), "--data", str(data), "--roster", str(course / "roster.csv"), "--poll", "0"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0 and "--poll" in bad.stderr
 
 
@@ -836,6 +920,7 @@ def test_grading_processes_are_as_many_as_workers_whatever_the_assignments(place
 
 # ---------------------------------------------------------------- the sign-in seam JupyterHub mode uses
 
+
 class HeaderSignIn:
     """An authenticator of the shape auth.py describes (user, router, login_url), standing in for
     JupyterHub's: it believes the header X-Signed-In-As, and its login page is /hub/login."""
@@ -867,7 +952,8 @@ def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
     import uvicorn
 
     from autograder.config import load_course
-    from autograder.service.app import Service as App, create_app
+    from autograder.service.app import Service as App
+    from autograder.service.app import create_app
     from autograder.service.auth import Roster, read_roster, sync_roster
     from autograder.service.store import make_engine, migrate, sqlite_url
 
@@ -877,8 +963,16 @@ def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
     engine = make_engine(sqlite_url(data))
     migrate(engine)
     roster_tokens = {name: token for name, _, token in sync_roster(engine, read_roster(course / "roster.csv"))}
-    app = create_app(App(engine=engine, course=load_course(course), data=data, roster=Roster(engine),
-                         base_url=PREFIX, authenticator=HeaderSignIn()))
+    app = create_app(
+        App(
+            engine=engine,
+            course=load_course(course),
+            data=data,
+            roster=Roster(engine),
+            base_url=PREFIX,
+            authenticator=HeaderSignIn(),
+        )
+    )
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -903,10 +997,16 @@ def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
         # comes along (a proxy's password, a token that signs nobody in)
         _error(alice.post("api/submissions", data={"assignment": "hw"}, files=files), 403, "csrf")
         for header in ("token hub-api-token", "Basic cHJveHk6cGFzc3dvcmQ="):
-            _error(alice.post("api/submissions", data={"assignment": "hw"}, files=files,
-                              headers={"Authorization": header}), 403, "csrf")
-        r = alice.post("api/submissions", data={"assignment": "hw"}, files=files,
-                       headers={"X-Signed-In-By": "token"})  # signed in by a header: no forms token
+            _error(
+                alice.post(
+                    "api/submissions", data={"assignment": "hw"}, files=files, headers={"Authorization": header}
+                ),
+                403,
+                "csrf",
+            )
+        r = alice.post(
+            "api/submissions", data={"assignment": "hw"}, files=files, headers={"X-Signed-In-By": "token"}
+        )  # signed in by a header: no forms token
         assert r.status_code == 202 and r.json()["attempts_left"] == 2
         sid = r.json()["id"]
         assert teacher.get(f"api/submissions/{sid}").json()["student"] == "alice"

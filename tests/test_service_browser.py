@@ -5,6 +5,7 @@ status page turn into the report, read the report; a student who opens another s
 gets nothing of it.  Each person browses in a browser context of their own (their own cookies).
 
 The screenshots are kept in out/service-browser/ (CI keeps out/ as its artifacts)."""
+
 import sys
 import time
 
@@ -29,7 +30,9 @@ def browser(tmp_path_factory):
 def notebook(folder, name, without_diagonal=False):
     """A student's notebook: the masks exercise done (or with the diagonal missing)."""
     code = MASKS.replace(".tril()", ".tril(-1)") if without_diagonal else MASKS
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 掩码 Masks"), nbformat.v4.new_code_cell(code)])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# 掩码 Masks"), nbformat.v4.new_code_cell(code)]
+    )
     path = folder / name
     nbformat.write(nb, str(path))
     return path
@@ -118,8 +121,10 @@ def test_jupyterhub_login_form_then_oauth_upload_and_report_in_chromium(browser,
             assert page.url().startswith(hub.url + "hub/login"), page.url()
             if user == "alice":
                 page.screenshot(OUT / "hub-login.png")
-            page.eval(f"document.querySelector('#username_input').value = {user!r};"
-                      f"document.querySelector('#password_input').value = {hub.password!r}")
+            page.eval(
+                f"document.querySelector('#username_input').value = {user!r};"
+                f"document.querySelector('#password_input').value = {hub.password!r}"
+            )
             page.act("document.querySelector('#username_input').form.submit()")
             wait_for(page, f"location.href === {base + 'upload'!r}", timeout=60)
             pages[user] = page

@@ -2,6 +2,7 @@
 driven by another site (behind a proxy that adds its own Authorization header), a copied cookie, a
 local process that writes X-Forwarded-For, clients that send slowly or hold connections, and a
 hub that does not answer.  A real `seqgrader serve` on loopback throughout (tests/servers.py)."""
+
 import base64
 import json
 import os
@@ -65,11 +66,16 @@ def count(svc, person):
 
 def upload(c, tmp_path, csrf=None, **headers):
     f = masks_submission(tmp_path)
-    return c.post("upload", data={"assignment": "sequence-models", **({"csrf": csrf} if csrf else {})},
-                  files={"file": (f.name, f.read_bytes())}, headers=headers)
+    return c.post(
+        "upload",
+        data={"assignment": "sequence-models", **({"csrf": csrf} if csrf else {})},
+        files={"file": (f.name, f.read_bytes())},
+        headers=headers,
+    )
 
 
 # ---------------------------------------------------------------- another user of the machine
+
 
 def test_everything_the_service_writes_is_private_whatever_the_umask(svc, tmp_path):
     r = upload(client(svc, svc.tokens["alice"]), tmp_path)
@@ -90,19 +96,27 @@ def test_everything_the_service_writes_is_private_whatever_the_umask(svc, tmp_pa
 
 # ---------------------------------------------------------------- a browser another site drives
 
+
 def test_a_cookie_needs_its_forms_token_and_this_site_whatever_authorization_header_a_proxy_adds(svc, tmp_path):
     browser, csrf = signed_in(svc, "bob")
     before = count(svc, "bob")
-    for headers in ({"Origin": EVIL, "Authorization": BASIC}, {"Sec-Fetch-Site": "cross-site", "Authorization": BASIC},
-                    {"Origin": EVIL, "Authorization": BASIC, "Sec-Fetch-Site": "cross-site"}):
+    for headers in (
+        {"Origin": EVIL, "Authorization": BASIC},
+        {"Sec-Fetch-Site": "cross-site", "Authorization": BASIC},
+        {"Origin": EVIL, "Authorization": BASIC, "Sec-Fetch-Site": "cross-site"},
+    ):
         r = upload(browser, tmp_path, csrf, **headers)
         assert r.status_code == 403 and r.json()["error"] == "cross_site", (headers, r.text)
         r = browser.post("signout", data={"csrf": csrf}, headers=headers)
         assert r.status_code == 403, (headers, r.text)
     r = upload(browser, tmp_path, None, Authorization=BASIC)  # this site, no forms token
     assert r.status_code == 403 and r.json()["error"] == "csrf", r.text
-    r = browser.post("api/submissions", data={"assignment": "sequence-models"},
-                     files={"file": ("m.py", b"x = 1\n")}, headers={"Authorization": BASIC, "Origin": svc.url[:-1]})
+    r = browser.post(
+        "api/submissions",
+        data={"assignment": "sequence-models"},
+        files={"file": ("m.py", b"x = 1\n")},
+        headers={"Authorization": BASIC, "Origin": svc.url[:-1]},
+    )
     assert r.status_code == 403 and r.json()["error"] == "csrf", r.text
     assert count(svc, "bob") == before  # nothing was submitted, and bob is still signed in
     assert browser.get("api/me").json() == {"name": "bob", "role": "student"}
@@ -112,8 +126,14 @@ def test_a_cookie_needs_its_forms_token_and_this_site_whatever_authorization_hea
     assert count(svc, "bob") == before + 1
     # a script signed in by its own token needs no forms token, wherever it says it comes from
     script = client(svc, svc.tokens["bob"], Origin=EVIL)
-    assert script.post("api/submissions", data={"assignment": "sequence-models"},
-                       files={"file": ("m.py", masks_submission(tmp_path).read_bytes())}).status_code == 202
+    assert (
+        script.post(
+            "api/submissions",
+            data={"assignment": "sequence-models"},
+            files={"file": ("m.py", masks_submission(tmp_path).read_bytes())},
+        ).status_code
+        == 202
+    )
 
 
 def test_nobody_is_signed_in_by_another_sites_form(svc):
@@ -123,6 +143,7 @@ def test_nobody_is_signed_in_by_another_sites_form(svc):
 
 
 # ---------------------------------------------------------------- a copied cookie
+
 
 def test_signing_out_ends_the_session_a_copied_cookie_carries(svc):
     browser, csrf = signed_in(svc, "alice")
@@ -158,6 +179,7 @@ def test_signing_in_again_and_again_keeps_only_the_newest_browsers(svc):
 
 # ---------------------------------------------------------------- forwarded headers, slow clients, limits
 
+
 def test_x_forwarded_for_is_nobodys_word_unless_a_proxy_is_named(tmp_path):
     roster = write_roster(tmp_path / "roster.csv")
     for proxy, stopped in (((), True), (("--forwarded-allow-ips", "127.0.0.1"), False)):
@@ -166,7 +188,9 @@ def test_x_forwarded_for_is_nobodys_word_unless_a_proxy_is_named(tmp_path):
         with serve("--roster", roster, "--workers", 0, *proxy, data=data) as (url, _, log):
             statuses = []
             for i in range(12):  # a local process writing a new address each time
-                r = httpx.get(url + "api/me", headers={"Authorization": "Bearer wrong", "X-Forwarded-For": f"203.0.113.{i}"})
+                r = httpx.get(
+                    url + "api/me", headers={"Authorization": "Bearer wrong", "X-Forwarded-For": f"203.0.113.{i}"}
+                )
                 statuses.append(r.status_code)
             assert (429 in statuses) == stopped, (proxy, statuses)
             assert ("believing X-Forwarded-*" in log.read_text()) == bool(proxy)
@@ -184,7 +208,7 @@ def _read_all(s, limit=30):
     while True:
         try:
             chunk = s.recv(65536)
-        except (ConnectionResetError, socket.timeout):
+        except (TimeoutError, ConnectionResetError):
             break
         if not chunk:
             break
@@ -211,8 +235,12 @@ def test_a_client_that_sends_slowly_is_cut_off_and_the_service_keeps_answering(s
     who = "bob"
     before = count(svc, who)
     s, t = _raw(svc), time.monotonic()
-    s.sendall((f"POST {path}api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {svc.tokens[who]}\r\n"
-               f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n").encode())
+    s.sendall(
+        (
+            f"POST {path}api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {svc.tokens[who]}\r\n"
+            f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n"
+        ).encode()
+    )
     closed = False
     while time.monotonic() - t < 10:
         try:
@@ -225,7 +253,7 @@ def test_a_client_that_sends_slowly_is_cut_off_and_the_service_keeps_answering(s
             if s.recv(65536) == b"":
                 closed = True
                 break
-        except socket.timeout:
+        except TimeoutError:
             pass
         except ConnectionResetError:
             closed = True
@@ -241,7 +269,9 @@ def test_connections_past_the_limit_are_refused_at_once_and_the_limit_frees(svc)
     try:
         s = _raw(svc)
         answer = _read_all(s, 5)
-        assert answer.startswith(b"HTTP/1.1 503") and b"Content-Security-Policy" in answer and b"no-store" in answer, answer
+        assert answer.startswith(b"HTTP/1.1 503") and b"Content-Security-Policy" in answer and b"no-store" in answer, (
+            answer
+        )
     finally:
         for h in held:
             h.close()
@@ -260,7 +290,7 @@ def test_a_client_that_does_not_read_its_answers_is_cut_off(svc):
     n = 20000  # answers far beyond what the kernel's buffers hold
     try:
         s.sendall(f"GET {path}healthz HTTP/1.1\r\nHost: x\r\n\r\n".encode() * n)  # and never read
-    except socket.timeout:
+    except TimeoutError:
         pass
     time.sleep(5)
     answers = _read_all(s, 10).count(b"HTTP/1.1 200")
@@ -276,6 +306,7 @@ def _send(svc, data):
 
 # ---------------------------------------------------------------- headers, errors, pages
 
+
 def test_every_private_answer_and_every_refusal_carries_no_store_and_the_security_headers(svc):
     teacher = client(svc, svc.tokens["teacher"])
     answers = {
@@ -287,15 +318,27 @@ def test_every_private_answer_and_every_refusal_carries_no_store_and_the_securit
         "405": teacher.put("api/me"),
     }
     path = urllib.parse.urlsplit(svc.url).path
-    raw = _read_all(_send(svc, (f"POST {path}api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                                f"{svc.tokens['alice']}\r\nContent-Type: multipart/form-data; boundary=b\r\n"
-                                f"Content-Length: {1 << 30}\r\n\r\nxx").encode()), 10)
+    raw = _read_all(
+        _send(
+            svc,
+            (
+                f"POST {path}api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                f"{svc.tokens['alice']}\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                f"Content-Length: {1 << 30}\r\n\r\nxx"
+            ).encode(),
+        ),
+        10,
+    )
     head = raw.split(b"\r\n\r\n", 1)[0].decode().lower()
     assert head.startswith("http/1.1 413"), head  # refused before anything reads the body
     assert answers["export"].status_code == 200
     for what, r in answers.items():
-        for header, value in (("cache-control", "no-store"), ("x-content-type-options", "nosniff"),
-                              ("content-security-policy", "default-src 'none'"), ("x-frame-options", "DENY")):
+        for header, value in (
+            ("cache-control", "no-store"),
+            ("x-content-type-options", "nosniff"),
+            ("content-security-policy", "default-src 'none'"),
+            ("x-frame-options", "DENY"),
+        ):
             assert value in r.headers.get(header, ""), (what, r.status_code, dict(r.headers))
             assert f"{header}: {value.lower()}" in head, (header, head)
 
@@ -315,11 +358,24 @@ def test_one_next_rule_for_every_sign_in():
 
     base = "/services/seqgrader/"
     kept = ["/services/seqgrader/", "/services/seqgrader/upload", "/services/seqgrader/submissions?student=a%20b"]
-    refused = ["https://evil.example/", "//evil.example/", "/services/seqgrader/../../hub/x",
-               "/services/seqgrader/%2e%2e/%2e%2e/hub/x", "/services/seqgrader/%252e%252e/hub", "/services/seqgrader/./x",
-               "/services/seqgrader/..", "/services/seqgrader//evil.example", "/services/seqgrader/\\evil",
-               "/services/seqgrader/%5cevil", "/services/seqgrader/x\r\nSet-Cookie: a=b", "/hub/admin", "",
-               "javascript:alert(1)", "/services/seqgraderx/", "/services/seqgrader/%0d%0a"]
+    refused = [
+        "https://evil.example/",
+        "//evil.example/",
+        "/services/seqgrader/../../hub/x",
+        "/services/seqgrader/%2e%2e/%2e%2e/hub/x",
+        "/services/seqgrader/%252e%252e/hub",
+        "/services/seqgrader/./x",
+        "/services/seqgrader/..",
+        "/services/seqgrader//evil.example",
+        "/services/seqgrader/\\evil",
+        "/services/seqgrader/%5cevil",
+        "/services/seqgrader/x\r\nSet-Cookie: a=b",
+        "/hub/admin",
+        "",
+        "javascript:alert(1)",
+        "/services/seqgraderx/",
+        "/services/seqgrader/%0d%0a",
+    ]
     for v in kept:
         assert safe_next(base, v) == v, v
     for v in refused:
@@ -328,8 +384,12 @@ def test_one_next_rule_for_every_sign_in():
 
 def test_a_hub_that_does_not_answer_shows_none_of_its_internals_and_next_stays_on_the_service(tmp_path):
     port = free_port()
-    env = {"JUPYTERHUB_API_TOKEN": "the-service-token", "JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api",
-           "JUPYTERHUB_SERVICE_PREFIX": "/services/seqgrader/", "JUPYTERHUB_CLIENT_ID": "service-seqgrader"}
+    env = {
+        "JUPYTERHUB_API_TOKEN": "the-service-token",
+        "JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api",
+        "JUPYTERHUB_SERVICE_PREFIX": "/services/seqgrader/",
+        "JUPYTERHUB_CLIENT_ID": "service-seqgrader",
+    }
     with serve("--base-url", "/services/seqgrader/", "--workers", 0, data=tmp_path / "data", env=env) as (url, _, log):
         r = httpx.get(url + "api/me", headers={"Authorization": "token someone"})
         assert r.status_code == 502 and r.json()["error"] == "hub_unavailable", r.text
@@ -346,18 +406,50 @@ def test_a_hub_that_does_not_answer_shows_none_of_its_internals_and_next_stays_o
 
 # ---------------------------------------------------------------- a new token, a new key (last: they change the tokens)
 
+
 def test_a_new_token_or_a_new_key_signs_out_every_copy_of_the_old_sign_in(svc):
     alice, _ = signed_in(svc, "alice")
     bob, _ = signed_in(svc, "bob")
-    done = subprocess.run([sys.executable, "-m", "autograder", "tokens", "--roster", str(svc.roster), "--data",
-                           str(svc.data), "--rotate", "alice"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "tokens",
+            "--roster",
+            str(svc.roster),
+            "--data",
+            str(svc.data),
+            "--rotate",
+            "alice",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     fresh = dict(line.split(",", 1) for line in done.stdout.split())
     assert alice.get("api/me").status_code == 401 and bob.get("api/me").status_code == 200
     assert client(svc, svc.tokens["alice"]).get("api/me").status_code == 401
     assert client(svc, fresh["alice"]).get("api/me").json()["name"] == "alice"
-    done = subprocess.run([sys.executable, "-m", "autograder", "tokens", "--roster", str(svc.roster), "--data",
-                           str(svc.data), "--new-key"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "tokens",
+            "--roster",
+            str(svc.roster),
+            "--data",
+            str(svc.data),
+            "--new-key",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     newest = dict(line.split(",", 1) for line in done.stdout.split())
     assert all(newest[p] != fresh[p] for p in newest)

@@ -2,6 +2,7 @@
 127.0.0.1 (their own processes, this checkout importable by the worker), the real service in
 front of them; a correct and a wrong submission get the scores `seqgrader grade` gives, and
 nothing is left running afterwards."""
+
 import json
 import os
 import shutil
@@ -36,12 +37,48 @@ def cluster():
     address = f"tcp://127.0.0.1:{port}"
     env = dict(os.environ, PYTHONPATH=str(ROOT), DASK_DISTRIBUTED__WORKER__DAEMON="False")
     log = open(place / "dask.log", "ab")
-    procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", ":0", "--no-show"], stdout=log, stderr=log, cwd=place, env=env)]
+    procs = [
+        subprocess.Popen(
+            [
+                str(DASK),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dashboard-address",
+                ":0",
+                "--no-show",
+            ],
+            stdout=log,
+            stderr=log,
+            cwd=place,
+            env=env,
+        )
+    ]
     try:
-        procs.append(subprocess.Popen([str(DASK), "worker", address, "--host", "127.0.0.1", "--nthreads", "2",
-                                       "--nworkers", "1", "--no-dashboard", "--local-directory", str(place / "dw")],
-                                      stdout=log, stderr=log, cwd=place, env=env))
+        procs.append(
+            subprocess.Popen(
+                [
+                    str(DASK),
+                    "worker",
+                    address,
+                    "--host",
+                    "127.0.0.1",
+                    "--nthreads",
+                    "2",
+                    "--nworkers",
+                    "1",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(place / "dw"),
+                ],
+                stdout=log,
+                stderr=log,
+                cwd=place,
+                env=env,
+            )
+        )
         from distributed import Client
 
         deadline = time.monotonic() + 120
@@ -62,8 +99,12 @@ def cluster():
             _stop(p)
         log.close()
         time.sleep(1)
-        left = [pid for pid in family if Path(f"/proc/{pid}").exists() and
-                "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]]
+        left = [
+            pid
+            for pid in family
+            if Path(f"/proc/{pid}").exists()
+            and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]
+        ]
         shutil.rmtree(place, ignore_errors=True)
         assert not left, f"processes left behind by the Dask cluster: {left}"
 
@@ -71,8 +112,12 @@ def cluster():
 def _grade(course, tmp_path, name, text):
     (tmp_path / name).write_text(text, encoding="utf-8")
     out = tmp_path / f"{name}.json"
-    done = subprocess.run(_cmd("grade", str(tmp_path / name), "--course", str(course), "--json", str(out), "-q"),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _cmd("grade", str(tmp_path / name), "--course", str(course), "--json", str(out), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(out.read_text())
 
@@ -96,8 +141,9 @@ def test_the_service_grades_on_a_dask_cluster_as_grade_does(cluster, tmp_path):
             assert got[name]["status"] == "graded", (got[name], service.log()[-3000:])
             assert got[name]["score"] == expected["score"] and got[name]["max_score"] == expected["max_score"]
             report = alice.get(f"api/submissions/{ids[name]}/report").json()
-            assert {t["name"]: t["passed"] for e in report["exercises"] for t in e["tests"]} == \
-                {t["name"]: t["passed"] for e in expected["exercises"] for t in e["tests"]}
+            assert {t["name"]: t["passed"] for e in report["exercises"] for t in e["tests"]} == {
+                t["name"]: t["passed"] for e in expected["exercises"] for t in e["tests"]
+            }
         assert got["correct.py"]["score"] == 20 > got["planted.py"]["score"]
         assert "grading on tcp://127.0.0.1" in service.log()
         alice.close()

@@ -4,6 +4,7 @@ students' uploads, the roster, course.yml, the reference solutions, its environm
 in printed output, exception messages and return values; code that loops, forks, floods stdout or
 kills its grading process.  A unique marker is planted in every secret, and every answer the
 attacker gets (API JSON, report JSON, report and status pages, lists) is searched for each."""
+
 import json
 import os
 import shutil
@@ -17,10 +18,15 @@ from .conftest import real_place
 from .servers import _children
 from .test_service import COURSE, PEOPLE, PREFIX, SOLUTION, Service, _course_folder, submit, tokens
 
-MARK = {what: f"QZX{what.upper()}MARK{os.urandom(6).hex()}" for what in
-        ("upload", "roster", "course", "solution", "env", "dbpass", "hubtoken")}
-FAST_COURSE = COURSE.replace("language: both", "language: en").replace("timeout: 60", "timeout: 15").replace(
-    "attempts: 3, window: 1h", "attempts: 20")
+MARK = {
+    what: f"QZX{what.upper()}MARK{os.urandom(6).hex()}"
+    for what in ("upload", "roster", "course", "solution", "env", "dbpass", "hubtoken")
+}
+FAST_COURSE = (
+    COURSE.replace("language: both", "language: en")
+    .replace("timeout: 60", "timeout: 15")
+    .replace("attempts: 3, window: 1h", "attempts: 20")
+)
 assert FAST_COURSE.count("timeout: 15") == 1 and "attempts: 20" in FAST_COURSE
 
 
@@ -67,14 +73,18 @@ def _start(place):
     course = _course_folder(place / "course")
     (course / "course.yml").write_text(FAST_COURSE + f"# {MARK['course']}\n", encoding="utf-8")
     roster = (course / "roster.csv").read_text(encoding="utf-8").splitlines()
-    (course / "roster.csv").write_text("\n".join([roster[0] + ",note"] + [f"{r},{MARK['roster']}" for r in roster[1:]])
-                                       + "\n", encoding="utf-8")
+    (course / "roster.csv").write_text(
+        "\n".join([roster[0] + ",note"] + [f"{r},{MARK['roster']}" for r in roster[1:]]) + "\n", encoding="utf-8"
+    )
     (course / "solutions").mkdir()
     (course / "solutions" / "masks.py").write_text(SOLUTION + f"\n# {MARK['solution']}\n", encoding="utf-8")
     data = place / "data"
     toks = tokens(course, data)
-    env = {"SEQGRADER_SECRET_NOTE": MARK["env"], "JUPYTERHUB_API_TOKEN_UNUSED": MARK["hubtoken"],
-           "SEQGRADER_DB": f"postgresql+psycopg://grader:{MARK['dbpass']}@db.invalid/grades"}
+    env = {
+        "SEQGRADER_SECRET_NOTE": MARK["env"],
+        "JUPYTERHUB_API_TOKEN_UNUSED": MARK["hubtoken"],
+        "SEQGRADER_DB": f"postgresql+psycopg://grader:{MARK['dbpass']}@db.invalid/grades",
+    }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the service's environment: secrets the grading processes must not hold
     try:
@@ -119,10 +129,21 @@ def _attack(svc, name, code):
     assert r.status_code == 202, r.text
     svc.seen.append(r.text)
     res = _wait(svc, mallory, r.json()["id"], keep=True)
-    for path in (f"api/submissions/{res['id']}", f"api/submissions/{res['id']}/report", f"submissions/{res['id']}",
-                 "api/submissions", "submissions", "upload", "api/assignments", "api/me",
-                 "api/submissions?student=bob", "submissions?student=bob", "instructor", "instructor/export.csv",
-                 "instructor/dashboard"):
+    for path in (
+        f"api/submissions/{res['id']}",
+        f"api/submissions/{res['id']}/report",
+        f"submissions/{res['id']}",
+        "api/submissions",
+        "submissions",
+        "upload",
+        "api/assignments",
+        "api/me",
+        "api/submissions?student=bob",
+        "submissions?student=bob",
+        "instructor",
+        "instructor/export.csv",
+        "instructor/dashboard",
+    ):
         svc.seen.append(mallory.get(path).text)
     return res
 
@@ -146,12 +167,26 @@ def _no_leak(svc):
 
 def _loot_code(svc):
     data, course = svc.data.resolve(), svc.course.resolve()
-    targets = [str(data / "service.db"), str(data / "submissions"), str(course / "roster.csv"),
-               str(course / "course.yml"), str(course / "solutions" / "masks.py"), str(data / "workers.log"),
-               "service.db", "roster.csv", "course.yml", "solutions/masks.py", "../data/service.db",
-               "../course/roster.csv", "../../data/submissions", "/proc/self/cwd/roster.csv",
-               "/proc/self/cwd/course.yml", "/proc/self/cwd/solutions/masks.py", "/proc/self/environ"]
-    return f'''
+    targets = [
+        str(data / "service.db"),
+        str(data / "submissions"),
+        str(course / "roster.csv"),
+        str(course / "course.yml"),
+        str(course / "solutions" / "masks.py"),
+        str(data / "workers.log"),
+        "service.db",
+        "roster.csv",
+        "course.yml",
+        "solutions/masks.py",
+        "../data/service.db",
+        "../course/roster.csv",
+        "../../data/submissions",
+        "/proc/self/cwd/roster.csv",
+        "/proc/self/cwd/course.yml",
+        "/proc/self/cwd/solutions/masks.py",
+        "/proc/self/environ",
+    ]
+    return f"""
 
 import glob as _glob, os as _os
 _TARGETS = [bytes.fromhex(t).decode() for t in {[t.encode().hex() for t in targets]!r}]  # no path in the code itself
@@ -202,7 +237,7 @@ def causal_mask(T, device=None):
 
 def attention_mask(lengths, max_len=None, causal=False):
     return _loot()
-'''
+"""
 
 
 def test_a_submission_that_reads_the_services_files_and_environment_learns_nothing(hostile_svc):
@@ -233,13 +268,18 @@ def test_the_grading_processes_hold_no_secret_of_the_service_nor_its_folders(hos
     assert MARK["env"] in open(f"/proc/{svc.proc.pid}/environ", "rb").read().decode("utf-8", "replace")
 
 
-ENDLESS = SOLUTION + '''
+ENDLESS = (
+    SOLUTION
+    + """
 
 def causal_mask(T, device=None):
     while True:
         pass
-'''
-FORKS = SOLUTION + '''
+"""
+)
+FORKS = (
+    SOLUTION
+    + """
 
 import ctypes as _ctypes, os as _os, time as _time
 
@@ -263,8 +303,11 @@ def causal_mask(T, device=None):
         except OSError:
             break
     raise RuntimeError("forked")
-'''
-KILLS = SOLUTION + '''
+"""
+)
+KILLS = (
+    SOLUTION
+    + """
 
 import os as _os, signal as _signal
 
@@ -272,8 +315,11 @@ def causal_mask(T, device=None):
     _os.kill(_os.getppid(), _signal.SIGKILL)
     _os.kill(1, _signal.SIGKILL)
     _os.killpg(0, _signal.SIGKILL)
-'''
-FLOOD = SOLUTION + '''
+"""
+)
+FLOOD = (
+    SOLUTION
+    + """
 
 import sys as _sys
 
@@ -283,11 +329,13 @@ def causal_mask(T, device=None):
         print(chunk)
         _sys.stderr.write(chunk)
     raise RuntimeError("flooded")
-'''
+"""
+)
 
 
-@pytest.mark.parametrize("name, code", [("endless.py", ENDLESS), ("forks.py", FORKS), ("kills.py", KILLS),
-                                        ("flood.py", FLOOD)])
+@pytest.mark.parametrize(
+    "name, code", [("endless.py", ENDLESS), ("forks.py", FORKS), ("kills.py", KILLS), ("flood.py", FLOOD)]
+)
 def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_is_graded(hostile_svc, name, code):
     svc = hostile_svc
     res = _attack(svc, name, code)
@@ -296,8 +344,9 @@ def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_i
         report = svc.as_["mallory"].get(f"api/submissions/{res['id']}/report").json()
         broken = {t["name"] for e in report["exercises"] for t in e["tests"] if not t["passed"]}
         # what it broke (attention_mask calls causal_mask) and nothing else
-        assert {n for n in broken if n.startswith("masks/causal_mask/")} and not \
-            {n for n in broken if n.startswith("masks/padding_mask/")}, broken
+        assert {n for n in broken if n.startswith("masks/causal_mask/")} and not {
+            n for n in broken if n.startswith("masks/padding_mask/")
+        }, broken
     else:
         assert res["status"] == "not_graded" and res["reason"] and res["attempt_charged"] is False, res
     assert len(json.dumps(res)) < 20000
@@ -316,6 +365,7 @@ def test_a_submission_that_loops_forks_kills_or_floods_is_settled_and_the_next_i
 
 # ---------------------------------------------------------------- a student with a valid token, attacking the HTTP layer
 
+
 def _error(r, status, code):
     assert r.status_code == status, (r.status_code, r.text[:500])
     assert r.headers["content-type"].startswith("application/json") and r.json()["error"] == code, r.text[:500]
@@ -324,8 +374,15 @@ def _error(r, status, code):
 
 def test_ids_that_are_paths_or_sql_find_nothing(hostile_svc):
     mallory = hostile_svc.as_["mallory"]
-    for sid in ("..%2F..%2Fservice.db", "../../data/service.db", "%2e%2e", "a" * 65, "x%00y", "' OR '1'='1",
-                hostile_svc.bob):
+    for sid in (
+        "..%2F..%2Fservice.db",
+        "../../data/service.db",
+        "%2e%2e",
+        "a" * 65,
+        "x%00y",
+        "' OR '1'='1",
+        hostile_svc.bob,
+    ):
         for path in (f"api/submissions/{sid}", f"api/submissions/{sid}/report"):
             r = mallory.get(path)
             assert r.status_code == 404 and hostile_svc.bob not in r.text, (sid, r.status_code, r.text[:300])
@@ -335,11 +392,15 @@ def test_forms_with_too_many_fields_or_a_huge_field_are_refused_briefly(hostile_
     mallory = hostile_svc.as_["mallory"]
     file = {"file": ("a.py", SOLUTION.encode())}
     before = len(mallory.get("api/submissions").json()["submissions"])
-    _error(mallory.post("api/submissions", data={**{f"f{i}": "x" for i in range(5000)}, "assignment": "hw"},
-                        files=file), 400, "bad_form")
+    _error(
+        mallory.post("api/submissions", data={**{f"f{i}": "x" for i in range(5000)}, "assignment": "hw"}, files=file),
+        400,
+        "bad_form",
+    )
     _error(mallory.post("api/submissions", data={"assignment": "A" * (3 << 20)}, files=file), 400, "bad_form")
-    r = _error(mallory.post("api/submissions", data={"assignment": "A" * (300 << 10)}, files=file), 422,
-               "unknown_assignment")
+    r = _error(
+        mallory.post("api/submissions", data={"assignment": "A" * (300 << 10)}, files=file), 422, "unknown_assignment"
+    )
     assert len(r.content) < 2000  # the name is not echoed back whole
     assert len(mallory.get("api/submissions").json()["submissions"]) == before
 
@@ -359,12 +420,17 @@ def test_files_built_to_break_the_parsers_are_refused_or_not_graded(hostile_svc)
     res = _attack(svc, "many.ipynb", many)
     assert res["status"] in ("graded", "not_graded") and (res["status"] == "graded") is res["attempt_charged"], res
     assert httpx.get(svc.url + "healthz").status_code == 200
-    for sent, shown in (("../../../data/service.py", "service.py"), ("..\\..\\roster.py", "roster.py"),
-                        ("x" * 3000 + ".py", "x" * 200)):
+    for sent, shown in (
+        ("../../../data/service.py", "service.py"),
+        ("..\\..\\roster.py", "roster.py"),
+        ("x" * 3000 + ".py", "x" * 200),
+    ):
         r = submit(mallory, sent, SOLUTION)
         assert r.status_code == 202, (sent[:20], r.text)
         assert mallory.get(f"api/submissions/{r.json()['id']}").json()["file"] == shown
-    _error(submit(mallory, "x" * 20000 + ".py", SOLUTION), 400, "bad_form")  # a part's header line over the parser's limit
+    _error(
+        submit(mallory, "x" * 20000 + ".py", SOLUTION), 400, "bad_form"
+    )  # a part's header line over the parser's limit
     res = _attack(svc, "\u202eg\u200bnp.py", SOLUTION)  # a right-to-left override and a zero-width space
     assert res["status"] == "graded" and res["file"] == "gnp.py" and res["score"] == 20
     _no_leak(svc)
@@ -383,9 +449,21 @@ def test_head_is_answered_as_get_without_a_body_and_options_is_405(hostile_svc):
     assert r.status_code == 401 and r.content == b"" and r.headers["content-type"] == "application/json"
 
 
-@pytest.mark.parametrize("where", ["//evil.example/", "/\\evil.example", "https://evil.example/", "///evil.example",
-                                   "/\t/evil.example", f"{PREFIX}..//evil.example", f"{PREFIX}../../evil",
-                                   f"{PREFIX}%2e%2e/%2fevil.example", f"{PREFIX}\n/evil", "javascript:alert(1)"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "//evil.example/",
+        "/\\evil.example",
+        "https://evil.example/",
+        "///evil.example",
+        "/\t/evil.example",
+        f"{PREFIX}..//evil.example",
+        f"{PREFIX}../../evil",
+        f"{PREFIX}%2e%2e/%2fevil.example",
+        f"{PREFIX}\n/evil",
+        "javascript:alert(1)",
+    ],
+)
 def test_next_never_leads_off_the_service(hostile_svc, where):
     r = httpx.post(hostile_svc.url + "signin", data={"token": hostile_svc.tokens["dave"], "next": where})
     assert r.status_code == 303 and r.headers["location"] == PREFIX, r.headers["location"]

@@ -4,6 +4,7 @@ reach it through the hub's proxy at /services/seqgrader/ with their own JupyterH
 (`Authorization: token ...`, as a notebook sends JUPYTERHUB_API_TOKEN).  A student sees only their
 own submissions, the instructor (a member of the hub's group `instructors`) everyone's, and the
 kit's submit.py finds the service from the hub's environment."""
+
 import re
 import subprocess
 import sys
@@ -56,8 +57,9 @@ def test_students_see_their_own_submissions_and_the_instructor_sees_both(hub, tm
     sent = {}
     for user, bad in (("alice", False), ("bob", True)):
         f = masks_submission(tmp_path, f"{user}.py", without_diagonal=bad)
-        status, view, _ = call("POST", hub.service_url + "api/submissions", auth(hub, user), file=f,
-                               fields={"assignment": ASSIGNMENT})
+        status, view, _ = call(
+            "POST", hub.service_url + "api/submissions", auth(hub, user), file=f, fields={"assignment": ASSIGNMENT}
+        )
         assert status == 202 and view["status"] == "queued", view
         sent[user] = view["id"]
     for user, other in (("alice", "bob"), ("bob", "alice")):
@@ -67,8 +69,7 @@ def test_students_see_their_own_submissions_and_the_instructor_sees_both(hub, tm
         assert status == 404
         status, mine, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}", auth(hub, user))
         assert status == 200 and {s["id"] for s in mine["submissions"]} == {sent[user]}
-    status, everyone, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}",
-                               auth(hub, "teacher"))
+    status, everyone, _ = call("GET", f"{hub.service_url}api/submissions?assignment={ASSIGNMENT}", auth(hub, "teacher"))
     assert status == 200 and {sent["alice"], sent["bob"]} <= {s["id"] for s in everyone["submissions"]}
     done = wait_graded(hub.service_url, auth(hub, "teacher"), list(sent.values()))
     assert done[sent["alice"]]["status"] == done[sent["bob"]]["status"] == "graded"
@@ -79,10 +80,20 @@ def test_students_see_their_own_submissions_and_the_instructor_sees_both(hub, tm
 def test_the_kit_submit_script_finds_the_service_under_jupyterhub(hub, tmp_path):
     (tmp_path / "submit.py").write_bytes(KIT_SUBMIT.read_bytes())
     work = masks_submission(tmp_path, "masks.py", without_diagonal=True)
-    env = {"PATH": "/usr/bin:/bin", "JUPYTERHUB_API_TOKEN": hub.tokens["bob"], "JUPYTERHUB_PUBLIC_URL": hub.url,
-           "JUPYTERHUB_BASE_URL": "/"}
-    r = subprocess.run([sys.executable, "-I", "submit.py", work.name, "--assignment", ASSIGNMENT], cwd=tmp_path,
-                       env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "JUPYTERHUB_API_TOKEN": hub.tokens["bob"],
+        "JUPYTERHUB_PUBLIC_URL": hub.url,
+        "JUPYTERHUB_BASE_URL": "/",
+    }
+    r = subprocess.run(
+        [sys.executable, "-I", "submit.py", work.name, "--assignment", ASSIGNMENT],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = r.stdout
     assert r.returncode == 0, out + r.stderr
     assert f"[JupyterHub: {hub.service_url}]" in out
@@ -118,15 +129,18 @@ def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
     from autograder.nbgrader_course.kit_submit import multipart
 
     opener, jar = _oauth_sign_in(hub, "alice")
-    assert any(c.name == "service-seqgrader" and c.path == "/services/seqgrader/" and c.has_nonstandard_attr("HttpOnly")
-               for c in jar), [(c.name, c.path) for c in jar]
+    assert any(
+        c.name == "service-seqgrader" and c.path == "/services/seqgrader/" and c.has_nonstandard_attr("HttpOnly")
+        for c in jar
+    ), [(c.name, c.path) for c in jar]
     me = opener.open(hub.service_url + "api/me")
     assert me.status == 200 and b'"alice"' in me.read()
     body, ctype = multipart({"assignment": ASSIGNMENT}, "file", masks_submission(tmp_path, "masks.py"))
 
     def post(headers):
-        req = urllib.request.Request(hub.service_url + "api/submissions", data=body, method="POST",
-                                     headers={"Content-Type": ctype, **headers})
+        req = urllib.request.Request(
+            hub.service_url + "api/submissions", data=body, method="POST", headers={"Content-Type": ctype, **headers}
+        )
         try:
             return opener.open(req).status
         except urllib.error.HTTPError as e:
@@ -157,9 +171,12 @@ def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_
     from .servers import _NoRedirect
 
     opener = urllib.request.build_opener(_NoRedirect)
-    for asked, kept in (("/services/seqgrader/upload", "/services/seqgrader/upload"),
-                        ("https://evil.example/", "/services/seqgrader/"), ("//evil.example/x", "/services/seqgrader/"),
-                        ("/hub/admin", "/services/seqgrader/")):
+    for asked, kept in (
+        ("/services/seqgrader/upload", "/services/seqgrader/upload"),
+        ("https://evil.example/", "/services/seqgrader/"),
+        ("//evil.example/x", "/services/seqgrader/"),
+        ("/hub/admin", "/services/seqgrader/"),
+    ):
         url = hub.service_url + "oauth_login?" + urllib.parse.urlencode({"next": asked})
         try:
             opener.open(url)
@@ -169,9 +186,13 @@ def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_
             where, cookie = e.headers["Location"], e.headers["Set-Cookie"]
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(where).query)
         assert where.startswith("/hub/api/oauth2/authorize?") and query["client_id"] == ["service-seqgrader"]
-        assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == ["/services/seqgrader/oauth_callback"]
+        assert query["code_challenge_method"] == ["S256"] and query["redirect_uri"] == [
+            "/services/seqgrader/oauth_callback"
+        ]
         name, value = cookie.split(";")[0].split("=", 1)
-        assert name == "service-seqgrader-oauth-state" and "HttpOnly" in cookie and "Path=/services/seqgrader/" in cookie
+        assert (
+            name == "service-seqgrader-oauth-state" and "HttpOnly" in cookie and "Path=/services/seqgrader/" in cookie
+        )
         state = json.loads(base64.urlsafe_b64decode(value.strip('"').rsplit(".", 1)[0]))
         assert state["state"] == query["state"][0] and state["next"] == kept, (asked, state)
 
@@ -179,8 +200,12 @@ def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_
 def test_a_hub_that_does_not_answer_is_said_so_and_nobody_is_signed_in(tmp_path):
     from .servers import free_port, serve
 
-    env = {"JUPYTERHUB_API_TOKEN": "the-service-token", "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api",
-           "JUPYTERHUB_SERVICE_PREFIX": "/services/seqgrader/", "JUPYTERHUB_CLIENT_ID": "service-seqgrader"}
+    env = {
+        "JUPYTERHUB_API_TOKEN": "the-service-token",
+        "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api",
+        "JUPYTERHUB_SERVICE_PREFIX": "/services/seqgrader/",
+        "JUPYTERHUB_CLIENT_ID": "service-seqgrader",
+    }
     with serve("--base-url", "/services/seqgrader/", "--workers", 0, data=tmp_path / "data", env=env) as (url, _, _):
         status, answer, _ = call("GET", url + "api/me", "token someone")
         assert status == 502 and answer["error"] == "hub_unavailable", answer

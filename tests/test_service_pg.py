@@ -1,6 +1,7 @@
 """`seqgrader serve` on a real PostgreSQL server (Debian's, started by tests/servers.py): uploads are
 graded with the score `seqgrader grade` gives the same file, and two services on one database (and
 one data folder) share the queue: each submission is graded exactly once, by one of them."""
+
 import json
 
 import sqlalchemy as sa
@@ -26,13 +27,20 @@ def test_two_services_on_one_postgresql_database_grade_each_submission_once(tmp_
         roster = write_roster(tmp_path / "roster.csv")
         tok = tokens(roster, data, db)
         assert set(tok) == {"alice", "bob", "teacher"}
-        with serve("--db", db, "--roster", roster, "--workers", 1, data=data) as (one, _, log_one), \
-                serve("--db", db, "--roster", roster, "--workers", 1, data=data) as (two, _, log_two):
+        with (
+            serve("--db", db, "--roster", roster, "--workers", 1, data=data) as (one, _, log_one),
+            serve("--db", db, "--roster", roster, "--workers", 1, data=data) as (two, _, log_two),
+        ):
             sent = {}
             for i in range(8):  # alternately to each service, from both students, both files
                 base, student, f = (one, two)[i % 2], ("alice", "bob")[i // 2 % 2], (good, bad)[i // 4]
-                status, view, _ = call("POST", base + "api/submissions", f"Bearer {tok[student]}", file=f,
-                                       fields={"assignment": ASSIGNMENT})
+                status, view, _ = call(
+                    "POST",
+                    base + "api/submissions",
+                    f"Bearer {tok[student]}",
+                    file=f,
+                    fields={"assignment": ASSIGNMENT},
+                )
                 assert status == 202 and view["status"] == "queued", (status, view)
                 sent[view["id"]] = (student, f.name)
             done = wait_graded(one, f"Bearer {tok['teacher']}", list(sent), timeout=600)
@@ -42,15 +50,19 @@ def test_two_services_on_one_postgresql_database_grade_each_submission_once(tmp_
                 assert status == 200 and view == {**done[sid], "attempts_left": view["attempts_left"]}
             logs = log_one.read_text() + log_two.read_text()
 
-        for sid, (student, name) in sent.items():
+        for sid, (_student, name) in sent.items():
             view = done[sid]
             assert view["status"] == "graded", (view, logs[-3000:])
             assert view["score"] == expected[name], (name, view["score"], expected[name])
         engine = sa.create_engine(db)
         try:
             with engine.connect() as conn:
-                rows = conn.execute(sa.text("SELECT s.id, s.claims, r.graded_by, r.report FROM submissions s "
-                                            "JOIN results r ON r.submission_id = s.id")).all()
+                rows = conn.execute(
+                    sa.text(
+                        "SELECT s.id, s.claims, r.graded_by, r.report FROM submissions s "
+                        "JOIN results r ON r.submission_id = s.id"
+                    )
+                ).all()
                 n_results = conn.execute(sa.text("SELECT count(*) FROM results")).scalar()
         finally:
             engine.dispose()

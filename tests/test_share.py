@@ -1,6 +1,7 @@
 """Sharing the diagnosis' trusted observations between judges (autograder/diagnose/share.py): a
 judge that starts from what an earlier judge computed names the same mistakes, charges the same
 time to its clock, and does a fraction of the work; what it gets is only ever trusted data."""
+
 import io
 import os
 import pickle
@@ -25,7 +26,7 @@ def _in_judge(fn):
             data = pickle.dumps(fn())
             os.write(w, struct.pack("<Q", len(data)))
             while data:
-                data = data[os.write(w, data):]
+                data = data[os.write(w, data) :]
         finally:
             os._exit(0)
     os.close(w)
@@ -90,9 +91,18 @@ def test_merge_takes_only_plain_data():
     assert not os.path.exists("/tmp/seqgrader-share-pwned")
     assert share.merge(b"not a torch file") == 0 and share.merge("text") == 0
     buf = io.BytesIO()
-    torch.save({"obs": {("masks", None, None, "x"): {("causal_mask", 0): (("T", "torch.bool", (2, 2), torch.ones(2, 2)), 0.5),
-                                                     ("causal_mask", 1): ("no cost",)}},
-                "compositions": {"k": (["def f(): pass"], 0.1), "j": ([1], 0.1)}}, buf)
+    torch.save(
+        {
+            "obs": {
+                ("masks", None, None, "x"): {
+                    ("causal_mask", 0): (("T", "torch.bool", (2, 2), torch.ones(2, 2)), 0.5),
+                    ("causal_mask", 1): ("no cost",),
+                }
+            },
+            "compositions": {"k": (["def f(): pass"], 0.1), "j": ([1], 0.1)},
+        },
+        buf,
+    )
     assert share.merge(buf.getvalue()) == 2  # the entries without a cost or with code that is not text are left out
     share.PENDING.clear()
     share.COMPOSITIONS.clear()
@@ -119,13 +129,13 @@ def test_a_warm_judge_explains_the_form_as_a_cold_one_does():
     another judge comes without them, and the probe runs again for them."""
     from autograder.diagnose import share
 
-    code = '''
+    code = """
 def rope_angles(T, d, offset=0, base=10000.0):
     if d % 2 != 0:
         raise ValueError("d must be even")
     return torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * base ** (
         -torch.arange(0, d, 2, dtype=torch.float64) / d)
-'''
+"""
     share.PENDING.clear()
     share.COMPOSITIONS.clear()
     cold = _in_judge(lambda: _explained_in_judge(code))

@@ -6,6 +6,7 @@ Classes are written here from the reference solutions (solutions/) and the corre
 written differently (tests/files/correct/alt*/); the copies are made by bench/obfuscate.py, the
 obfuscator the bench uses.  The page is opened in a real Chromium (tests/chromium.py); its
 screenshot is kept in out/similarity-views/."""
+
 import importlib.util
 import json
 import random
@@ -39,7 +40,9 @@ OBF = _obfuscator()
 
 
 def _disguises():
-    spec = importlib.util.spec_from_file_location("unseen", ROOT / "tests" / "files" / "similarity_disguises" / "unseen.py")
+    spec = importlib.util.spec_from_file_location(
+        "unseen", ROOT / "tests" / "files" / "similarity_disguises" / "unseen.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -84,29 +87,42 @@ def honest_class(root, extra):
 
 # ---------------------------------------------------------------- the canonical form
 
-@pytest.mark.parametrize("a, b", [
-    ("def f(x):\n    y = []\n    for v in x:\n        y.append(v * 2)\n    return y\n",
-     "def f(x):\n    return [w * 2 for w in x]\n"),
-    ("def f(q, k):\n    s = q @ k.T\n    s = s / 2\n    return s.softmax(-1)\n",
-     "def f(q, k):\n    s = q @ k.T\n    s = s / 2\n    out = s.softmax(-1)\n    return out\n"),
-    ("def f(x, n):\n    a = x.sum()\n    b = n * 2\n    return a + b\n",
-     "def f(x, n):\n    '''doc'''\n    b = n * 2  # first\n    unused = 3\n    a = x.sum()\n    pass\n"
-     "    if False:\n        print(a)\n    return a + b\n    print('never')\n"),
-])
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (
+            "def f(x):\n    y = []\n    for v in x:\n        y.append(v * 2)\n    return y\n",
+            "def f(x):\n    return [w * 2 for w in x]\n",
+        ),
+        (
+            "def f(q, k):\n    s = q @ k.T\n    s = s / 2\n    return s.softmax(-1)\n",
+            "def f(q, k):\n    s = q @ k.T\n    s = s / 2\n    out = s.softmax(-1)\n    return out\n",
+        ),
+        (
+            "def f(x, n):\n    a = x.sum()\n    b = n * 2\n    return a + b\n",
+            "def f(x, n):\n    '''doc'''\n    b = n * 2  # first\n    unused = 3\n    a = x.sum()\n    pass\n"
+            "    if False:\n        print(a)\n    return a + b\n    print('never')\n",
+        ),
+    ],
+)
 def test_equivalent_writings_have_one_canonical_form(a, b):
     import ast
+
     na, nb = (ast.unparse(normalize(ast.parse(s).body[0])) for s in (a, b))
     assert na == nb
 
 
 def test_a_different_computation_keeps_a_different_canonical_form():
     import ast
+
     a = "def f(x):\n    return [v * 2 for v in x]\n"
     b = "def f(x):\n    return [v + 2 for v in x]\n"
     assert ast.unparse(normalize(ast.parse(a).body[0])) != ast.unparse(normalize(ast.parse(b).body[0]))
 
 
 # ---------------------------------------------------------------- copies are found
+
 
 @pytest.mark.parametrize("kinds", [[k] for k in OBF.KINDS] + [list(OBF.KINDS)], ids=lambda k: "+".join(k))
 def test_an_obfuscated_copy_is_the_top_pair_and_flagged(tmp_path, kinds):
@@ -142,23 +158,35 @@ def test_a_copy_disguised_in_ways_the_obfuscator_does_not_know_is_the_top_pair_a
     assert all(p.score < FLAG for p in result.pairs[1:]), [(p.a, p.b, p.score) for p in result.pairs[1:4]]
 
 
-@pytest.mark.parametrize("a, b", [
-    ("def f(x, y):\n    return x * y + 1\n", "def f(x, y):\n    return 1 + y * x\n"),
-    ("def f(x, y):\n    x = x + y\n    return x\n", "def f(x, y):\n    x += y\n    return x\n"),
-    ("def f(q, k):\n    return torch.matmul(q, k.transpose(-1, -2))\n", "def f(q, k):\n    return q @ k.mT\n"),
-    ("def f(s, m):\n    return torch.masked_fill(s, m, -1e9).softmax(dim=-1)\n",
-     "def f(s, m):\n    return F.softmax(s.masked_fill(m, -10 ** 9), -1)\n"),
-    ("def f(x, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(x[i])\n        i += 1\n    return out\n",
-     "def f(x, n):\n    return [x[j] for j in range(n)]\n"),
-    ("def f(x, m=None):\n    if m is None:\n        y = x\n    else:\n        y = x * m\n    return y.sum()\n",
-     "def f(x: torch.Tensor, m=None) -> torch.Tensor:\n    assert x.dim() == 2\n    try:\n"
-     "        return torch.sum(x if m is None else m * x)\n    except Exception:\n        raise\n"),
-    ("def f(x, m):\n    if m is None:\n        return x\n    return x * m\n",
-     "def f(x, m):\n    if m is not None:\n        return m * x\n    else:\n        return x\n"),
-    ("def f(x, n):\n    return x[x < n]\n", "def f(x, n):\n    return x[n > x]\n"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("def f(x, y):\n    return x * y + 1\n", "def f(x, y):\n    return 1 + y * x\n"),
+        ("def f(x, y):\n    x = x + y\n    return x\n", "def f(x, y):\n    x += y\n    return x\n"),
+        ("def f(q, k):\n    return torch.matmul(q, k.transpose(-1, -2))\n", "def f(q, k):\n    return q @ k.mT\n"),
+        (
+            "def f(s, m):\n    return torch.masked_fill(s, m, -1e9).softmax(dim=-1)\n",
+            "def f(s, m):\n    return F.softmax(s.masked_fill(m, -10 ** 9), -1)\n",
+        ),
+        (
+            "def f(x, n):\n    out = []\n    i = 0\n    while i < n:\n        out.append(x[i])\n        i += 1\n    return out\n",
+            "def f(x, n):\n    return [x[j] for j in range(n)]\n",
+        ),
+        (
+            "def f(x, m=None):\n    if m is None:\n        y = x\n    else:\n        y = x * m\n    return y.sum()\n",
+            "def f(x: torch.Tensor, m=None) -> torch.Tensor:\n    assert x.dim() == 2\n    try:\n"
+            "        return torch.sum(x if m is None else m * x)\n    except Exception:\n        raise\n",
+        ),
+        (
+            "def f(x, m):\n    if m is None:\n        return x\n    return x * m\n",
+            "def f(x, m):\n    if m is not None:\n        return m * x\n    else:\n        return x\n",
+        ),
+        ("def f(x, n):\n    return x[x < n]\n", "def f(x, n):\n    return x[n > x]\n"),
+    ],
+)
 def test_other_equivalent_writings_have_one_canonical_form(a, b):
     import ast
+
     na, nb = (ast.unparse(normalize(ast.parse(s).body[0])) for s in (a, b))
     assert na == nb
 
@@ -166,12 +194,18 @@ def test_other_equivalent_writings_have_one_canonical_form(a, b):
 def _with_checks(source, who):
     """`source` with a check of the student's own at the top of every function."""
     import ast
+
     tree = ast.parse(source)
     for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
         params = [a.arg for a in fn.args.args if a.arg not in ("self", "cls")]
         if params:
-            fn.body.insert(0, ast.parse(f"if {params[0]} is None:\n    raise TypeError('{who}: {fn.name} "
-                                        f"wants {params[0]} given, not None')").body[0])
+            fn.body.insert(
+                0,
+                ast.parse(
+                    f"if {params[0]} is None:\n    raise TypeError('{who}: {fn.name} "
+                    f"wants {params[0]} given, not None')"
+                ).body[0],
+            )
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
@@ -182,8 +216,9 @@ def test_three_whole_functions_copied_and_the_rest_written_apart_is_a_case(tmp_p
     function and write everything else apart do not."""
     alice = {ex: variant(1, ex) for ex in EXERCISES}
     own = {ex: _with_checks(reference(ex), "mallory") for ex in EXERCISES}
-    mallory = dict(own, recurrent=UNSEEN.disguise(alice["recurrent"], ["commute", "calls", "annotate"],
-                                                 random.Random(4)))
+    mallory = dict(
+        own, recurrent=UNSEEN.disguise(alice["recurrent"], ["commute", "calls", "annotate"], random.Random(4))
+    )
     root = honest_class(tmp_path / "class", {"alice": alice, "mallory": mallory})
     result = analyse(root)
     pair = pair_of(result, "alice", "mallory")
@@ -201,8 +236,10 @@ def test_functions_pasted_into_other_files_and_cells_are_compared_by_name(tmp_pa
     cells = []
     for src in alice.values():
         text = OBF.obfuscate(src, ["rename"], random.Random(3))
-        cells += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": chunk}
-                  for chunk in re.split(r"\n(?=def |class )", text)]
+        cells += [
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": chunk}
+            for chunk in re.split(r"\n(?=def |class )", text)
+        ]
     (root / "bob.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
     result = analyse(root)
     assert {result.pairs[0].a, result.pairs[0].b} == {"alice", "bob"} and result.pairs[0].score >= FLAG
@@ -223,19 +260,27 @@ def test_one_shared_line_is_not_a_case_and_three_shared_functions_are(tmp_path):
     result = analyse(root)
     three_pair = pair_of(result, "three_a", "three_b")
     assert three_pair is not None and three_pair.score >= FLAG
-    assert sorted(f for f, m in three_pair.functions.items() if m.strength > 0.5) == ["gru_cell", "lstm_cell", "lstm_sequence"]
+    assert sorted(f for f, m in three_pair.functions.items() if m.strength > 0.5) == [
+        "gru_cell",
+        "lstm_cell",
+        "lstm_sequence",
+    ]
     one = pair_of(result, "one_a", "one_b")
     assert one is None or one.score < FLAG
 
 
 # ---------------------------------------------------------------- what everyone shares
 
+
 def test_honest_students_who_share_the_starter_code_and_the_reference_are_not_flagged(tmp_path):
     """Students who each hand in the reference (some functions in their own words), one with a
     stub still in it as released: nothing shared is evidence, no pair is flagged."""
     stub = json.loads((ROOT / "exercises" / "masks.ipynb").read_text(encoding="utf-8"))
-    stub_code = "\n\n".join("".join(c["source"]) for c in stub["cells"] if c["cell_type"] == "code"
-                            and (c.get("metadata", {}).get("nbgrader") or {}).get("solution"))
+    stub_code = "\n\n".join(
+        "".join(c["source"])
+        for c in stub["cells"]
+        if c["cell_type"] == "code" and (c.get("metadata", {}).get("nbgrader") or {}).get("solution")
+    )
     students = {}
     for i in range(6):
         files = {ex: reference(ex) for ex in EXERCISES}
@@ -295,11 +340,13 @@ def test_candidate_pairs_come_from_the_lsh_index_not_from_every_pair(tmp_path):
 
 # ---------------------------------------------------------------- the outputs
 
+
 def test_similarity_json_follows_its_schema(tmp_path):
     alice = {ex: variant(1, ex) for ex in EXERCISES}
-    root = honest_class(tmp_path / "class", {"alice": alice,
-                                              "bob": {ex: OBF.obfuscate(s, OBF.KINDS, random.Random(4))
-                                                      for ex, s in alice.items()}})
+    root = honest_class(
+        tmp_path / "class",
+        {"alice": alice, "bob": {ex: OBF.obfuscate(s, OBF.KINDS, random.Random(4)) for ex, s in alice.items()}},
+    )
     out = tmp_path / "out"
     assert main(["similarity", str(root), "--out", str(out), "-q"]) == 0
     data = json.loads((out / "similarity.json").read_text(encoding="utf-8"))
@@ -322,11 +369,19 @@ def test_similarity_json_follows_its_schema(tmp_path):
 
 def test_the_command_line_prints_the_flagged_pairs(tmp_path):
     alice = {ex: variant(1, ex) for ex in EXERCISES}
-    root = honest_class(tmp_path / "class", {"alice": alice, "bob": {ex: OBF.obfuscate(s, ["rename", "reorder"],
-                                                                                        random.Random(9))
-                                                                      for ex, s in alice.items()}})
-    done = subprocess.run([sys.executable, "-m", "autograder", "similarity", str(root), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=300)
+    root = honest_class(
+        tmp_path / "class",
+        {
+            "alice": alice,
+            "bob": {ex: OBF.obfuscate(s, ["rename", "reorder"], random.Random(9)) for ex, s in alice.items()},
+        },
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "similarity", str(root), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert re.search(r"^  \d\.\d\d  alice - bob", done.stdout, re.M), done.stdout
     assert "1 flagged" in done.stdout
@@ -347,8 +402,10 @@ def test_the_page_shows_ranked_pairs_and_aligned_fragments_in_chromium(tmp_path,
     one in the same row and the same colour as the fragment it matches; Chinese first, English
     beside it."""
     alice = {ex: variant(1, ex) for ex in EXERCISES}
-    root = honest_class(tmp_path / "class", {"alice": alice, "mallory": {ex: OBF.obfuscate(s, OBF.KINDS, random.Random(11))
-                                                                          for ex, s in alice.items()}})
+    root = honest_class(
+        tmp_path / "class",
+        {"alice": alice, "mallory": {ex: OBF.obfuscate(s, OBF.KINDS, random.Random(11)) for ex, s in alice.items()}},
+    )
     result = analyse(root)
     _, page = write(result, tmp_path / "out", "both")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -378,6 +435,7 @@ def test_the_page_shows_ranked_pairs_and_aligned_fragments_in_chromium(tmp_path,
 
 # ---------------------------------------------------------------- with grading
 
+
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
     """grade-batch --similarity on a tiny class (the masks exercise): ann and ben make the same
@@ -394,20 +452,46 @@ def graded_class(tmp_path_factory):
         assert text != ref
         return text
 
-    (root / "ann.py").write_text(with_causal(
-        "def causal_mask(T, device=None):\n    return torch.eye(T, dtype=torch.bool, device=device)\n\n"))
-    (root / "ben.py").write_text(with_causal(
-        "def causal_mask(T, device=None):\n    idx = torch.arange(T, device=device)\n"
-        "    return idx.unsqueeze(1) == idx.unsqueeze(0)\n\n"))
-    (root / "dan.py").write_text(with_causal(
-        "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)\n\n"))
-    (root / "eve.py").write_text(with_causal(
-        "def causal_mask(T, device=None):\n    i = torch.arange(T, device=device)\n"
-        "    return i[:, None] > i[None, :]\n\n"))
+    (root / "ann.py").write_text(
+        with_causal("def causal_mask(T, device=None):\n    return torch.eye(T, dtype=torch.bool, device=device)\n\n")
+    )
+    (root / "ben.py").write_text(
+        with_causal(
+            "def causal_mask(T, device=None):\n    idx = torch.arange(T, device=device)\n"
+            "    return idx.unsqueeze(1) == idx.unsqueeze(0)\n\n"
+        )
+    )
+    (root / "dan.py").write_text(
+        with_causal(
+            "def causal_mask(T, device=None):\n    return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)\n\n"
+        )
+    )
+    (root / "eve.py").write_text(
+        with_causal(
+            "def causal_mask(T, device=None):\n    i = torch.arange(T, device=device)\n"
+            "    return i[:, None] > i[None, :]\n\n"
+        )
+    )
     (root / "cat.py").write_text(ref)
     out = tmp / "grades"
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(root), "--out", str(out),
-                           "--exercise", "masks", "--similarity", "-q"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(root),
+            "--out",
+            str(out),
+            "--exercise",
+            "masks",
+            "--similarity",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return root, out
 
@@ -440,10 +524,13 @@ def test_no_student_file_holds_another_students_code_or_the_recorded_behaviour(g
     hashes = {r["outputs"] for fs in recorded.values() for r in fs["functions"].values()}
     assert hashes and recorded["ann"]["functions"]["causal_mask"]["named"] is False
     assert recorded["dan"]["functions"]["causal_mask"]["named"] is True  # the diagnosis named it
-    assert recorded["dan"]["functions"]["causal_mask"]["outputs"] == recorded["eve"]["functions"]["causal_mask"]["outputs"]
+    assert (
+        recorded["dan"]["functions"]["causal_mask"]["outputs"] == recorded["eve"]["functions"]["causal_mask"]["outputs"]
+    )
     assert recorded["cat"]["functions"] == {}
-    student_files = [p for p in (out / "reports").rglob("*") if p.is_file()] + \
-                    [p for p in (out / "gradescope").rglob("*") if p.is_file()]
+    student_files = [p for p in (out / "reports").rglob("*") if p.is_file()] + [
+        p for p in (out / "gradescope").rglob("*") if p.is_file()
+    ]
     assert len(student_files) >= 15
     ben_line = "idx.unsqueeze(1) == idx.unsqueeze(0)"
     for p in student_files:

@@ -4,6 +4,7 @@ environment, from the submit.json `student-kit --service-url` writes, and from a
 real kernel (where it cannot make a browser save, so the file's age decides).  It prints the score,
 the fix list and the report's link, Chinese first; every refusal of the service is printed as the
 service's own message (401, 413, 415, 429 with when the next attempt comes)."""
+
 import json
 import os
 import re
@@ -36,7 +37,11 @@ def service(tmp_path_factory):
     data = top / "data"
     roster = write_roster(top / "roster.csv")
     tok = tokens(roster, data)
-    with serve("--course", course, "--roster", roster, "--workers", 1, "--max-upload", "40kB", data=data) as (url, _, log):
+    with serve("--course", course, "--roster", roster, "--workers", 1, "--max-upload", "40kB", data=data) as (
+        url,
+        _,
+        log,
+    ):
         yield {"url": url, "tokens": tok, "log": log}
 
 
@@ -44,24 +49,43 @@ def run_submit(folder, *args, env=None):
     """`python submit.py ARGS` in `folder` (a copy of the kit's), with only `env` around it."""
     if not (folder / "submit.py").exists():
         (folder / "submit.py").write_bytes(KIT_SUBMIT.read_bytes())
-    r = subprocess.run([sys.executable, "-I", "submit.py", *args], cwd=folder, capture_output=True, text=True,
-                       env={"PATH": "/usr/bin:/bin", **(env or {})}, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-I", "submit.py", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **(env or {})},
+        timeout=600,
+    )
     return r.returncode, r.stdout + r.stderr
 
 
 def test_settings_come_from_the_flags_then_the_environment_then_jupyterhub_then_submit_json(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "submit.json").write_text(json.dumps({"url": "http://kit/", "token": "t-kit", "assignment": "a-kit"}))
-    hub = {"JUPYTERHUB_API_TOKEN": "t-hub", "JUPYTERHUB_PUBLIC_URL": "https://hub.example.edu", "JUPYTERHUB_BASE_URL": "/jh/"}
+    hub = {
+        "JUPYTERHUB_API_TOKEN": "t-hub",
+        "JUPYTERHUB_PUBLIC_URL": "https://hub.example.edu",
+        "JUPYTERHUB_BASE_URL": "/jh/",
+    }
     env = {"SEQGRADER_URL": "http://env", "SEQGRADER_TOKEN": "t-env", **hub}
     s = kit_submit.settings
     assert s("http://flag", "t-flag", "a", env) == ("http://flag/", "Bearer t-flag", "a", "--url")
     assert s(None, None, None, env) == ("http://env/", "Bearer t-env", "a-kit", "SEQGRADER_URL")
-    assert s(None, None, None, hub) == ("https://hub.example.edu/jh/services/seqgrader/", "token t-hub", "a-kit",
-                                        "JupyterHub")
+    assert s(None, None, None, hub) == (
+        "https://hub.example.edu/jh/services/seqgrader/",
+        "token t-hub",
+        "a-kit",
+        "JupyterHub",
+    )
     assert s(None, None, None, {}) == ("http://kit/", "Bearer t-kit", "a-kit", "submit.json")
     # under a hub that does not say its public address, submit.json's address with the hub's token
-    assert s(None, None, None, {"JUPYTERHUB_API_TOKEN": "t-hub"}) == ("http://kit/", "token t-hub", "a-kit", "submit.json")
+    assert s(None, None, None, {"JUPYTERHUB_API_TOKEN": "t-hub"}) == (
+        "http://kit/",
+        "token t-hub",
+        "a-kit",
+        "submit.json",
+    )
     (tmp_path / "submit.json").unlink()
     with pytest.raises(kit_submit.SubmitError, match="SEQGRADER_URL"):
         s(None, None, None, {})
@@ -69,11 +93,14 @@ def test_settings_come_from_the_flags_then_the_environment_then_jupyterhub_then_
 
 def test_from_the_command_line_it_prints_the_score_the_fixes_and_the_link(service, tmp_path):
     work = masks_submission(tmp_path, "masks.py", without_diagonal=True)
-    rc, out = run_submit(tmp_path, work.name, "--assignment", ASSIGNMENT, "--url", service["url"],
-                         "--token", service["tokens"]["alice"])
+    rc, out = run_submit(
+        tmp_path, work.name, "--assignment", ASSIGNMENT, "--url", service["url"], "--token", service["tokens"]["alice"]
+    )
     assert rc == 0, out
     lines = out.splitlines()
-    assert any(ln.startswith("提交磁盘上的 masks.py") and "/ sending masks.py as saved on disk" in ln for ln in lines), out
+    assert any(
+        ln.startswith("提交磁盘上的 masks.py") and "/ sending masks.py as saved on disk" in ln for ln in lines
+    ), out
     assert re.search(r"已提交（编号 \w+），还可以提交 2 次 / submitted \(id \w+\); 2 attempt\(s\) left", out), out
     assert re.search(r"总分 / Score: \d+ / 100", out), out
     fixes = lines.index(next(ln for ln in lines if ln.startswith("要修改的地方 / What to fix (")))
@@ -84,8 +111,13 @@ def test_from_the_command_line_it_prints_the_score_the_fixes_and_the_link(servic
 
 def test_the_environment_and_submit_json_say_where_and_who(service, tmp_path):
     masks_submission(tmp_path, "masks.py")
-    rc, out = run_submit(tmp_path, "masks.py", "--assignment", ASSIGNMENT,
-                         env={"SEQGRADER_URL": service["url"], "SEQGRADER_TOKEN": service["tokens"]["alice"]})
+    rc, out = run_submit(
+        tmp_path,
+        "masks.py",
+        "--assignment",
+        ASSIGNMENT,
+        env={"SEQGRADER_URL": service["url"], "SEQGRADER_TOKEN": service["tokens"]["alice"]},
+    )
     assert rc == 0 and "[SEQGRADER_URL: " in out and "总分 / Score: 20 / 100" in out, out
     kit = tmp_path / "kit"
     assert main(["student-kit", str(kit), "--service-url", service["url"], "-q"]) == 0
@@ -97,7 +129,9 @@ def test_the_environment_and_submit_json_say_where_and_who(service, tmp_path):
     # three attempts an hour: the fourth is refused, with the service's message and when to come back
     rc, out = run_submit(kit, "masks.py")
     assert rc == 1 and "(429)" in out and "3 attempts per 1h" in out, out
-    assert re.search(r"下一次可以提交的时间：\d\d:\d\d:\d\d \(\d+ s\) / you can submit again at \d\d:\d\d:\d\d", out), out
+    assert re.search(r"下一次可以提交的时间：\d\d:\d\d:\d\d \(\d+ s\) / you can submit again at \d\d:\d\d:\d\d", out), (
+        out
+    )
 
 
 def test_the_services_refusals_are_printed_as_the_service_says_them(service, tmp_path):
@@ -129,16 +163,20 @@ def test_in_a_notebook_it_sends_a_file_just_saved_and_asks_to_save_an_old_one(se
     (tmp_path / "submit.py").write_bytes(KIT_SUBMIT.read_bytes())
     work = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(MASKS)])
     nbformat.write(work, str(tmp_path / "masks.ipynb"))
-    cell = (f"from submit import submit\n"
-            f"view = submit('masks.ipynb', assignment={ASSIGNMENT!r}, url={service['url']!r}, "
-            f"token={service['tokens']['bob']!r})\n"
-            f"print('sent:', view is not None)")
+    cell = (
+        f"from submit import submit\n"
+        f"view = submit('masks.ipynb', assignment={ASSIGNMENT!r}, url={service['url']!r}, "
+        f"token={service['tokens']['bob']!r})\n"
+        f"print('sent:', view is not None)"
+    )
 
     def run_cell():
         from nbclient import NotebookClient
 
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
         outputs = nb.cells[0].outputs
         return "".join(o.get("text", "") for o in outputs if o.output_type == "stream"), outputs
 

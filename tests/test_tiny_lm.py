@@ -9,6 +9,7 @@ Slow: the reference and every correct variant in tests/files/correct_extra/*/tin
 marks from the command line, the reference quickly.  (Each catalogued mistake is graded through the
 sandbox by tests/test_catalogue.py, within sequence-models-3.)
 """
+
 import re
 import time
 
@@ -79,8 +80,9 @@ def test_nbgrader_course_puts_the_reference_into_every_stub():
     from autograder.nbgrader_course.build import source_notebook
 
     nb = source_notebook(EX, load_course(), ROOT / "exercises", ROOT / "solutions")
-    regions = [_nbgrader(c)["grade_id"] for c in nb.cells
-               if _nbgrader(c).get("solution") and "### BEGIN SOLUTION" in c.source]
+    regions = [
+        _nbgrader(c)["grade_id"] for c in nb.cells if _nbgrader(c).get("solution") and "### BEGIN SOLUTION" in c.source
+    ]
     assert regions == PARTS + FUNCTIONS
     hidden = [_nbgrader(c)["grade_id"] for c in nb.cells if _nbgrader(c).get("grade_id", "").startswith("hidden_")]
     assert hidden == [f"hidden_{fn}" for fn in FUNCTIONS]
@@ -103,8 +105,9 @@ def test_properties_accept_the_reference_in_process():
     assert _failures() == {}
 
 
-@pytest.mark.parametrize("mistake", ["tiny_lm_no_causal_mask", "tiny_lm_loss_includes_last_position",
-                                     "tiny_lm_mask_sized_by_longest"])
+@pytest.mark.parametrize(
+    "mistake", ["tiny_lm_no_causal_mask", "tiny_lm_loss_includes_last_position", "tiny_lm_mask_sized_by_longest"]
+)
 def test_boundary_mistakes_fail_their_boundary_property_in_process(mistake):
     entry = next(e for _, e in load_catalogue(EX) if e["id"] == mistake)
     boundary = [t for t in entry["expect_failing"] if "future" in t or "padding" in t]

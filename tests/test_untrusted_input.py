@@ -8,6 +8,7 @@
   bytes of CJK): every student gets a row and a report, grade-batch exits 0, and no control
   character or live formula reaches the terminal, the log or grades.csv.
 """
+
 import csv
 import json
 import os
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t and \n
 MARGIN_MIB = 150  # what a hostile submission may add to a trusted process's peak over the reference's
 
-CLAIMS = '''
+CLAIMS = """
 import sys
 import numpy
 
@@ -41,13 +42,18 @@ if _W is not None:  # the worker's description of a module, replaced: 32 childre
         return desc, arrays
 
     _W._describe_module = _describe_module
-'''
+"""
 
 
 def _grade(path, tmp_path, exercise):
     out = tmp_path / f"{path.name}.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--exercise", exercise, "--json",
-                           str(out), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(path), "--exercise", exercise, "--json", str(out), "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not CONTROL.search(proc.stdout + proc.stderr)
     return json.loads(out.read_text(encoding="utf-8"))
@@ -84,22 +90,49 @@ def test_no_submission_moves_the_memory_of_a_trusted_process(tmp_path):
         else:
             assert any(says in e for e in report["errors"]), (name, report["errors"])
         for key in ("judge_peak_mib", "grader_peak_mib"):
-            assert report["timing"][key] <= peaks[exercise][key] + MARGIN_MIB, (name, key, report["timing"],
-                                                                                 peaks[exercise])
+            assert report["timing"][key] <= peaks[exercise][key] + MARGIN_MIB, (
+                name,
+                key,
+                report["timing"],
+                peaks[exercise],
+            )
 
 
 def test_a_class_with_names_that_hurt_is_graded_and_nothing_reaches_a_terminal_or_a_spreadsheet(tmp_path):
     klass = tmp_path / "class"
     klass.mkdir()
     reference = (ROOT / "solutions" / "masks.py").read_bytes()
-    names = [b"alice", b"caf\xff", b"x\x1b[2J\x1b]52;c;aGVsbG8=\x07", b'=HYPERLINK("http:evil";"x")', b"-2+3",
-             "中".encode() * 83, b"\xe2\x80\xaeevil"]
+    names = [
+        b"alice",
+        b"caf\xff",
+        b"x\x1b[2J\x1b]52;c;aGVsbG8=\x07",
+        b'=HYPERLINK("http:evil";"x")',
+        b"-2+3",
+        "中".encode() * 83,
+        b"\xe2\x80\xaeevil",
+    ]
     for name in names:
         with open(os.path.join(os.fsencode(klass), name + b".py"), "wb") as f:
             f.write(reference)
     out = tmp_path / "grades"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade-batch", str(klass), "--out", str(out),
-                           "--exercise", "masks", "--workers", "2"], cwd=ROOT, capture_output=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade-batch",
+            str(klass),
+            "--out",
+            str(out),
+            "--exercise",
+            "masks",
+            "--workers",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=900,
+    )
     stdout, stderr = proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
     assert proc.returncode == 0, stderr[-3000:]
     log = (out / "batch.log").read_text(encoding="utf-8")
@@ -111,7 +144,7 @@ def test_a_class_with_names_that_hurt_is_graded_and_nothing_reaches_a_terminal_o
     for r in rows:  # no cell a spreadsheet would run
         for cell in r.values():
             assert cell.lstrip(" ")[:1] not in ("=", "+", "-", "@", "\t", "\r"), r
-    assert {r["student"] for r in rows} >= {"alice", "caf\\xff", "'=HYPERLINK(\"http:evil\";\"x\")", "'-2+3"}
+    assert {r["student"] for r in rows} >= {"alice", "caf\\xff", '\'=HYPERLINK("http:evil";"x")', "'-2+3"}
     reports = list((out / "reports").glob("*.json"))
     assert len(reports) == len(names)
     for p in reports:

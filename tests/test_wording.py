@@ -4,6 +4,7 @@ or "this" before the word for one).  Such words say nothing to a reader of the c
 does and why is said instead.
 
 This file holds the pattern's sample phrases, so the walk leaves it out."""
+
 import fnmatch
 import os
 import re
@@ -13,19 +14,32 @@ from .conftest import ROOT
 # ordinal or relative words that make the noun a work period, never the verb
 _WHICH = r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|this|that|last|previous|next|earlier|later|each|every"
 HISTORY = re.compile(
-    r"\bissues?[ #-]*\d+"                       # a number after the word, with or without "#" or "-"
-    r"|\bitem #?\d+\b"                          # an item of one
-    rf"|\b(?:{_WHICH}) stop(?:'s|s)?\b"         # an ordinal or relative word before it
-    r"|\bstops? #?\d+\b"                        # the noun with a number
-    r"|\bas of (?:the )?stop\b"                 # "as of" before it
+    r"\bissues?[ #-]*\d+"  # a number after the word, with or without "#" or "-"
+    r"|\bitem #?\d+\b"  # an item of one
+    rf"|\b(?:{_WHICH}) stop(?:'s|s)?\b"  # an ordinal or relative word before it
+    r"|\bstops? #?\d+\b"  # the noun with a number
+    r"|\bas of (?:the )?stop\b"  # "as of" before it
     r"|\bwork periods?\b"
-    r"|\bsessions? #?\d+\b",                    # a numbered sitting
-    re.IGNORECASE)
+    r"|\bsessions? #?\d+\b",  # a numbered sitting
+    re.IGNORECASE,
+)
 
 SHIPPED = ("*.py", "*.md", "*.yml", "*.yaml", "*.toml", "*.cfg", "*.txt", "*.ipynb", "*.sh")
 SCRIPT_FOLDERS = ("bin", ".ci")  # their scripts have no extension
-NOT_SHIPPED = {".git", ".venv", ".hypothesis", ".pytest_cache", ".ruff_cache", "__pycache__", "out",
-               "grades", "build", "dist", "site", ".whl"}
+NOT_SHIPPED = {
+    ".git",
+    ".venv",
+    ".hypothesis",
+    ".pytest_cache",
+    ".ruff_cache",
+    "__pycache__",
+    "out",
+    "grades",
+    "build",
+    "dist",
+    "site",
+    ".whl",
+}
 THIS = os.path.abspath(__file__)
 
 
@@ -56,13 +70,38 @@ def test_nothing_names_an_issue_or_a_work_period():
 def test_the_pattern_flags_history_and_not_product_words():
     # the phrases are put together here, so that no line of this file reads as one of them
     i, s, it, w = "issue", "stop", "item", "work"
-    history = [f"({i} 15)", f"{i.title()} 13: the exercise", f"At the third {s} the pool", f"{i} 6, {it} 5",
-               f"the fifth {s}'s code", f"until {i} 13 they were", f"the {i}-16 goal", f"{it} 4",
-               f"this {s}", f"Since the next {s}", f"{i} #7", f"one {w} period", "in session" + " 3"]
-    product = ["stop the worker", "stops at the first failure", "a GitHub issue", "issues a warning",
-               "a session of its own", "the pytest session", "kill -TERM: stop the graders",
-               "stop = threading.Event()", "for item in items", "item = todo.get_nowait()",
-               "round(acc * n, 2)", "[--rounds 1]", "nbformat.v4.new_code_cell", "the task's thread",
-               "a loop stops taking a core", "nothing stops it"]
+    history = [
+        f"({i} 15)",
+        f"{i.title()} 13: the exercise",
+        f"At the third {s} the pool",
+        f"{i} 6, {it} 5",
+        f"the fifth {s}'s code",
+        f"until {i} 13 they were",
+        f"the {i}-16 goal",
+        f"{it} 4",
+        f"this {s}",
+        f"Since the next {s}",
+        f"{i} #7",
+        f"one {w} period",
+        "in session" + " 3",
+    ]
+    product = [
+        "stop the worker",
+        "stops at the first failure",
+        "a GitHub issue",
+        "issues a warning",
+        "a session of its own",
+        "the pytest session",
+        "kill -TERM: stop the graders",
+        "stop = threading.Event()",
+        "for item in items",
+        "item = todo.get_nowait()",
+        "round(acc * n, 2)",
+        "[--rounds 1]",
+        "nbformat.v4.new_code_cell",
+        "the task's thread",
+        "a loop stops taking a core",
+        "nothing stops it",
+    ]
     assert [p for p in history if not HISTORY.search(p)] == []
     assert [p for p in product if HISTORY.search(p)] == []

@@ -17,6 +17,7 @@ root runs this interpreter.  The tests
 that use this module run the grader as a subprocess: `command(args)` is what they start, and
 `share(path)` makes a folder the test wrote readable (and, for `writable`, writable) by the user.
 """
+
 import os
 import pwd
 import sys
@@ -29,8 +30,10 @@ if WHERE not in PLACES:
     raise SystemExit(f"SEQGRADER_TEST_WHERE={WHERE!r}: one of {', '.join(PLACES)}")
 USER = os.environ.get("SEQGRADER_TEST_USER", "seqgrader-ci") if WHERE.endswith("-user") else None
 
+
 def _landlock_abi():
     from autograder.sandbox.kernel import landlock_abi
+
     return landlock_abi()
 
 
@@ -46,8 +49,10 @@ def python():
     if WHERE == "vm-root" or (USER is None and not py):
         return sys.executable
     if not py:
-        raise SystemExit(f"SEQGRADER_TEST_WHERE={WHERE}: set SEQGRADER_TEST_PYTHON to a Python the user {USER} "
-                         f"can run, with the package installed (see .ci/run)")
+        raise SystemExit(
+            f"SEQGRADER_TEST_WHERE={WHERE}: set SEQGRADER_TEST_PYTHON to a Python the user {USER} "
+            f"can run, with the package installed (see .ci/run)"
+        )
     return py
 
 
@@ -78,7 +83,7 @@ def share(path, writable=False):
         except OSError:
             pass
     uid = pwd.getpwnam(USER).pw_uid
-    for dirpath, dirnames, filenames in os.walk(path):
+    for dirpath, _, filenames in os.walk(path):
         os.chmod(dirpath, 0o777 if writable else 0o755)
         if writable:
             os.chown(dirpath, uid, -1)

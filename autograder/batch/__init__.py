@@ -12,15 +12,25 @@
 this package loads nothing else, so that process imports only what it needs (not dask, not the
 reports); each name below is loaded from its module on first use.
 """
+
 import importlib
 
 # the function `discover` shadows its module's name here (a light module: loaded at once, so the
 # import system has already set the attribute that this line then replaces)
-from .discover import CODE_SUFFIXES, Item, discover  # noqa: E402
+from .discover import CODE_SUFFIXES, Item, discover  # noqa: F401 (in __all__, below)
 
 _WHERE = {
-    "..store": ["PACKAGE_DIR", "SKIP_DIRS", "fingerprint", "grader_version", "one_line", "remove_stale_temp_files",
-                "settings_digest", "submission_files", "write_atomic"],
+    "..store": [
+        "PACKAGE_DIR",
+        "SKIP_DIRS",
+        "fingerprint",
+        "grader_version",
+        "one_line",
+        "remove_stale_temp_files",
+        "settings_digest",
+        "submission_files",
+        "write_atomic",
+    ],
     ".exports": ["classify", "csv_row", "error_report", "gradescope_results", "write_csv"],
     ".pool": ["LocalPool", "worker_main", "_child_env", "_die_with_parent", "_grade_in_process"],
     ".cluster": ["GradingPlugin", "course_bundle", "grade_task", "run_dask"],

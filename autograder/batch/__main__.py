@@ -1,4 +1,5 @@
 """``python -m autograder.batch --worker CONFIG``: a grading process of the pool (pool.worker_main)."""
+
 import sys
 
 from .pool import worker_main

@@ -34,6 +34,7 @@ scheduler's while a batch runs (quiet_scheduler).  The client checks
 nothing itself: the grading processes check course.yml against the properties and a mismatch
 comes back as {"fatal": reason}, which stops the batch as in the local mode.
 """
+
 import hashlib
 import json
 import shutil
@@ -62,6 +63,7 @@ COURSE_FILE = "course.yml"
 
 # ---------------------------------------------------------------- the course, as bytes
 
+
 def course_bundle(course_file, course):
     """(digest, {relative name: bytes}): course.yml and the reference solutions (solutions/*.py of
     the course, or the built-in ones it falls back to), all a worker needs to load the course and
@@ -81,8 +83,13 @@ def _safe_course_name(rel):
     parts = rel.split("/")
     if rel == COURSE_FILE:
         return True
-    return (len(parts) == 2 and parts[0] == "solutions" and parts[1].endswith(".py")
-            and parts[1] not in (".py",) and not parts[1].startswith("."))
+    return (
+        len(parts) == 2
+        and parts[0] == "solutions"
+        and parts[1].endswith(".py")
+        and parts[1] not in (".py",)
+        and not parts[1].startswith(".")
+    )
 
 
 def materialise_course(bundle, dest):
@@ -127,6 +134,7 @@ def result_bytes(res, old=None, new=None):
 
 
 # ---------------------------------------------------------------- the worker's side
+
 
 class GradingPlugin(WorkerPlugin):
     """Warm grading processes on a Dask worker: one LocalPool per (course, options), `nthreads`
@@ -191,8 +199,7 @@ class GradingPlugin(WorkerPlugin):
         try:
             target = write_submission(tmp, name, is_dir, files)
             seceded = []  # while its process waits on a stalled test, this task leaves the thread pool
-            res = pool.grade(Item(display, target), budget,
-                             on_stall=lambda: seceded or seceded.append(_secede()))
+            res = pool.grade(Item(display, target), budget, on_stall=lambda: seceded or seceded.append(_secede()))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         res["host"] = socket.gethostname()
@@ -310,6 +317,7 @@ def _secede():
     try:
         from distributed import secede
         from distributed.worker import thread_state
+
         if getattr(thread_state, "key", None) is None:
             return False
         secede()
@@ -345,8 +353,15 @@ def grade_task(name, is_dir, files, course_digest, bundle, options, budget, disp
     try:
         return _plugin(get_worker()).grade(name, is_dir, files, course_digest, bundle, options, budget, display)
     except GraderError as e:  # the grading processes cannot start on this worker
-        return result_bytes({"error": f"on {socket.gethostname()}: {e}", "retry": True, "grader": grader_version(),
-                             "seconds": round(time.monotonic() - start, 3), "host": socket.gethostname()})
+        return result_bytes(
+            {
+                "error": f"on {socket.gethostname()}: {e}",
+                "retry": True,
+                "grader": grader_version(),
+                "seconds": round(time.monotonic() - start, 3),
+                "host": socket.gethostname(),
+            }
+        )
 
 
 def _bundle_value(bundle):
@@ -392,12 +407,15 @@ def _share_exports(exports, key, dask_worker=None):
 
 # ---------------------------------------------------------------- the client's side
 
+
 def connect(address):
     """A client of the scheduler at `address`; GraderError if there is none."""
     try:
         from distributed import Client
     except ImportError:
-        raise GraderError("--dask-scheduler needs dask's distributed package: pip install 'dask[distributed]'") from None
+        raise GraderError(
+            "--dask-scheduler needs dask's distributed package: pip install 'dask[distributed]'"
+        ) from None
     try:
         return Client(address, timeout=30)
     except (OSError, TimeoutError) as e:
@@ -434,15 +452,19 @@ def _dask_results(client, address, items, course_file, course, options, timeout,
     exports, last_share = [], 0.0  # exports not passed on to the workers yet
     try:
         if not client.scheduler_info().get("workers"):
-            print(f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
-                  f"(start one with: dask worker {address})", file=sys.stderr)
+            print(
+                f"warning: no Dask worker is connected to {address} yet; the tasks wait for one "
+                f"(start one with: dask worker {address})",
+                file=sys.stderr,
+            )
         register_plugins(client)
         quiet_scheduler(client, True)
         quieted = True
         digest, bundle = course_bundle(course_file, course)
         # the course travels once per worker: a task's dependency, not a copy in every task
-        course_future = client.submit(_bundle_value, bundle, key=f"seqgrader-course-{digest[:16]}-"
-                                      f"{uuid.uuid4().hex[:8]}", pure=False)
+        course_future = client.submit(
+            _bundle_value, bundle, key=f"seqgrader-course-{digest[:16]}-{uuid.uuid4().hex[:8]}", pure=False
+        )
         for item in items:
             try:
                 find_files(item.path)  # no code at all: said here, as `grade` would say it
@@ -451,8 +473,20 @@ def _dask_results(client, address, items, course_file, course, options, timeout,
                 continue
             files = {rel: p.read_bytes() for rel, p in submission_files(item.path)}
             key = f"grade-{item.student}-{uuid.uuid4().hex[:8]}"
-            fut = client.submit(grade_task, item.path.name, item.path.is_dir(), files, digest, course_future,
-                                options, timeout, str(item.path), key=key, pure=False, retries=1)
+            fut = client.submit(
+                grade_task,
+                item.path.name,
+                item.path.is_dir(),
+                files,
+                digest,
+                course_future,
+                options,
+                timeout,
+                str(item.path),
+                key=key,
+                pure=False,
+                retries=1,
+            )
             futures[fut] = item
         for fut in as_completed(futures):
             item = futures[fut]

@@ -11,12 +11,14 @@ A student's id comes from a name the student chose: it is made safe before anyth
 writes it (`student_id`: no control character, a name that is not UTF-8 shown as \\xNN, at most
 ID_BYTES bytes, unique in the class), while the item keeps the real path.
 """
+
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import safe
 from ..errors import GraderError, SubmissionNotFound
-from ..store import SKIP_DIRS, hidden as _hidden  # noqa: F401 - the hidden-name rule, shared with the store
+from ..store import SKIP_DIRS  # noqa: F401 - the hidden-name rule, shared with the store
+from ..store import hidden as _hidden
 
 ID_BYTES = 180  # a student id's UTF-8 bytes at most: reports/<id>.json must be a valid file name
 
@@ -35,8 +37,10 @@ def discover(root, layout="auto", assignment=None, exclude=()):
     if not root.exists():
         raise SubmissionNotFound(f"no such folder: {root}")
     if not root.is_dir():
-        raise SubmissionNotFound(f"{root} is a file; grade-batch grades a folder of submissions "
-                                 f"(grade one file with `python -m autograder grade`)")
+        raise SubmissionNotFound(
+            f"{root} is a file; grade-batch grades a folder of submissions "
+            f"(grade one file with `python -m autograder grade`)"
+        )
     excluded = {Path(p).resolve() for p in exclude}
     _LINKS.clear()
     if layout == "auto":
@@ -48,18 +52,22 @@ def discover(root, layout="auto", assignment=None, exclude=()):
             raise GraderError("--assignment only applies to nbgrader's layout (submitted/<student>/<assignment>/)")
         items, warnings = _discover_flat(root, excluded)
     if _LINKS:
-        warnings.append(f"{len(_LINKS)} symbolic link(s) not followed, not graded: "
-                        + ", ".join(safe.name(p.relative_to(root)) for p in _LINKS[:5]) + (" ..." if len(_LINKS) > 5 else ""))
+        warnings.append(
+            f"{len(_LINKS)} symbolic link(s) not followed, not graded: "
+            + ", ".join(safe.name(p.relative_to(root)) for p in _LINKS[:5])
+            + (" ..." if len(_LINKS) > 5 else "")
+        )
     items = _unique_ids(items)
     if not items:
         raise SubmissionNotFound(
             f"no submissions in {root}: expected .py / .ipynb files or sub-folders (one per student), "
-            f"or nbgrader's submitted/<student>/<assignment>/")
+            f"or nbgrader's submitted/<student>/<assignment>/"
+        )
     return layout, items, warnings
 
 
 _LINKS = []  # symbolic links met by discover (never followed: a link to a classmate's folder or
-             # to the reference solutions must not be graded as a student's own work)
+# to the reference solutions must not be graded as a student's own work)
 
 
 def _entries(folder, excluded):
@@ -82,20 +90,31 @@ def _discover_nbgrader(root, assignment, excluded):
     have = {s.name: {a.name for a in _entries(s, excluded) if a.is_dir()} for s in students}
     names = sorted(set().union(*have.values()))
     if not names:
-        raise SubmissionNotFound(f"no assignment folders in {sub}/<student>/ (nbgrader layout: "
-                                 f"submitted/<student>/<assignment>/)")
+        raise SubmissionNotFound(
+            f"no assignment folders in {sub}/<student>/ (nbgrader layout: submitted/<student>/<assignment>/)"
+        )
     if assignment is None:
         if len(names) > 1:
-            raise GraderError(f"{safe.name(sub, 500)} holds several assignments "
-                              f"({', '.join(map(safe.name, names[:20]))}): choose one with --assignment NAME")
+            raise GraderError(
+                f"{safe.name(sub, 500)} holds several assignments "
+                f"({', '.join(map(safe.name, names[:20]))}): choose one with --assignment NAME"
+            )
         assignment = names[0]
     elif assignment not in names:
-        raise SubmissionNotFound(f"no student submitted {safe.name(assignment)!r} in {safe.name(sub, 500)}; "
-                                 f"assignments found: {', '.join(map(safe.name, names[:20]))}")
+        raise SubmissionNotFound(
+            f"no student submitted {safe.name(assignment)!r} in {safe.name(sub, 500)}; "
+            f"assignments found: {', '.join(map(safe.name, names[:20]))}"
+        )
     items = [Item(s.name, s / assignment) for s in students if assignment in have[s.name]]
     missing = [safe.name(s.name) for s in students if assignment not in have[s.name]]
-    warnings = [f"{len(missing)} student(s) have no {safe.name(assignment)!r} folder (no row): "
-                f"{', '.join(missing[:20])}" + (" ..." if len(missing) > 20 else "")] if missing else []
+    warnings = (
+        [
+            f"{len(missing)} student(s) have no {safe.name(assignment)!r} folder (no row): "
+            f"{', '.join(missing[:20])}" + (" ..." if len(missing) > 20 else "")
+        ]
+        if missing
+        else []
+    )
     return items, warnings
 
 
@@ -115,8 +134,10 @@ def _discover_flat(root, excluded):
     if clashes:
         warnings.append(f"several submissions share a name ({', '.join(clashes[:20])}): their ids keep the suffix")
     if ignored:
-        warnings.append(f"ignored {len(ignored)} file(s) that are not .py / .ipynb: "
-                        f"{', '.join(map(safe.name, ignored[:5]))}" + (" ..." if len(ignored) > 5 else ""))
+        warnings.append(
+            f"ignored {len(ignored)} file(s) that are not .py / .ipynb: "
+            f"{', '.join(map(safe.name, ignored[:5]))}" + (" ..." if len(ignored) > 5 else "")
+        )
     return items, warnings
 
 

@@ -1,13 +1,14 @@
 """What a batch exports besides the reports: a submission's status, the CSV row, Gradescope's file.
 
-    classify()             ("graded" | "error: <reason>", note) of a report: a submission that could
-                           not be graded at all is never a silent 0
-    error_report()         a report in the contract's shape for a submission that was not graded
-    gradescope_results()   Gradescope's autograder results.json, in the course's language
-    csv_row(), write_csv() grades.csv: one row per student, one column per exercise, total,
-                           max_score, status, note; no cell a spreadsheet would run as a formula
-                           (safe.csv_cell: a student named "=HYPERLINK(...)" is text)
+classify()             ("graded" | "error: <reason>", note) of a report: a submission that could
+                       not be graded at all is never a silent 0
+error_report()         a report in the contract's shape for a submission that was not graded
+gradescope_results()   Gradescope's autograder results.json, in the course's language
+csv_row(), write_csv() grades.csv: one row per student, one column per exercise, total,
+                       max_score, status, note; no cell a spreadsheet would run as a formula
+                       (safe.csv_cell: a student named "=HYPERLINK(...)" is text)
 """
+
 import csv
 import io
 
@@ -39,12 +40,28 @@ def error_report(item, course, exercises, reason):
     exs = []
     for ex in exercises:
         cfg = course.exercises[ex]
-        tests = [{"name": f"{ex}/{name}", "function": name.split("/", 1)[0], "score": 0.0,
-                  "max_score": t.points, "passed": False, "status": "error",
-                  "feedback": f"not graded: {reason}", "seconds": 0.0} for name, t in cfg.tests.items()]
+        tests = [
+            {
+                "name": f"{ex}/{name}",
+                "function": name.split("/", 1)[0],
+                "score": 0.0,
+                "max_score": t.points,
+                "passed": False,
+                "status": "error",
+                "feedback": f"not graded: {reason}",
+                "seconds": 0.0,
+            }
+            for name, t in cfg.tests.items()
+        ]
         exs.append({"id": ex, "score": 0.0, "max_score": cfg.max_score, "tests": tests, "load_errors": []})
-    return {"submission": safe.cap(str(item.path), 1000, 1), "score": 0.0, "max_score": sum(e["max_score"] for e in exs),
-            "exercises": exs, "errors": [f"not graded: {reason}"], "seconds": 0.0}
+    return {
+        "submission": safe.cap(str(item.path), 1000, 1),
+        "score": 0.0,
+        "max_score": sum(e["max_score"] for e in exs),
+        "exercises": exs,
+        "errors": [f"not graded: {reason}"],
+        "seconds": 0.0,
+    }
 
 
 def gradescope_results(report, language="both"):
@@ -61,24 +78,52 @@ def gradescope_results(report, language="both"):
     reason = not_graded_reason(report)
     if reason is not None:
         text = render_text(report, language)
-        return {"score": 0.0, "output": text, "visibility": "visible", "stdout_visibility": "hidden",
-                "tests": [{"name": say("gradescope.not_graded_test", language), "score": 0.0, "max_score": 0.0,
-                           "status": "failed", "visibility": "visible",
-                           "output": say("test.not_graded", language, reason=reason)
-                           + ("\n" + say(advice_key(reason), language, sep="\n")
-                              if advice_key(reason) != "why.other" else "")}],
-                "extra_data": {"graded": False, "status": (report.get("batch") or {}).get("status", "error: " + reason),
-                               "not_graded_reason": reason}}
+        return {
+            "score": 0.0,
+            "output": text,
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "tests": [
+                {
+                    "name": say("gradescope.not_graded_test", language),
+                    "score": 0.0,
+                    "max_score": 0.0,
+                    "status": "failed",
+                    "visibility": "visible",
+                    "output": say("test.not_graded", language, reason=reason)
+                    + ("\n" + say(advice_key(reason), language, sep="\n") if advice_key(reason) != "why.other" else ""),
+                }
+            ],
+            "extra_data": {
+                "graded": False,
+                "status": (report.get("batch") or {}).get("status", "error: " + reason),
+                "not_graded_reason": reason,
+            },
+        }
     status = (report.get("batch") or {}).get("status", "graded")
     out = render_text(report, language).split("\n\n==", 1)[0].rstrip() + "\n"  # the score and what to fix
     same = report.get("language", "both") == language  # else the feedback is written again in `language`
-    tests = [{"name": t["name"], "score": t["score"], "max_score": t["max_score"],
-              "output": t.get("feedback", "") if same else feedback_text(t, language),
-              "status": "passed" if t.get("passed") else "failed", "visibility": "visible"}
-             for ex in report["exercises"] for t in ex["tests"]]
-    return {"score": report["score"], "execution_time": report.get("seconds", 0.0), "output": out,
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"graded": True, "status": status, "max_score": report["max_score"]}}
+    tests = [
+        {
+            "name": t["name"],
+            "score": t["score"],
+            "max_score": t["max_score"],
+            "output": t.get("feedback", "") if same else feedback_text(t, language),
+            "status": "passed" if t.get("passed") else "failed",
+            "visibility": "visible",
+        }
+        for ex in report["exercises"]
+        for t in ex["tests"]
+    ]
+    return {
+        "score": report["score"],
+        "execution_time": report.get("seconds", 0.0),
+        "output": out,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"graded": True, "status": status, "max_score": report["max_score"]},
+    }
 
 
 def csv_row(student, report, exercises):
@@ -98,8 +143,9 @@ def csv_row(student, report, exercises):
 
 def write_csv(path, rows, exercises):
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=["student", *exercises, "total", "max_score", "status", "note"],
-                       lineterminator="\n")
+    w = csv.DictWriter(
+        buf, fieldnames=["student", *exercises, "total", "max_score", "status", "note"], lineterminator="\n"
+    )
     w.writeheader()
     for student in sorted(rows):
         w.writerow({k: csv_cell(v) for k, v in rows[student].items()})

@@ -34,6 +34,7 @@ Processes are started from one long-lived thread of the pool, so that PR_SET_PDE
 fires when the *thread* that started a process ends) kills them only when the pool's owner dies:
 the batch, or the Dask worker.
 """
+
 import functools
 import json
 import os
@@ -90,6 +91,7 @@ def worker_main(config_json):
     os.dup2(2, 1)  # anything else printed goes to the log, not into the protocol
     _die_with_parent()
     from ..sandbox import server
+
     server.prestart()  # before this process holds anything of a student's: see server.py
     cfg = json.loads(config_json)
     from ..config import load_course
@@ -100,6 +102,7 @@ def worker_main(config_json):
     fatal = None
     try:  # before the first score: the reference solutions get full marks here (selfcheck.py)
         from ..selfcheck import ensure
+
         ensure(course, runner, cfg["exercises"])
     except (ConfigError, GraderEnvironmentError) as e:
         fatal = str(e)
@@ -121,12 +124,15 @@ def worker_main(config_json):
         # what the other processes' judges' diagnoses observed of trusted code (a warm start, same reports)
         merged = runner.merge_exports(job["share"]) if job.get("share") else 0
         from ..selfcheck import VERIFY
+
         checks = dict(VERIFY)
         out = _grade_in_process(job["path"], course, runner, cfg["exercises"])
         out["id"] = job["id"]
         if VERIFY["runs"] > checks["runs"]:  # errors checked on the reference (selfcheck.verify)
-            out["checked"] = {"tests": VERIFY["tests"] - checks["tests"],
-                              "seconds": round(VERIFY["seconds"] - checks["seconds"], 3)}
+            out["checked"] = {
+                "tests": VERIFY["tests"] - checks["tests"],
+                "seconds": round(VERIFY["seconds"] - checks["seconds"], 3),
+            }
         if merged:
             out["merged"] = merged  # trusted observations taken from the others before it
         exports = runner.take_exports()
@@ -139,8 +145,9 @@ def worker_main(config_json):
 class _Worker:
     def __init__(self, cmd, env, log, cwd=None, on_stall=None):
         # its own session: Ctrl-C reaches the batch only, which then stops its grading processes
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                                     cwd=cwd, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=cwd, start_new_session=True
+        )
         self.fd = self.proc.stdout.fileno()
         os.set_blocking(self.fd, False)
         self.sel = selectors.DefaultSelector()
@@ -461,8 +468,10 @@ class LocalPool:
             w.send(job_id, item, time.monotonic() + budget + (self.STARTUP if first else 0), given)
             res = w.answer(on_stall)
             if res is not None:
-                self.absorb({name: res.get(name) if self.keep_shared else res.pop(name, None)
-                             for name in self._outboxes}, source=w)
+                self.absorb(
+                    {name: res.get(name) if self.keep_shared else res.pop(name, None) for name in self._outboxes},
+                    source=w,
+                )
                 res["pid"], res["warm"] = w.proc.pid, w.answered
                 w.answered += 1
                 w.job = None
@@ -472,8 +481,10 @@ class LocalPool:
                 return res
             if w.proc.poll() is None and time.monotonic() >= w.job[2]:
                 self._checkin(w, False)
-                return {"error": f"grading did not finish within {budget:g} s "
-                                 f"(the grading process was killed)", "retry": True}
+                return {
+                    "error": f"grading did not finish within {budget:g} s (the grading process was killed)",
+                    "retry": True,
+                }
             reason = w.exit_reason()
             self._checkin(w, False)
             with self._cond:
@@ -575,8 +586,9 @@ class LocalPool:
 # what a grading process never needs of its owner's environment: the service's database URL
 # (SEQGRADER_DB, with its password), JupyterHub's API token and the like; a grading process holds
 # student code's judge and the sandbox server's parent, so it holds no secret of the service
-_SECRET_NAMES = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY($|_)|^JUPYTERHUB_|^SEQGRADER_DB$",
-                           re.IGNORECASE)
+_SECRET_NAMES = re.compile(
+    r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|(^|_)KEY($|_)|^JUPYTERHUB_|^SEQGRADER_DB$", re.IGNORECASE
+)
 _PASSWORD_IN_URL = re.compile(r"://[^/@\s]*:[^/@\s]*@")
 
 

@@ -20,17 +20,19 @@ Pipeline of one batch (each step is a module of this package):
 A submission that cannot be graded at all (corrupt notebook, nothing loadable, grader failure) is
 a row whose status is "error: <reason>", never a silent 0.
 """
+
 import json
 import os
 import signal
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import ConfigError, GraderError
-from ..store import (fingerprint, grader_version, lock_folder as _lock, now as _now, one_line,
-                     remove_stale_temp_files, settings_digest, write_atomic)
+from ..store import fingerprint, grader_version, one_line, remove_stale_temp_files, settings_digest, write_atomic
+from ..store import lock_folder as _lock
+from ..store import now as _now
 from .discover import discover
 from .exports import classify, csv_row, error_report, gradescope_results, write_csv
 from .pool import LocalPool
@@ -39,6 +41,7 @@ PARALLEL_DEFAULT = "submissions"  # measured on 2 cores: see docs/benchmarks.md,
 
 
 # ---------------------------------------------------------------- the batch
+
 
 class Batch:
     def __init__(self, args):
@@ -53,8 +56,12 @@ class Batch:
             if ex not in self.course.exercises:
                 raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(self.course.exercises)}")
             self.course.reference(ex)  # missing: one clear error now, not an error row per student
-        self.options = {"language": args.language, "max_examples": args.max_examples, "exercises": self.exercises,
-                        "share": not getattr(args, "no_share", False)}
+        self.options = {
+            "language": args.language,
+            "max_examples": args.max_examples,
+            "exercises": self.exercises,
+            "share": not getattr(args, "no_share", False),
+        }
         self.settings = settings_digest(self.course_file, self.course, self.exercises)
         self.out = Path(args.out)
         self.reports = self.out / "reports"
@@ -78,6 +85,7 @@ class Batch:
     def write_html(self, student, report, log):
         """The student's own page (report/html.py) beside the JSON; a failure here costs no grade."""
         from ..report.html import render_html
+
         try:
             write_atomic(self.html_path(student), render_html(report, self.course.language))
         except Exception as e:  # noqa: BLE001 - the JSON and the CSV are what count
@@ -140,21 +148,33 @@ class Batch:
             reason = one_line(res.get("error") or "unknown failure")
             report = error_report(item, self.course, self.exercises, reason)
             status, note = f"error: {reason}", ""
-        report["batch"] = {"student": str(item.student), "fingerprint": fp, "status": status, "note": note,
-                           "retry": bool(res.get("retry")) and status != "graded",
-                           "grader": res.get("grader", grader_version()),
-                           "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                           "grading_seconds": res.get("seconds", 0.0)}
+        report["batch"] = {
+            "student": str(item.student),
+            "fingerprint": fp,
+            "status": status,
+            "note": note,
+            "retry": bool(res.get("retry")) and status != "graded",
+            "grader": res.get("grader", grader_version()),
+            "graded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "grading_seconds": res.get("seconds", 0.0),
+        }
         if res.get("host"):
             report["batch"]["host"] = res["host"]
-        write_atomic(self.gradescope / item.student / "results.json",
-                     json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1))
+        write_atomic(
+            self.gradescope / item.student / "results.json",
+            json.dumps(gradescope_results(report, self.course.language), ensure_ascii=False, indent=1),
+        )
         self.write_html(item.student, report, log)
         if status == "graded":  # the instructor's, for the similarity report: never in a student's files
             from ..similarity.behaviour import path_of
-            write_atomic(path_of(self.out, item.student),
-                         json.dumps({"functions": res.get("behaviour") or {}}, ensure_ascii=False, indent=1))
-        write_atomic(self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1))  # last: the commit
+
+            write_atomic(
+                path_of(self.out, item.student),
+                json.dumps({"functions": res.get("behaviour") or {}}, ensure_ascii=False, indent=1),
+            )
+        write_atomic(
+            self.report_path(item.student), json.dumps(report, ensure_ascii=False, indent=1)
+        )  # last: the commit
         self.rows[item.student] = csv_row(item.student, report, self.exercises)
         if status == "graded":
             self.counts["graded"] += 1
@@ -162,12 +182,17 @@ class Batch:
         else:
             self.counts["error"] += 1
         self.note_sandbox(item.student, report)
-        process = (f" process={res['host'] + ':' if res.get('host') else ''}{res['pid']}#{res.get('warm', 0)}"
-                   if res.get("pid") else "")  # which grading process, and how many it had graded before
-        log.write(f"{_now()} graded {item.student} fingerprint={fp[:16]}{process} score={report['score']:g} "
-                  f"status={status}"
-                  + (f" checked={res['checked']['tests']}@{res['checked']['seconds']}s" if res.get("checked") else "")
-                  + "\n")
+        process = (
+            f" process={res['host'] + ':' if res.get('host') else ''}{res['pid']}#{res.get('warm', 0)}"
+            if res.get("pid")
+            else ""
+        )  # which grading process, and how many it had graded before
+        log.write(
+            f"{_now()} graded {item.student} fingerprint={fp[:16]}{process} score={report['score']:g} "
+            f"status={status}"
+            + (f" checked={res['checked']['tests']}@{res['checked']['seconds']}s" if res.get("checked") else "")
+            + "\n"
+        )
         log.flush()
         return status, report
 
@@ -206,12 +231,20 @@ def run_batch(args):
 
 def _run(args, batch, layout, items, console, log):
     from rich.markup import escape
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     stale = remove_stale_temp_files(batch.out)
-    log.write(f"{_now()} start: {len(items)} submission(s) in {args.submissions} ({layout} layout), "
-              f"grader {grader_version()}{', --force' if args.force else ''}\n")
+    log.write(
+        f"{_now()} start: {len(items)} submission(s) in {args.submissions} ({layout} layout), "
+        f"grader {grader_version()}{', --force' if args.force else ''}\n"
+    )
     if stale:
         log.write(f"{_now()} removed {stale} temp file(s) left by an interrupted batch\n")
 
@@ -221,8 +254,12 @@ def _run(args, batch, layout, items, console, log):
         try:
             fps[item.student] = fp = fingerprint(item.path, batch.settings)
         except OSError as e:  # a file that cannot be read: this student's error row, the class goes on
-            batch.record_safely(item, "", {"error": f"cannot read the submission ({type(e).__name__}: "
-                                                    f"{e.strerror or e})", "retry": True}, log)
+            batch.record_safely(
+                item,
+                "",
+                {"error": f"cannot read the submission ({type(e).__name__}: {e.strerror or e})", "retry": True},
+                log,
+            )
             continue
         kept = None if args.force else batch.kept_report(item, fp)
         if kept is None:
@@ -232,24 +269,39 @@ def _run(args, batch, layout, items, console, log):
     log.flush()
 
     procs, per = _plan_parallel(args, len(todo))
-    where = (f"the Dask cluster at {args.dask_scheduler}" if args.dask_scheduler
-             else f"{procs} process(es) x {per} exercise(s) at a time")
-    console.print(f"{len(items)} submission(s) ({layout} layout): {batch.counts['kept']} up to date, "
-                  f"{len(todo)} to grade on {where}")
+    where = (
+        f"the Dask cluster at {args.dask_scheduler}"
+        if args.dask_scheduler
+        else f"{procs} process(es) x {per} exercise(s) at a time"
+    )
+    console.print(
+        f"{len(items)} submission(s) ({layout} layout): {batch.counts['kept']} up to date, "
+        f"{len(todo)} to grade on {where}"
+    )
 
     # 2. grade the rest, writing each one's files as soon as it is done
     start, done, skew_warned = time.monotonic(), 0, False
     if todo:
         if args.dask_scheduler:  # course.yml against the properties: checked by the workers (fatal)
             from .cluster import run_dask
-            results = run_dask(args.dask_scheduler, todo, batch.course_file, batch.course, batch.options,
-                               batch.budget())
+
+            results = run_dask(
+                args.dask_scheduler, todo, batch.course_file, batch.course, batch.options, batch.budget()
+            )
         else:
             pool = LocalPool(procs, per, batch.course_file, batch.options, batch.budget(), batch.out / "workers.log")
             results = pool.run(todo)
-        progress = Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("elapsed"),
-                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                            console=console, disable=args.quiet)
+        progress = Progress(
+            TextColumn("[bold]grading[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=args.quiet,
+        )
         try:
             with progress:
                 task = progress.add_task("grading", total=len(todo))
@@ -260,21 +312,28 @@ def _run(args, batch, layout, items, console, log):
                         raise GraderError(res["fatal"])
                     if res.get("grader") not in (None, grader_version()) and not skew_warned:
                         skew_warned = True
-                        progress.console.print(f"[yellow]warning:[/] {escape(res.get('host', 'a worker'))} runs grader "
-                                               f"{escape(res['grader'])}, this machine {grader_version()}: "
-                                               f"update it (the reports record which version graded them)")
+                        progress.console.print(
+                            f"[yellow]warning:[/] {escape(res.get('host', 'a worker'))} runs grader "
+                            f"{escape(res['grader'])}, this machine {grader_version()}: "
+                            f"update it (the reports record which version graded them)"
+                        )
                     status, report = batch.record_safely(item, fps[item.student], res, log)
                     done += 1
                     progress.advance(task)
                     if status == "graded":
-                        progress.console.print(f"[green]graded[/] {escape(item.student)}  {report['score']:g}/"
-                                               f"{report['max_score']:g}  ({res.get('seconds', 0):.1f} s)")
+                        progress.console.print(
+                            f"[green]graded[/] {escape(item.student)}  {report['score']:g}/"
+                            f"{report['max_score']:g}  ({res.get('seconds', 0):.1f} s)"
+                        )
                     else:
                         progress.console.print(f"[red]error[/]  {escape(item.student)}  {escape(status)}")
         except KeyboardInterrupt:
             log.write(f"{_now()} interrupted after {done} of {len(todo)}\n")
-            print(f"interrupted: {done} of {len(todo)} graded in this run, their files are written; "
-                  f"run the same command again to grade the rest", file=sys.stderr)
+            print(
+                f"interrupted: {done} of {len(todo)} graded in this run, their files are written; "
+                f"run the same command again to grade the rest",
+                file=sys.stderr,
+            )
             return 130
         finally:
             results.close()  # stops the grading processes
@@ -284,24 +343,31 @@ def _run(args, batch, layout, items, console, log):
     write_csv(batch.out / "grades.csv", batch.rows, batch.exercises)
     try:
         from ..report.dashboard import write_dashboard
+
         write_dashboard(batch.out, language=batch.course.language)
     except Exception as e:  # noqa: BLE001 - the grades are written; a dashboard can be made again
         log.write(f"{_now()} could not write dashboard.html: {type(e).__name__}: {e}\n")
     if getattr(args, "similarity", False):
         _similarity(args, batch, console, log)
     n_err = sum(1 for r in batch.rows.values() if r["status"] != "graded")
-    summary = [f"{len(items)} submission(s): {len(items) - n_err} graded, {n_err} error(s) "
-               f"({done} graded in this run, {batch.counts['kept']} kept up to date)"]
+    summary = [
+        f"{len(items)} submission(s): {len(items) - n_err} graded, {n_err} error(s) "
+        f"({done} graded in this run, {batch.counts['kept']} kept up to date)"
+    ]
     if batch.scores:
-        summary.append(f"mean score {sum(batch.scores) / len(batch.scores):.2f} / {_max(batch):g} "
-                       f"over {len(batch.scores)} graded submission(s)")
+        summary.append(
+            f"mean score {sum(batch.scores) / len(batch.scores):.2f} / {_max(batch):g} "
+            f"over {len(batch.scores)} graded submission(s)"
+        )
     if done:
         summary.append(f"time {elapsed:.1f} s, {elapsed / done:.2f} s per submission")
     summary.append(f"results in {batch.out}{os.sep} (grades.csv, dashboard.html, reports/, gradescope/)")
     if batch.unconfined:
-        warning = (f"WARNING: {len(batch.unconfined)} submission(s) were graded with a weak sandbox "
-                   f"(--allow-weak-sandbox; see each report's sandbox_warning): {', '.join(sorted(batch.unconfined)[:10])}"
-                   + (" ..." if len(batch.unconfined) > 10 else ""))
+        warning = (
+            f"WARNING: {len(batch.unconfined)} submission(s) were graded with a weak sandbox "
+            f"(--allow-weak-sandbox; see each report's sandbox_warning): {', '.join(sorted(batch.unconfined)[:10])}"
+            + (" ..." if len(batch.unconfined) > 10 else "")
+        )
         summary.append(warning)
         console.print(f"[bold red]{escape(warning)}[/]")
     log.write(f"{_now()} done: {'; '.join(summary)}\n")
@@ -314,9 +380,19 @@ def _similarity(args, batch, console, log):
     behaviour this batch recorded (behaviour/); never a reason to lose the grades."""
     from ..similarity.cli import analyse, write
     from ..similarity.pairs import FLAG
+
     try:
-        result = analyse(args.submissions, batch.course, args.assignment, (), batch.out, args.layout,
-                         skip=[batch.out], exercises=batch.exercises, workers=args.workers or os.cpu_count() or 1)
+        result = analyse(
+            args.submissions,
+            batch.course,
+            args.assignment,
+            (),
+            batch.out,
+            args.layout,
+            skip=[batch.out],
+            exercises=batch.exercises,
+            workers=args.workers or os.cpu_count() or 1,
+        )
         write(result, batch.out, batch.course.language)
         flagged = sum(1 for p in result.pairs if p.score >= FLAG)
         console.print(f"similarity: {flagged} pair(s) flagged, in {batch.out / 'similarity.html'}")
@@ -395,34 +471,66 @@ stopped it, 130 when interrupted (run again to resume)."""
 def add_parser(sub):
     import argparse
 
-    b = sub.add_parser("grade-batch", help="grade a folder of submissions (nbgrader or flat); CSV, JSON, Gradescope",
-                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("submissions", metavar="SUBMISSIONS",
-                   help="course root or submitted/ folder (nbgrader), or a folder of .py/.ipynb files and folders")
+    b = sub.add_parser(
+        "grade-batch",
+        help="grade a folder of submissions (nbgrader or flat); CSV, JSON, Gradescope",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument(
+        "submissions",
+        metavar="SUBMISSIONS",
+        help="course root or submitted/ folder (nbgrader), or a folder of .py/.ipynb files and folders",
+    )
     b.add_argument("--out", metavar="DIR", default="grades", help="output folder (default: ./grades)")
-    b.add_argument("--layout", choices=["auto", "nbgrader", "flat"], default="auto",
-                   help="how SUBMISSIONS is organised (default: auto-detect)")
+    b.add_argument(
+        "--layout",
+        choices=["auto", "nbgrader", "flat"],
+        default="auto",
+        help="how SUBMISSIONS is organised (default: auto-detect)",
+    )
     b.add_argument("--assignment", metavar="NAME", help="nbgrader: the assignment to grade (needed if several)")
     b.add_argument("--workers", type=int, metavar="N", help="cores to use locally (default: number of cores)")
-    b.add_argument("--parallel", choices=["submissions", "exercises"], default=PARALLEL_DEFAULT,
-                   help="grade N submissions at a time, one exercise at a time each (default), "
-                        "or one submission at a time with N exercises in parallel")
-    b.add_argument("--force", action="store_true", help="regrade every submission, even those with an up-to-date report")
-    b.add_argument("--no-share", action="store_true",
-                   help="let no judge start from what the diagnosis observed of the reference and the catalogued "
-                        "mistakes in an earlier one (autograder/diagnose/share.py; the reports are the same, only "
-                        "slower)")
-    b.add_argument("--dask-scheduler", metavar="ADDRESS",
-                   help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally")
-    b.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "
-                                                    "in the current folder or above it, else the built-in course)")
+    b.add_argument(
+        "--parallel",
+        choices=["submissions", "exercises"],
+        default=PARALLEL_DEFAULT,
+        help="grade N submissions at a time, one exercise at a time each (default), "
+        "or one submission at a time with N exercises in parallel",
+    )
+    b.add_argument(
+        "--force", action="store_true", help="regrade every submission, even those with an up-to-date report"
+    )
+    b.add_argument(
+        "--no-share",
+        action="store_true",
+        help="let no judge start from what the diagnosis observed of the reference and the catalogued "
+        "mistakes in an earlier one (autograder/diagnose/share.py; the reports are the same, only "
+        "slower)",
+    )
+    b.add_argument(
+        "--dask-scheduler", metavar="ADDRESS", help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally"
+    )
+    b.add_argument(
+        "--course",
+        metavar="DIR",
+        help="course folder or its course.yml (default: the nearest course.yml "
+        "in the current folder or above it, else the built-in course)",
+    )
     b.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     b.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     b.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")
-    b.add_argument("--similarity", action="store_true",
-                   help="also write the instructor's similarity report (similarity.json, similarity.html): "
-                        "the code compared function by function, and the wrong outputs this batch recorded")
-    b.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar and no line per submission on stderr (the summary is still printed)")
+    b.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also write the instructor's similarity report (similarity.json, similarity.html): "
+        "the code compared function by function, and the wrong outputs this batch recorded",
+    )
+    b.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no line per submission on stderr (the summary is still printed)",
+    )
     b.set_defaults(func=run_batch)
     return b

@@ -28,6 +28,7 @@ every input (e.g. ``scores * mask`` and a fill value of -1e-9): the diagnosis
 (autograder/diagnose/) cannot tell them apart, so it names the group, whose text covers every
 member.  Entries of a group share it (a YAML anchor).
 """
+
 import shutil
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def build_submission(exercise, entry, dest, solutions=SOLUTIONS):
     for f in Path(solutions).glob("*.py"):
         shutil.copy(f, dest / f.name)
     target = dest / f"{exercise}.py"
-    target.write_text(target.read_text(encoding="utf-8") + "\n\n# --- catalogued mistake: "
-                      + entry["id"] + "\n" + entry["code"], encoding="utf-8")
+    target.write_text(
+        target.read_text(encoding="utf-8") + "\n\n# --- catalogued mistake: " + entry["id"] + "\n" + entry["code"],
+        encoding="utf-8",
+    )
     return dest

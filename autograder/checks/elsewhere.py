@@ -28,6 +28,7 @@ with `Place`:
 Either way the result crosses back as a CPU tensor that remembers its device (``device_of``), so a
 property gives the same verdict and the same feedback on a laptop and on a GPU server.
 """
+
 import contextlib
 
 import torch
@@ -99,6 +100,7 @@ def uses_elsewhere(value, depth=0):
 
 # ---------------------------------------------------------------- the simulated device
 
+
 class SimTensor(torch.Tensor):
     """A tensor on the simulated device: it says "meta", its values live on the CPU (`elem`)."""
 
@@ -107,9 +109,16 @@ class SimTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem):
-        r = torch.Tensor._make_wrapper_subclass(cls, elem.size(), strides=elem.stride(),
-                                                storage_offset=elem.storage_offset(), dtype=elem.dtype,
-                                                layout=elem.layout, device=SIMULATED, requires_grad=False)
+        r = torch.Tensor._make_wrapper_subclass(
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            layout=elem.layout,
+            device=SIMULATED,
+            requires_grad=False,
+        )
         r.elem = elem
         return r
 
@@ -124,8 +133,9 @@ class SimTensor(torch.Tensor):
     def numpy(self, *, force=False):
         if force:
             return self.elem.numpy(force=True)
-        raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
-                        "to host memory first.")
+        raise TypeError(
+            "can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        )
 
     def __array__(self, dtype=None, copy=None):
         return self.numpy()
@@ -159,9 +169,22 @@ def _is_sim_device(d):
 
 
 # operations CUDA runs with a CPU tensor among a GPU tensor's arguments (indices, copies)
-MIXING_ALLOWED = {"_to_copy", "copy_", "copy", "index", "index_put_", "_index_put_impl_", "index_put", "set_",
-                  "_local_scalar_dense", "lift_fresh", "lift_fresh_copy", "detach", "alias"}
-SAME_DEVICE = ("Expected all tensors to be on the same device, but found at least two devices, meta and cpu!")
+MIXING_ALLOWED = {
+    "_to_copy",
+    "copy_",
+    "copy",
+    "index",
+    "index_put_",
+    "_index_put_impl_",
+    "index_put",
+    "set_",
+    "_local_scalar_dense",
+    "lift_fresh",
+    "lift_fresh_copy",
+    "detach",
+    "alias",
+}
+SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, meta and cpu!"
 
 
 def _dispatch(func, args, kwargs):
@@ -228,8 +251,12 @@ class _SimFactories(torch.overrides.TorchFunctionMode):
         if func in _DATA_FACTORIES and _is_sim_device(kwargs.get("device")):
             kwargs["device"] = torch.device("cpu")
             return _wrap(func(*args, **kwargs))
-        if func is torch.Tensor.new_tensor and args and isinstance(args[0], SimTensor) and \
-                (kwargs.get("device") is None or _is_sim_device(kwargs.get("device"))):
+        if (
+            func is torch.Tensor.new_tensor
+            and args
+            and isinstance(args[0], SimTensor)
+            and (kwargs.get("device") is None or _is_sim_device(kwargs.get("device")))
+        ):
             kwargs["device"] = torch.device("cpu")
             return _wrap(args[0].elem.new_tensor(*args[1:], **kwargs))
         return func(*args, **kwargs)
@@ -243,6 +270,7 @@ def simulated():
 
 
 # ---------------------------------------------------------------- turning the marks into a device
+
 
 class Place:
     """Where the code under test runs the marked arguments.  `gpu`: a device worker may use the

@@ -13,6 +13,7 @@ student code runs (worker.py imports it): a submission that rebinds `torch.defau
 `np.random` or `random.getstate` changes nothing here, and `torch.rand` keeps using the C default
 generator whose state is read.
 """
+
 import hashlib
 import random
 

@@ -9,6 +9,24 @@ The runner calls ``diagnose_outcomes`` (judge/runner.py); the tests also use ``d
 ``observations``, ``signatures``, ``agree`` and ``describe``.  See engine.py for how a mistake is
 matched.
 """
-from .engine import (ATOL, FAILED, RTOL, agree, aspects, describe, diagnose, diagnose_outcomes, encode, forms,  # noqa: F401
-                     observations, observe, same, signatures, uses, _trusted, _trusted_student)
+
+from .engine import (  # noqa: F401
+    ATOL,
+    FAILED,
+    RTOL,
+    _trusted,
+    _trusted_student,
+    agree,
+    aspects,
+    describe,
+    diagnose,
+    diagnose_outcomes,
+    encode,
+    forms,
+    observations,
+    observe,
+    same,
+    signatures,
+    uses,
+)
 from .registry import PROBES, CallFailed, Guarded, probe  # noqa: F401

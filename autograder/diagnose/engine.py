@@ -62,6 +62,7 @@ redefines nothing f uses) are not run at all.  A diagnosis costs 0.1-1 s in the 
 after every test of an exercise has its result (judge/runner.py), under its own time budget,
 and only adds to them.
 """
+
 import ast
 import difflib
 import functools
@@ -196,8 +197,9 @@ def aspects(ref, node, path=(), out=None):
             n, k = ref[2][0], node[2][0]
             vals = node[3][:n]
             if k < n:
-                filler = torch.full((n - k,) + tuple(ref[2][1:]), _ABSENT if vals.is_floating_point() else -2 ** 62,
-                                    dtype=vals.dtype)
+                filler = torch.full(
+                    (n - k,) + tuple(ref[2][1:]), _ABSENT if vals.is_floating_point() else -(2**62), dtype=vals.dtype
+                )
                 vals = torch.cat([vals, filler])
             out[path + ("dtype",)] = ("P", "str", node[1])
             out[path + ("values",)] = ("R", _as_rows(vals))
@@ -218,7 +220,7 @@ def aspects(ref, node, path=(), out=None):
             out[path + ("len",)] = ("P", "int", len(node[2]))
             for i, child in enumerate(ref[2]):
                 aspects(child, node[2][i] if i < len(node[2]) else ("absent",), path + (i,), out)
-            out[path + ("extra",)] = ("W", ("L", "seq", node[2][len(ref[2]):]))
+            out[path + ("extra",)] = ("W", ("L", "seq", node[2][len(ref[2]) :]))
             return out
         return _whole(ref, node, path, out)
     if kind == "D":
@@ -238,11 +240,14 @@ def _as_ref_shape(ref, node):
     """(form, values of ref's shape) when `node` holds the numbers of a tensor like `ref` in
     another form: a Python number for a one-number tensor, or a tensor whose shape differs only
     by axes of size 1; else None."""
-    if node[0] == "P" and node[1] in ("float", "int") and math.prod(ref[2]) == 1 \
-            and ref[3].is_floating_point():
+    if node[0] == "P" and node[1] in ("float", "int") and math.prod(ref[2]) == 1 and ref[3].is_floating_point():
         return f"Python {node[1]}", torch.tensor(float(node[2]), dtype=torch.float64).reshape(ref[2])
-    if node[0] == "T" and node[2] != ref[2] and math.prod(node[2]) == math.prod(ref[2]) > 0 \
-            and [n for n in node[2] if n != 1] == [n for n in ref[2] if n != 1]:
+    if (
+        node[0] == "T"
+        and node[2] != ref[2]
+        and math.prod(node[2]) == math.prod(ref[2]) > 0
+        and [n for n in node[2] if n != 1] == [n for n in ref[2] if n != 1]
+    ):
         return f"{node[1]} of shape {tuple(node[2])}", node[3].reshape(ref[2])
     return None
 
@@ -297,8 +302,12 @@ def _clearly_apart(a, b, where, factor=CLEAR):
     """Entries (of `where`, or all) where a differs from b by more than `factor` tolerances: numbers
     a second defect may have brought near the reference's by chance refute nothing (other values:
     wherever they differ)."""
-    if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape and \
-            (a[1].is_floating_point() or b[1].is_floating_point()):
+    if (
+        a[0] == "R"
+        and b[0] == "R"
+        and a[1].shape == b[1].shape
+        and (a[1].is_floating_point() or b[1].is_floating_point())
+    ):
         x, y = a[1].double(), b[1].double()
         apart = ~torch.isclose(x, y, atol=ATOL * factor, rtol=RTOL * factor, equal_nan=True)
         return apart if where is None else where & apart
@@ -332,12 +341,18 @@ def _informative(value, rows, cells):
         return rows & some
     if value[0] == "W":
         inner = value[1]
-        ok = inner[0] == "T" and inner[3].numel() > 0 and (
-            not inner[3].is_floating_point() or bool((torch.isfinite(inner[3]) & (inner[3] != 0)).any()))
+        ok = (
+            inner[0] == "T"
+            and inner[3].numel() > 0
+            and (not inner[3].is_floating_point() or bool((torch.isfinite(inner[3]) & (inner[3] != 0)).any()))
+        )
         return rows & ok
     if value[0] == "Q":
-        ok = any(v[0] == "P" and (v[1] in ("int", "str") or (v[1] == "float" and math.isfinite(v[2]) and v[2] != 0))
-                 for v, c in zip(value[1], cells[0].tolist()) if c)
+        ok = any(
+            v[0] == "P" and (v[1] in ("int", "str") or (v[1] == "float" and math.isfinite(v[2]) and v[2] != 0))
+            for v, c in zip(value[1], cells[0].tolist())
+            if c
+        )
         return rows & ok
     if value[0] == "P" and value[1] in ("int", "str", "shape"):
         return rows.clone()
@@ -422,8 +437,11 @@ def merge3(base, a, b, split=str.splitlines, join="\n".join):
 
     def absorbed(e, others):  # an insertion the other side's replacement already holds at that end
         i1, i2, new = e
-        return i1 == i2 and any(new and ((o2 == i1 and onew[-len(new):] == new) or (o1 == i1 and onew[:len(new)] == new))
-                                for o1, o2, onew in others if (o1, o2) != (i1, i2))
+        return i1 == i2 and any(
+            new and ((o2 == i1 and onew[-len(new) :] == new) or (o1 == i1 and onew[: len(new)] == new))
+            for o1, o2, onew in others
+            if (o1, o2) != (i1, i2)
+        )
 
     changes = sorted({e for e in ea if not absorbed(e, eb)} | {e for e in eb if not absorbed(e, ea)})
     for (i1, i2, _), (j1, _, _) in zip(changes, changes[1:]):
@@ -463,8 +481,9 @@ def _consensus(codes):
     def spread(anchor):
         total = 0
         for o in texts:
-            same_lines = sum(size for *_, size in difflib.SequenceMatcher(None, anchor, o, autojunk=False)
-                             .get_matching_blocks())
+            same_lines = sum(
+                size for *_, size in difflib.SequenceMatcher(None, anchor, o, autojunk=False).get_matching_blocks()
+            )
             total += len(anchor) + len(o) - 2 * same_lines
         return total
 
@@ -494,13 +513,20 @@ def compositions(a, b, pivots):
 
     def distance(pivot):  # lines changed from the pivot to a and to b
         lines = pivot.splitlines()
-        return sum(sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in
-                       difflib.SequenceMatcher(None, lines, x.splitlines(), autojunk=False).get_opcodes()
-                       if tag != "equal") for x in (a, b))
+        return sum(
+            sum(
+                max(i2 - i1, j2 - j1)
+                for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+                    None, lines, x.splitlines(), autojunk=False
+                ).get_opcodes()
+                if tag != "equal"
+            )
+            for x in (a, b)
+        )
 
     pivot = consensus(pivots + [a, b])
     by_token = merge3(pivot, a, b, _TOKEN.findall, "".join)  # two edits of one line, at other places in it
-    for pivot, merged in [(p, merge3(p, a, b)) for p in [pivot] + sorted(pivots, key=distance)] + [(pivot, by_token)]:
+    for _, merged in [(p, merge3(p, a, b)) for p in [pivot] + sorted(pivots, key=distance)] + [(pivot, by_token)]:
         if merged is None or merged in (a, b):
             continue
         counts = {}
@@ -638,15 +664,19 @@ def _trusted(exercise):
     """(reference, [_Mistake]) of an exercise, kept for the process.  Their namespaces are built
     and run only when needed."""
     if exercise not in _CACHE:
-        mistakes = [_Mistake(exercise, e, i) for i, (ex, e) in enumerate(_catalogue(exercise))
-                    if e.get("diagnosis", True)]
+        mistakes = [
+            _Mistake(exercise, e, i) for i, (ex, e) in enumerate(_catalogue(exercise)) if e.get("diagnosis", True)
+        ]
         ref = _Trusted(exercise)
         if exercise == "tiny_lm":  # the parts' own mistakes, named after their exercises' entries
             natives = [m for m in mistakes if m.touches and m.touches <= set(PARTS)]
             for origin in dict.fromkeys(PARTS.values()):
                 for _, e in _catalogue(origin):
-                    if not e.get("diagnosis", True) or PARTS.get(e["function"]) != origin \
-                            or not redefined(e.get("code") or "") <= set(PARTS):
+                    if (
+                        not e.get("diagnosis", True)
+                        or PARTS.get(e["function"]) != origin
+                        or not redefined(e.get("code") or "") <= set(PARTS)
+                    ):
                         continue
                     part = _Mistake(exercise, e, 1000 + len(mistakes), origin)
                     if not any(_duplicate(part, m) for m in natives):
@@ -669,8 +699,10 @@ def signatures(exercise):
     {function: obs}, "mistakes": [(entry, {function: obs})]} (for the tests of the catalogue)."""
     ref, mistakes = _trusted(exercise)
     functions = list(PROBES.get(exercise, {}))
-    return {"reference": {f: ref.all(f) for f in functions},
-            "mistakes": [(m.entry, {f: m.forms[0].all(f) for f in functions}) for m in mistakes if m.origin is None]}
+    return {
+        "reference": {f: ref.all(f) for f in functions},
+        "mistakes": [(m.entry, {f: m.forms[0].all(f) for f in functions}) for m in mistakes if m.origin is None],
+    }
 
 
 _USES = {}
@@ -684,8 +716,13 @@ def uses(exercise):
 
         def names(obj):
             found = set()
-            codes = [obj.__code__] if hasattr(obj, "__code__") else \
-                [v.__code__ for v in vars(obj).values() if hasattr(v, "__code__")] if isinstance(obj, type) else []
+            codes = (
+                [obj.__code__]
+                if hasattr(obj, "__code__")
+                else [v.__code__ for v in vars(obj).values() if hasattr(v, "__code__")]
+                if isinstance(obj, type)
+                else []
+            )
             while codes:
                 c = codes.pop()
                 found |= set(c.co_names)
@@ -728,8 +765,22 @@ class _Verdict:
     """How one mistake (one form) reads against the student on one function's probes.  Cells are
     {(function, probe, key): bool tensor (rows, columns)}."""
 
-    __slots__ = ("hits", "misses", "unknown", "evidence", "covers", "crashes", "strong", "weak_probes",
-                 "supporting", "refuting", "soft", "covered", "isolated", "lone")
+    __slots__ = (
+        "hits",
+        "misses",
+        "unknown",
+        "evidence",
+        "covers",
+        "crashes",
+        "strong",
+        "weak_probes",
+        "supporting",
+        "refuting",
+        "soft",
+        "covered",
+        "isolated",
+        "lone",
+    )
 
     def __init__(self):
         self.hits = self.misses = self.unknown = 0
@@ -822,8 +873,9 @@ class _Session:
         k = ("at", function, i, key)
         if k not in self._same_as_ref:
             r = self.ref_aspects(function, i)[key]
-            self._same_as_ref[k] = self.same_as_ref(function, i, key) & \
-                ~_clearly_apart(self.student_aspects(function, i)[key], r, None, STRICT)
+            self._same_as_ref[k] = self.same_as_ref(function, i, key) & ~_clearly_apart(
+                self.student_aspects(function, i)[key], r, None, STRICT
+            )
         return self._same_as_ref[k]
 
     def same_as_ref(self, function, i, key):
@@ -840,7 +892,6 @@ class _Session:
             out = {}
             for i in range(len(self.obs[function])):
                 ref = self.ref_aspects(function, i)
-                mine = self.student_aspects(function, i)
                 for key in ref:
                     d = ~self.same_as_ref(function, i, key)
                     if bool(d.any()):
@@ -1073,23 +1124,31 @@ def _refuted(session, m, g):
     """Is every form of mistake m contradicted by the student's values in g (see _Verdict)?"""
     if session.observed(g) is None:
         return False
-    return all(session.verdict(form, g, like=m.forms[0] if form is not m.forms[0] else None) is None
-               for form in m.forms)
+    return all(
+        session.verdict(form, g, like=m.forms[0] if form is not m.forms[0] else None) is None for form in m.forms
+    )
 
 
 def _select(session, f, candidates):
     """The fewest candidates that explain the most (see the module docstring), in order: first
     those that reproduce a value only they give; then, one at a time, any other that completes
     the explanation (nothing left unexplained in f and in its own function)."""
+
     def rank(c):  # most of f first; then most of its own function too (a part's mistake seen in the part)
         return (-c.f_size, -c.size, c.misses, c.mistake.origin is not None, c.mistake.order)
 
     ranked = sorted(candidates, key=rank)
 
     def twin(c):  # another mistake explains exactly the same, differently: name neither
-        return any(d is not c and d.mistake.group != c.mistake.group and d.size == c.size
-                   and d.misses == c.misses and _within(d.evidence, c.evidence) and _within(c.evidence, d.evidence)
-                   for d in ranked)
+        return any(
+            d is not c
+            and d.mistake.group != c.mistake.group
+            and d.size == c.size
+            and d.misses == c.misses
+            and _within(d.evidence, c.evidence)
+            and _within(c.evidence, d.evidence)
+            for d in ranked
+        )
 
     chosen = []
 
@@ -1118,8 +1177,13 @@ def _select(session, f, candidates):
         alone = _minus(c.evidence, _explained(others)) if others else c.evidence
         if c.strong:  # a mistake of values whose own part is only a failure both give: redundant
             alone = {k: v for k, v in alone.items() if not _failed(session.student_aspects(k[0], k[1])[k[2]])}
-        if not alone or any(d not in chosen and d.mistake.group != c.mistake.group and _within(alone, d.evidence)
-                            and d.misses <= c.misses for d in ranked):
+        if not alone or any(
+            d not in chosen
+            and d.mistake.group != c.mistake.group
+            and _within(alone, d.evidence)
+            and d.misses <= c.misses
+            for d in ranked
+        ):
             chosen.remove(c)
     return chosen
 
@@ -1153,7 +1217,7 @@ def _where(session, f, left, limit=3):
         else:
             call = calls[0] if calls else PROBES[session.exercise][f][i].__name__
         raises = call.startswith("raises ")
-        call = call[len("raises "):] if raises else call
+        call = call[len("raises ") :] if raises else call
         tail = key[-1] if key else None
         if raises:
             what_zh, what_en = "是否抛出 ValueError", "whether it raises ValueError"
@@ -1208,9 +1272,10 @@ def _pair(session, f, pool, chosen, singles):
     reach = [_reach(session, f, v) for _, _, v in pool]
     order = sorted(range(len(pool)), key=lambda i: (-pool[i][2].hits, -_size(reach[i]), -pool[i][0].order))
     order = order[:PAIR_POOL]
-    pairs = sorted(((i, j) for n, i in enumerate(order) for j in order[n + 1:]),
-                   key=lambda ij: (-_size(_union(reach[ij[0]], reach[ij[1]])),
-                                   -(pool[ij[0]][2].hits + pool[ij[1]][2].hits)))
+    pairs = sorted(
+        ((i, j) for n, i in enumerate(order) for j in order[n + 1 :]),
+        key=lambda ij: (-_size(_union(reach[ij[0]], reach[ij[1]])), -(pool[ij[0]][2].hits + pool[ij[1]][2].hits)),
+    )
     named = {c.mistake.group for c in chosen}
     stop = _clock() + PAIR_SECONDS
     found = []  # pairs that explain everything
@@ -1226,8 +1291,10 @@ def _pair(session, f, pool, chosen, singles):
                 continue
             if agree(form.all(f), form_a.all(f)) or agree(form.all(f), form_b.all(f)):
                 continue  # one redefinition hides the other: not both at once
-            if any(_crashed(o) and not _crashed(x) and not _crashed(y)
-                   for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))):
+            if any(
+                _crashed(o) and not _crashed(x) and not _crashed(y)
+                for o, x, y in zip(form.all(f), form_a.all(f), form_b.all(f))
+            ):
                 continue  # the merged code crashes where neither mistake does: a bad merge
             functions = list(dict.fromkeys([f, a.function, b.function]))
             verdicts = {}
@@ -1260,15 +1327,20 @@ def _pair(session, f, pool, chosen, singles):
 
 def _composed(session, a, b, form_a, form_b):
     """_Trusted namespaces making mistakes a and b (in these forms) at once (kept for the process)."""
-    ca, cb = (form_a.parts[0][1] if form_a.parts else form_a.code) or "", \
-        (form_b.parts[0][1] if form_b.parts else form_b.code) or ""
+    ca, cb = (
+        (form_a.parts[0][1] if form_a.parts else form_a.code) or "",
+        (form_b.parts[0][1] if form_b.parts else form_b.code) or "",
+    )
     key = (ca, cb)
     cache = session.composed
     if key not in cache:
         out = []
         if a.origin == b.origin:
-            pivots = [m.entry.get("code") or "" for m in session.mistakes
-                      if m.origin == a.origin and m.function == a.function and m.group not in (a.group, b.group)]
+            pivots = [
+                m.entry.get("code") or ""
+                for m in session.mistakes
+                if m.origin == a.origin and m.function == a.function and m.group not in (a.group, b.group)
+            ]
             for code in compositions(ca, cb, pivots):
                 out.append(_Trusted(session.exercise, code=code, origin=a.origin))
         elif a.origin is None or b.origin is None:
@@ -1317,6 +1389,7 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
             continue  # missing, out of time, or behaves like the reference on every probe
         if behaviour is not None:
             from ..similarity.behaviour import digest
+
             behaviour[f] = {"outputs": digest(mine)}
         reach = {f} | used.get(f, set())
         candidates, pool = [], []
@@ -1328,8 +1401,9 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
                 candidates.append(c)
             for form in m.forms:  # the first form nothing refutes, for two mistakes at once
                 like = m.forms[0] if form is not m.forms[0] else None
-                if m.function != f and (session.observed(m.function) is None
-                                        or not session.verdict(form, m.function, like=like)):
+                if m.function != f and (
+                    session.observed(m.function) is None or not session.verdict(form, m.function, like=like)
+                ):
                     continue  # refuted in its own function (checked first: it is usually cheaper)
                 v = session.verdict(form, f, like=like)
                 if v is not None and v.covers:
@@ -1351,8 +1425,10 @@ def diagnose(student, exercise, functions, deadline=None, into=None, by_part=Non
         extra = {}
         if left:
             zh, en = _where(session, f, left)
-            extra = {"unexplained_zh": f"另外还有不同之处，上面的错误解释不了：{zh}。",
-                     "unexplained_en": f"And something else differs that the mistake above does not explain: {en}."}
+            extra = {
+                "unexplained_zh": f"另外还有不同之处，上面的错误解释不了：{zh}。",
+                "unexplained_en": f"And something else differs that the mistake above does not explain: {en}.",
+            }
         for c in chosen:
             d = describe(c.mistake.entry, c.mistake.origin)
             d.update(extra)
@@ -1387,6 +1463,7 @@ def _dependent_draws(session, f, chosen):
 
     def elsewhere(c):  # evidence outside the probes counting draws over rows
         return any(bool(v.any()) for k, v in c.evidence.items() if not (k[0] == f and k[1] in counted))
+
     kept = [c for c in chosen if elsewhere(c)]
     return (kept, counted) if kept else (chosen, set())
 
@@ -1403,8 +1480,9 @@ def _by_part(session, f):
             catalogued += [s for s in (form.student() for form in m.forms) if s is not False]
     try:
         with torch.random.fork_rng():
-            claims = parts.explain(session.student, session.exercise, f, _reference_namespace(session.exercise),
-                                   catalogued, session.late)
+            claims = parts.explain(
+                session.student, session.exercise, f, _reference_namespace(session.exercise), catalogued, session.late
+            )
     except TestTimeout:
         raise
     except Exception:  # noqa: BLE001 - an explanation must never cost a diagnosis
@@ -1422,8 +1500,13 @@ def _by_form(session, f):
         r_logs = [session.ref.log(f, i) for i in range(n)]
         deviating = {k[1] for k in session.deviations(f)}
         s_extra, r_extra = form.extra_logs(f, session.student, session.ref.student())
-        return form.explain(f, session.logs.get(f, [[]] * n) + [s_extra], r_logs + [r_extra], deviating,
-                            _reference_namespace(session.exercise))
+        return form.explain(
+            f,
+            session.logs.get(f, [[]] * n) + [s_extra],
+            r_logs + [r_extra],
+            deviating,
+            _reference_namespace(session.exercise),
+        )
     except TestTimeout:
         raise
     except Exception:  # noqa: BLE001 - an explanation must never cost a diagnosis
@@ -1472,8 +1555,9 @@ def diagnose_outcomes(student, exercise, outcomes, functions_of, budget=5.0, wal
             old = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, max(0.01, wall if wall is not None else budget))
             armed = True
-        diagnose(student, exercise, functions, deadline=_clock() + budget, into=found, by_part=by_part,
-                 behaviour=behaviour)
+        diagnose(
+            student, exercise, functions, deadline=_clock() + budget, into=found, by_part=by_part, behaviour=behaviour
+        )
     except TestTimeout:  # what was found before the alarm stands
         abort = getattr(student, "abort", None)
         if abort:
@@ -1509,12 +1593,17 @@ def elsewhere_hint(function, named, parts):
     if named and all(d.get("function") not in (None, function) for d in named):
         fns = list(dict.fromkeys(d["function"] for d in named))
         where = ", ".join(f"`{f}`" for f in fns)
-        return {"hint_zh": f"差别来自 {where}：先让它通过自己的测试，再看这个测试。",
-                "hint_en": f"The difference comes from {where}: make it pass its own tests first, then this one.",
-                "hint_elsewhere": True}
+        return {
+            "hint_zh": f"差别来自 {where}：先让它通过自己的测试，再看这个测试。",
+            "hint_en": f"The difference comes from {where}: make it pass its own tests first, then this one.",
+            "hint_elsewhere": True,
+        }
     if parts and all(p.get("hint_en") for p in parts):
-        return {"hint_zh": "\n".join(p["hint_zh"] for p in parts), "hint_en": "\n".join(p["hint_en"] for p in parts),
-                "hint_elsewhere": True}
+        return {
+            "hint_zh": "\n".join(p["hint_zh"] for p in parts),
+            "hint_en": "\n".join(p["hint_en"] for p in parts),
+            "hint_elsewhere": True,
+        }
     return {}
 
 

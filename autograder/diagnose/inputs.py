@@ -1,4 +1,5 @@
 """Small, seeded inputs for the probes, and helpers to read what came back."""
+
 import torch
 
 from .registry import CallFailed
@@ -66,8 +67,14 @@ def kind_of(res):
     if isinstance(res, CallFailed):
         return res
     if isinstance(res, (tuple, list)):
-        return ("kind", tuple((type(x).__name__, tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor)
-                              else type(x).__name__ for x in res[:3]), len(res))
+        return (
+            "kind",
+            tuple(
+                (type(x).__name__, tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor) else type(x).__name__
+                for x in res[:3]
+            ),
+            len(res),
+        )
     return ("kind", type(res).__name__)
 
 

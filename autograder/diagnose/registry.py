@@ -8,6 +8,7 @@ its result, so that one failing call is one observation (a probe that calls a fu
 still sees the four other results).  A missing function still raises: a function that is not
 there is never diagnosed.
 """
+
 from ..errors import MissingFunction, PropertyFailure, TestTimeout
 
 PROBES = {}  # exercise -> {function: [probe(student) -> value]}
@@ -19,11 +20,13 @@ def probe(exercise, function, isolates=False, on_device=False):
     blocks), so that a mistake elsewhere is seen alone.  `on_device`: it gives the function an
     argument on another device (checks/elsewhere.py), which only the function's own exercise
     asks for (tiny_lm does not register it again for the parts pasted into it)."""
+
     def register(fn):
         fn.isolates = isolates or getattr(fn, "isolates", False)  # (tiny_lm registers the parts' probes again)
         fn.on_device = on_device or getattr(fn, "on_device", False)
         PROBES.setdefault(exercise, {}).setdefault(function, []).append(fn)
         return fn
+
     return register
 
 

@@ -30,6 +30,7 @@ a batch's reports stay those of `grade` run on each submission alone.
 Only trusted code ever fills these caches (the reference and the catalogue, run in the judge);
 nothing a worker sends is part of them.
 """
+
 import hashlib
 import io
 import time
@@ -157,9 +158,15 @@ def merge(data):
     if not isinstance(got, dict) or not isinstance(got.get("obs"), dict):
         return 0
     for key, value in (got.get("compositions") or {}).items():
-        if (isinstance(key, str) and key not in COMPOSITIONS and isinstance(value, tuple) and len(value) == 2
-                and isinstance(value[0], list) and all(isinstance(c, str) for c in value[0])
-                and isinstance(value[1], float)):
+        if (
+            isinstance(key, str)
+            and key not in COMPOSITIONS
+            and isinstance(value, tuple)
+            and len(value) == 2
+            and isinstance(value[0], list)
+            and all(isinstance(c, str) for c in value[0])
+            and isinstance(value[1], float)
+        ):
             COMPOSITIONS[key] = value
             n += 1
     for key, entries in got["obs"].items():

@@ -11,5 +11,6 @@ Importing this package imports neither (the sandbox server must not hold the jud
 def __getattr__(name):
     if name in ("ForkRunner", "InProcessRunner"):
         from . import runner
+
         return getattr(runner, name)
     raise AttributeError(name)

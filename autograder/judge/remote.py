@@ -13,6 +13,7 @@ An `nn.Module` the student's class returns is mirrored by a `RemoteObject` whose
 children are real local replicas: a property may read and overwrite their weights, and the new
 values are sent along with the next call.
 """
+
 import functools
 import os
 import socket
@@ -21,13 +22,13 @@ import time
 import torch
 
 from .. import safe
+from ..checks.elsewhere import MARK, uses_elsewhere
 from ..errors import MissingFunction, PropertyFailure, StudentCrash
 from ..properties._harness import argument_position, fmt, fmt_call, raise_container_mutated
 from ..sandbox import protocol as P
-from ..checks.elsewhere import MARK, uses_elsewhere
-
 
 # ---------------------------------------------------------------- zygote
+
 
 class Zygote:
     """The judge's handle on a zygote: a process of the sandbox server (server.py) that holds the
@@ -40,8 +41,13 @@ class Zygote:
     def __init__(self, sources, errors, root, roots, limit_options=None, train=False):
         from ..sandbox import server as S
 
-        init = {"sources": sources, "errors": list(errors), "root": root, "roots": list(roots),
-                "limit_options": limit_options}
+        init = {
+            "sources": sources,
+            "errors": list(errors),
+            "root": root,
+            "roots": list(roots),
+            "limit_options": limit_options,
+        }
         self.pid = None
         self.limited = limit_options is not None  # its workers send their levels first (worker.py)
         self.allow_weak = bool((limit_options or {}).get("allow_weak"))
@@ -62,8 +68,9 @@ class Zygote:
 
     def spawn(self, skip=(), focus=None, needed=(), devices=False):
         """A new worker: (pid, its socket).  `devices`: a device worker (devices.py)."""
-        P.send(self.sock, {"spawn": {"skip": list(skip), "focus": focus, "needed": list(needed),
-                                     "devices": bool(devices)}})
+        P.send(
+            self.sock, {"spawn": {"skip": list(skip), "focus": focus, "needed": list(needed), "devices": bool(devices)}}
+        )
         header, _, fds = self.channel.recv_fds(1)
         if not isinstance(header.get("pid"), int) or len(fds) != 1:
             for fd in fds:
@@ -101,11 +108,13 @@ class WeakSandbox(Exception):
 
     def __init__(self, levels):
         from ..sandbox.limits import missing
+
         self.levels, self.missing = levels, missing(levels)
         super().__init__("; ".join(self.missing))
 
 
 # ---------------------------------------------------------------- autograd bridge
+
 
 class _Attach(torch.autograd.Function):
     """Connect outputs computed in the worker to the judge's inputs; backward asks the worker."""
@@ -188,6 +197,7 @@ def _linear(d, arrays):
 
 # ---------------------------------------------------------------- the student, seen from the judge
 
+
 class RemoteObject:
     """Judge-side mirror of an object the student's class created in the worker."""
 
@@ -212,16 +222,22 @@ class RemoteObject:
     def _grad_params(self):
         """Names ("W_q.weight") of the mirrored parameters with requires_grad on: a property that
         wants the gradient of a parameter turns it on (they start off, see RemoteStudent._remote_object)."""
-        return [f"{name}.{pname}" for name, child in self._children.items() if isinstance(child, torch.nn.Linear)
-                for pname in ("weight", "bias")
-                if isinstance(getattr(child, pname), torch.Tensor) and getattr(child, pname).requires_grad]
+        return [
+            f"{name}.{pname}"
+            for name, child in self._children.items()
+            if isinstance(child, torch.nn.Linear)
+            for pname in ("weight", "bias")
+            if isinstance(getattr(child, pname), torch.Tensor) and getattr(child, pname).requires_grad
+        ]
 
     def _state(self, arrays):
         state = {}
         for name, child in self._children.items():
             if isinstance(child, torch.nn.Linear):
-                state[name] = {"weight": P.encode(child.weight, arrays),
-                               "bias": P.encode(child.bias, arrays) if child.bias is not None else None}
+                state[name] = {
+                    "weight": P.encode(child.weight, arrays),
+                    "bias": P.encode(child.bias, arrays) if child.bias is not None else None,
+                }
         return state
 
 
@@ -229,6 +245,7 @@ def _may_run_on_the_device(method):
     """call / new / raises: with an argument on another device, on the device worker if there is
     one (RemoteStudent._on_device); the arguments after the first (a name, or an exception type
     and a name) are the call's."""
+
     @functools.wraps(method)
     def run(self, first, *args, **kwargs):
         call_args = args[1:] if method.__name__ == "raises" else args
@@ -236,6 +253,7 @@ def _may_run_on_the_device(method):
         if target is not None:
             return self._routed(target, method, first, *args, **kwargs)
         return method(self, first, *args, **kwargs)
+
     return run
 
 
@@ -263,6 +281,7 @@ class RemoteStudent:
         self.skip = []  # [[chunk, line, seconds]]: top-level statements that ran out of CPU time
         self.partial = False  # the worker ran only the exercise's own file (see load.exec_sources)
         from ..properties import load_all
+
         self.needed = sorted({p.function for p in load_all().values() if p.exercise == exercise})
 
     # -- worker life
@@ -281,6 +300,7 @@ class RemoteStudent:
             if self.zygote.limited:  # the worker's levels come first, before any student code ran
                 first, _ = self.sock.recv(deadline=deadline)
                 from ..sandbox.limits import missing, verify
+
                 first = first if isinstance(first, dict) else {}
                 self.levels = verify(first.get("levels"), self.pid)
                 if first.get("refused") is not False or (missing(self.levels) and not self.zygote.allow_weak):
@@ -290,39 +310,51 @@ class RemoteStudent:
             self._loaded(header)
         except P.ChannelTimeout:
             self.abort()
-            self.fatal = (f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",
-                          f"Loading your submission (running its top-level code) did not finish within "
-                          f"{self.load_timeout:g} s.")
+            self.fatal = (
+                f"加载你的提交（运行顶层代码）在 {self.load_timeout:g} 秒内没有完成。",
+                f"Loading your submission (running its top-level code) did not finish within {self.load_timeout:g} s.",
+            )
             raise StudentCrash(*self.fatal, kind="error") from None
         except P.ChannelClosed:
             reason = self.abort(grace=1.0)
-            self.fatal = (f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？",
-                          f"The process ended while loading your submission ({reason}): does top-level code "
-                          f"call exit / os._exit?")
+            self.fatal = (
+                f"加载你的提交时进程意外结束（{reason}）：顶层代码里是否调用了 exit / os._exit？",
+                f"The process ended while loading your submission ({reason}): does top-level code "
+                f"call exit / os._exit?",
+            )
             raise StudentCrash(*self.fatal, kind="error") from None
         except P.ProtocolError as e:
             self.abort()
-            self.fatal = ("加载你的提交时，运行它的进程发回了无法识别的数据（顶层代码是否写了不属于它的文件描述符？）。",
-                          "While loading your submission, the process running it sent data the grader cannot "
-                          f"read (does top-level code write to file descriptors it does not own?): {str(e)[:120]}")
+            self.fatal = (
+                "加载你的提交时，运行它的进程发回了无法识别的数据（顶层代码是否写了不属于它的文件描述符？）。",
+                "While loading your submission, the process running it sent data the grader cannot "
+                f"read (does top-level code write to file descriptors it does not own?): {str(e)[:120]}",
+            )
             raise StudentCrash(*self.fatal, kind="error") from None
 
     def _loaded(self, header):
         """What the worker said about loading: its problems, the names defined, whether files wait.
         All of it is the worker's word, capped here (safe.py) whatever the worker did to its own code."""
         loaded = header.get("loaded")
-        loaded = [safe.cap(e, LOAD_ERROR_CHARS, 2) for e in loaded[:MAX_LOAD_ERRORS]] if isinstance(loaded, list) else []
+        loaded = (
+            [safe.cap(e, LOAD_ERROR_CHARS, 2) for e in loaded[:MAX_LOAD_ERRORS]] if isinstance(loaded, list) else []
+        )
         # the worker's list starts with the read errors it was given: keep each problem once
         self.load_errors = list(dict.fromkeys(self.read_errors + loaded))[:MAX_LOAD_ERRORS]
         names = header.get("names")
-        self.names = {n for n in names[:MAX_NAMES] if isinstance(n, str) and len(n) <= MAX_NAME_CHARS
-                      and n.isidentifier()} if isinstance(names, list) else set()
+        self.names = (
+            {n for n in names[:MAX_NAMES] if isinstance(n, str) and len(n) <= MAX_NAME_CHARS and n.isidentifier()}
+            if isinstance(names, list)
+            else set()
+        )
         self.partial = header.get("partial") is True
         timed_out = header.get("timed_out")
         if isinstance(timed_out, list):  # statements a restarted worker skips at once
-            self.skip = [[safe.cap(t[0], LOAD_ERROR_CHARS, 1), t[1], t[2]] for t in timed_out[:50]
-                         if isinstance(t, list) and len(t) == 3 and isinstance(t[1], int)
-                         and isinstance(t[2], (int, float))]
+            self.skip = [
+                [safe.cap(t[0], LOAD_ERROR_CHARS, 1), t[1], t[2]]
+                for t in timed_out[:50]
+                if isinstance(t, list) and len(t) == 3 and isinstance(t[1], int) and isinstance(t[2], (int, float))
+            ]
 
     def _load_rest(self):
         """The worker ran only the exercise's own file and `name` is not in it: run the others."""
@@ -331,13 +363,18 @@ class RemoteStudent:
             header, _ = self.sock.recv(deadline=time.monotonic() + self.load_timeout)
         except P.ChannelTimeout:
             self.abort()
-            raise StudentCrash(f"加载你的其他文件在 {self.load_timeout:g} 秒内没有完成。",
-                               f"Loading your other files did not finish within {self.load_timeout:g} s.",
-                               kind="error") from None
+            raise StudentCrash(
+                f"加载你的其他文件在 {self.load_timeout:g} 秒内没有完成。",
+                f"Loading your other files did not finish within {self.load_timeout:g} s.",
+                kind="error",
+            ) from None
         except P.ProtocolError:
             reason = self.abort(grace=1.0)
-            raise StudentCrash(f"加载你的其他文件时进程意外结束（{reason}）。",
-                               f"The process ended while loading your other files ({reason}).", kind="error") from None
+            raise StudentCrash(
+                f"加载你的其他文件时进程意外结束（{reason}）。",
+                f"The process ended while loading your other files ({reason}).",
+                kind="error",
+            ) from None
         if not isinstance(header, dict) or "names" not in header:
             self.abort()
             raise StudentCrash("加载你的其他文件失败。", "Loading your other files failed.", kind="error")
@@ -364,16 +401,22 @@ class RemoteStudent:
             return self.sock.recv()  # a test's own alarm ends the wait
         except P.ChannelClosed:
             reason = self.abort(grace=1.0)
-            raise StudentCrash(f"运行你的代码的进程意外结束（{reason}）。",
-                               f"The process running your code ended unexpectedly ({reason}).",
-                               [("调用 call", self.last_call)],
-                               "段错误、os._exit 或内存耗尽都会这样。", "A segfault, os._exit or running out of "
-                               "memory does this.", kind="error") from None
+            raise StudentCrash(
+                f"运行你的代码的进程意外结束（{reason}）。",
+                f"The process running your code ended unexpectedly ({reason}).",
+                [("调用 call", self.last_call)],
+                "段错误、os._exit 或内存耗尽都会这样。",
+                "A segfault, os._exit or running out of memory does this.",
+                kind="error",
+            ) from None
         except (P.ProtocolError, OSError) as e:
             self.abort()
-            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
-                               "The process running your code sent back data the grader cannot read.",
-                               [("原因 reason", str(e)[:200])], kind="error") from None
+            raise StudentCrash(
+                "运行你的代码的进程发回了无法识别的数据。",
+                "The process running your code sent back data the grader cannot read.",
+                [("原因 reason", str(e)[:200])],
+                kind="error",
+            ) from None
 
     # -- the Student interface
     def lookup(self, name):
@@ -386,7 +429,9 @@ class RemoteStudent:
                 f"提交中找不到 `{name}`。请确认名称与模板一致，并且定义它的单元格能运行。",
                 f"`{name}` is not defined in your submission. Check the name matches the template "
                 f"and that the cell defining it runs.",
-                [("加载时的错误 load errors", "\n".join(errs))] if errs else [], kind="missing")
+                [("加载时的错误 load errors", "\n".join(errs))] if errs else [],
+                kind="missing",
+            )
         return name
 
     def _on_device(self, args, kwargs):
@@ -395,6 +440,7 @@ class RemoteStudent:
         if self.devices or not uses_elsewhere([args, kwargs]):
             return None
         from ..sandbox.devices import visible
+
         if not visible():
             return None  # this worker, on the simulated device
         if self._device is None:
@@ -426,8 +472,11 @@ class RemoteStudent:
         if not isinstance(fn, RemoteObject):
             if callable(fn):  # a judge-side callable: trusted code, run it here
                 return fn(*args, **kwargs)
-            raise StudentCrash(f"`{label}` 不是函数（是 {type(fn).__name__}）。",
-                               f"`{label}` is not callable (it is a {type(fn).__name__}).", kind="missing")
+            raise StudentCrash(
+                f"`{label}` 不是函数（是 {type(fn).__name__}）。",
+                f"`{label}` is not callable (it is a {type(fn).__name__}).",
+                kind="missing",
+            )
         return self._call({"op": "invoke", "handle": fn._handle}, label, args, kwargs, obj=fn)
 
     @_may_run_on_the_device
@@ -435,8 +484,13 @@ class RemoteStudent:
         self.lookup(name)
         self.last_call = fmt_call(name, args, kwargs)
         arrays = []
-        header = {"op": "call", "name": name, "prefer": self.exercise,
-                  "args": P.encode(tuple(args), arrays), "kwargs": {k: P.encode(v, arrays) for k, v in kwargs.items()}}
+        header = {
+            "op": "call",
+            "name": name,
+            "prefer": self.exercise,
+            "args": P.encode(tuple(args), arrays),
+            "kwargs": {k: P.encode(v, arrays) for k, v in kwargs.items()},
+        }
         if uses_elsewhere([args, kwargs]):
             header["elsewhere"] = True
         answer, _ = self._request(header, arrays)
@@ -460,8 +514,11 @@ class RemoteStudent:
             state = None
         if not isinstance(state, str):
             self.abort()
-            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
-                               "The process running your code sent back data the grader cannot read.", kind="error")
+            raise StudentCrash(
+                "运行你的代码的进程发回了无法识别的数据。",
+                "The process running your code sent back data the grader cannot read.",
+                kind="error",
+            )
         return state
 
     # -- helpers
@@ -481,12 +538,14 @@ class RemoteStudent:
         self._device_answer(answer)
         if "missing" in answer:
             self.lookup(safe.name(answer["missing"], MAX_NAME_CHARS))
-            raise MissingFunction(f"提交中找不到 `{label}`。", f"`{label}` is not defined in your submission.",
-                                  kind="missing")
+            raise MissingFunction(
+                f"提交中找不到 `{label}`。", f"`{label}` is not defined in your submission.", kind="missing"
+            )
         if "not_callable" in answer:
             what = safe.name(answer["not_callable"], TYPE_CHARS)
-            raise StudentCrash(f"`{label}` 不是函数（是 {what}）。", f"`{label}` is not callable (it is a {what}).",
-                               kind="missing")
+            raise StudentCrash(
+                f"`{label}` 不是函数（是 {what}）。", f"`{label}` is not callable (it is a {what}).", kind="missing"
+            )
         if "raised" in answer:
             raise self._crash(label, answer["raised"] if isinstance(answer["raised"], dict) else {})
         try:
@@ -494,8 +553,11 @@ class RemoteStudent:
             if answer.get("mutated"):
                 changed = answer["mutated"] if isinstance(answer["mutated"], list) else []
                 values = list(args) + list(kwargs.values())
-                written = argument_position(args, kwargs, values[changed[0]]) \
-                    if len(changed) == 1 and isinstance(changed[0], int) and 0 <= changed[0] < len(values) else None
+                written = (
+                    argument_position(args, kwargs, values[changed[0]])
+                    if len(changed) == 1 and isinstance(changed[0], int) and 0 <= changed[0] < len(values)
+                    else None
+                )
                 raise_container_mutated(label, self.last_call, written)
             afters = answer.get("after")
             if not isinstance(afters, list) or len(afters) != len(inputs):
@@ -508,7 +570,12 @@ class RemoteStudent:
                     f"`{label}` 原地修改了它的输入（例如用了 `+=`、`masked_fill_` 或切片赋值）。输入必须保持不变。",
                     f"`{label}` modified one of its inputs in place (e.g. `+=`, `masked_fill_`, slice "
                     f"assignment). Inputs must stay unchanged; work on a new tensor.",
-                    [("调用 call", self.last_call), ("调用前 before", fmt(inputs[int(i)])), ("调用后 after", fmt(after))])
+                    [
+                        ("调用 call", self.last_call),
+                        ("调用前 before", fmt(inputs[int(i)])),
+                        ("调用后 after", fmt(after)),
+                    ],
+                )
                 failure.written = argument_position(args, kwargs, inputs[int(i)])  # which argument
                 raise failure
             ok = answer.get("ok")
@@ -517,9 +584,12 @@ class RemoteStudent:
             out = P.decode(ok, out_arrays)
         except P.ProtocolError as e:
             self.abort()
-            raise StudentCrash("运行你的代码的进程发回了无法识别的数据。",
-                               "The process running your code sent back data the grader cannot read.",
-                               [("原因 reason", str(e)[:200])], kind="error") from None
+            raise StudentCrash(
+                "运行你的代码的进程发回了无法识别的数据。",
+                "The process running your code sent back data the grader cannot read.",
+                [("原因 reason", str(e)[:200])],
+                kind="error",
+            ) from None
         leaves = [t for t in inputs if t.requires_grad]
         if obj is not None:  # judge-side parameters that asked for a gradient, as the worker named them
             for name in answer.get("params") or []:
@@ -551,12 +621,19 @@ class RemoteStudent:
         children = {}
         given = ok.get("children")
         for name, d in list(given.items())[:MAX_CHILDREN] if isinstance(given, dict) else ():
-            if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isidentifier() \
-                    or name.startswith("_"):
+            if (
+                not isinstance(name, str)
+                or len(name) > MAX_NAME_CHARS
+                or not name.isidentifier()
+                or name.startswith("_")
+            ):
                 continue
             lin = _linear(d, arrays) if isinstance(d, dict) and "linear" in d else None
-            children[name] = lin if lin is not None else P.Opaque(
-                safe.name(d.get("obj", "object"), TYPE_CHARS) if isinstance(d, dict) else "object")
+            children[name] = (
+                lin
+                if lin is not None
+                else P.Opaque(safe.name(d.get("obj", "object"), TYPE_CHARS) if isinstance(d, dict) else "object")
+            )
         obj = RemoteObject(ok["handle"], safe.name(ok.get("type", "object"), TYPE_CHARS), children)
         obj._student = self
         return obj
@@ -588,7 +665,9 @@ class RemoteStudent:
             return StudentCrash(
                 f"`{label}` 还没有实现（仍然抛出 NotImplementedError）。",
                 f"`{label}` is not implemented yet (it still raises NotImplementedError).",
-                [("调用 call", self.last_call)], kind="missing")
+                [("调用 call", self.last_call)],
+                kind="missing",
+            )
         where = safe.cap(raised.get("where", ""), WHERE_CHARS, WHERE_LINES)
         if label == "backward":
             return StudentCrash(
@@ -601,11 +680,13 @@ class RemoteStudent:
                 "The usual cause is an in-place operation (+=, *=, slice assignment out[:, t] = ..., masked_fill_) "
                 "that overwrote a tensor the graph still needs; build new tensors instead (torch.stack, torch.cat, "
                 "torch.where, masked_fill).",
-                kind="error")
+                kind="error",
+            )
         return StudentCrash(
             f"调用 `{label}` 时你的代码抛出了异常 {typ}。",
             f"Your code raised {typ} when `{label}` was called.",
             [("调用 call", self.last_call), ("异常 exception", msg)] + ([("位置 where", where)] if where else []),
             "检查调用里的输入（形状，以及标出的 dtype）：它们都在合同允许的范围内。",
             "Look at the inputs in the call above (their shapes, and dtypes where shown): the contract allows them all.",
-            kind="error")
+            kind="error",
+        )

@@ -14,6 +14,7 @@ One seam, two runners with the same call ``run(path, exercise, tests) -> dict``:
 Results are plain dicts: {"tests": {name: outcome}, "load_errors": [...]} where an outcome is
 {"status": "passed" | "failed" | "missing" | "error" | "timeout", "zh", "en", "details", ...}.
 """
+
 import base64
 import functools
 import json
@@ -29,7 +30,9 @@ from ..errors import PropertyFailure, TestTimeout, WeakSandboxError
 GRACE = 2.0  # seconds the parent waits beyond a child's own alarm
 JUDGE_MEMORY_MB = 2048  # address space a judge may add to its grading process's (load/reader.bound_memory)
 MAX_EVENT_BYTES = 16 << 20  # a judge's line of JSON, at most (its outcomes are capped far below that)
-DIAGNOSIS_BUDGET = 5.0  # CPU seconds of the judge an exercise may spend naming catalogued mistakes (autograder/diagnose/)
+DIAGNOSIS_BUDGET = (
+    5.0  # CPU seconds of the judge an exercise may spend naming catalogued mistakes (autograder/diagnose/)
+)
 DIAGNOSIS_WALL = 20.0  # ... and wall-clock seconds at most (a loaded machine: the same diagnosis, only later)
 
 
@@ -67,29 +70,44 @@ def _run_one(prop, student, timeout, herr, again=None):
         run_property(prop, student, over)
         return {"status": "passed"}
     except PropertyFailure as f:
-        return {"status": f.kind, "zh": f.zh, "en": f.en, "details": f.details,
-                "hint_zh": f.hint_zh, "hint_en": f.hint_en, "counterexample": f.counterexample}
+        return {
+            "status": f.kind,
+            "zh": f.zh,
+            "en": f.en,
+            "details": f.details,
+            "hint_zh": f.hint_zh,
+            "hint_en": f.hint_en,
+            "counterexample": f.counterexample,
+        }
     except TestTimeout:
         return _timeout(timeout)
-    except (herr.Flaky, herr.FlakyFailure) if hasattr(herr, "FlakyFailure") else herr.Flaky:
-        return {"status": "failed",
-                "zh": "同一个输入，你的代码有时通过有时失败（结果不确定）。是否用了随机数或全局状态？",
-                "en": "Your code passed and failed on the same input (non-deterministic). "
-                      "Does it use random numbers or global state?", "details": []}
+    except (herr.Flaky, getattr(herr, "FlakyFailure", herr.Flaky)):
+        return {
+            "status": "failed",
+            "zh": "同一个输入，你的代码有时通过有时失败（结果不确定）。是否用了随机数或全局状态？",
+            "en": "Your code passed and failed on the same input (non-deterministic). "
+            "Does it use random numbers or global state?",
+            "details": [],
+        }
     except Exception as e:  # noqa: BLE001 - never let a grader traceback reach the student
-        return {"status": "error",
-                "zh": "评分器无法检查你的输出（输出的类型或形状出乎意料）。",
-                "en": "The grader could not check your output (unexpected type or shape).",
-                "details": [("内部信息 internal", f"{type(e).__name__}: {str(e)[:300]}")]}
+        return {
+            "status": "error",
+            "zh": "评分器无法检查你的输出（输出的类型或形状出乎意料）。",
+            "en": "The grader could not check your output (unexpected type or shape).",
+            "details": [("内部信息 internal", f"{type(e).__name__}: {str(e)[:300]}")],
+        }
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _timeout(seconds):
-    return {"status": "timeout",
-            "zh": f"超时：这个测试在 {seconds:g} 秒内没有完成（死循环？或者对很小的输入也太慢）。",
-            "en": f"Time-out: this test did not finish within {seconds:g} s (an endless loop? "
-                  f"or far too slow even on tiny inputs).", "details": []}
+    return {
+        "status": "timeout",
+        "zh": f"超时：这个测试在 {seconds:g} 秒内没有完成（死循环？或者对很小的输入也太慢）。",
+        "en": f"Time-out: this test did not finish within {seconds:g} s (an endless loop? "
+        f"or far too slow even on tiny inputs).",
+        "details": [],
+    }
 
 
 def _load(path, timeout):
@@ -101,6 +119,7 @@ def _load(path, timeout):
         sub = load_submission(path)
     except TestTimeout:
         from ..load import Submission
+
         sub = Submission(load_errors=[f"loading did not finish within {timeout:g} s / 加载超时"])
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -198,9 +217,10 @@ def _warm_up():
     with unseen():  # this process forks the judges: nothing here may start CUDA (devices.py)
         warm()
         warm_forward()
+    from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
     from ..sandbox import limits, worker  # noqa: F401
     from . import remote  # noqa: F401  (every judge, zygote and worker imports them)
-    from .. import diagnose  # noqa: F401  (a judge with a failure names it: the catalogue, yaml)
+
     gc.collect(1)  # the young generations: a full collection of torch's heap costs ~0.12 s and finds nothing
     gc.freeze()  # judges, zygotes and workers never traverse (nor copy on write) these objects
 
@@ -233,6 +253,7 @@ def _warm_up_optimizers():
     import gc
 
     from ..sandbox.server import warm_optimizers
+
     warm_optimizers()  # no backward pass in a process that forks
     gc.collect()
     gc.freeze()
@@ -246,6 +267,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
     (diagnose/share.py)."""
     try:
         from ..sandbox.forkcheck import role
+
         role("judge")
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -257,22 +279,27 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
         def emit(obj):  # ASCII JSON: a file name that is not UTF-8 travels too
             data = (json.dumps(obj, default=str) + "\n").encode()
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(fd, data) :]
 
         from ..errors import PropertyFailure
+        from ..load.reader import bound_memory, peak_mib
         from ..properties import REGISTRY
         from ..properties._harness import grading_profile
+        from ..sandbox.worker import die_with_parent
         from .remote import RemoteStudent, SandboxUnavailable, WeakSandbox, Zygote
 
-        from ..load.reader import bound_memory, peak_mib
-        from ..sandbox.worker import die_with_parent
         die_with_parent()  # a judge outlives neither its grading process nor the batch
         bound_memory(JUDGE_MEMORY_MB)  # whatever the worker sends, this judge stays within it
         grading_profile(course.max_examples)
         sources, read_errors, root, roots = reading.sources, reading.errors, reading.root, reading.files
         from ..sandbox.limits import weak_allowed
-        options = {"remove_workdir": True, "submission": os.path.abspath(path), "hide": hidden_paths(path, course),
-                   "allow_weak": weak_allowed()}
+
+        options = {
+            "remove_workdir": True,
+            "submission": os.path.abspath(path),
+            "hide": hidden_paths(path, course),
+            "allow_weak": weak_allowed(),
+        }
         cpu0, t0 = time.process_time(), time.monotonic()
         try:
             zygote = Zygote(sources, read_errors, root, roots, options, train=exercise in TRAINING)
@@ -284,8 +311,13 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             emit({"event": "refused", "why": f"no sandbox for this submission: {e}"})
             return
         except WeakSandbox as e:
-            emit({"event": "refused", "why": "the sandbox here does not keep student code from: " + "; ".join(e.missing),
-                  "missing": e.missing})
+            emit(
+                {
+                    "event": "refused",
+                    "why": "the sandbox here does not keep student code from: " + "; ".join(e.missing),
+                    "missing": e.missing,
+                }
+            )
             return
         t_loaded = time.monotonic()
         emit({"event": "loaded", "load_errors": student.load_errors, "levels": student.levels})
@@ -301,8 +333,11 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
                 outcomes[name] = outcome
                 continue
             # {function: the test where it hung with its whole limit} (later time-outs had a short one)
-            hung = {f: t[0] for f, t in ((f, [n for n in names if not outcomes[n].get("hung")])
-                                         for f, names in timed_out.items()) if t}
+            hung = {
+                f: t[0]
+                for f, t in ((f, [n for n in names if not outcomes[n].get("hung")]) for f, names in timed_out.items())
+                if t
+            }
             via = None
             if hung and prop.function not in hung:  # a function that calls one that hung
                 via = next((f for f in sorted(hung) if f in reading.calls.get(prop.function, ())), None)
@@ -310,7 +345,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             if hung:  # an endless loop costs one test's time limit, not one per test
                 limit = min(limit, max(HUNG_LIMIT, HUNG_SHARE * limit))
             try:
-                outcome = run_one(prop, student, limit, again=lambda: emit({"event": "start", "test": name}))
+                outcome = run_one(prop, student, limit, again=lambda name=name: emit({"event": "start", "test": name}))
             except TestTimeout:
                 outcome = _timeout(limit)
             if hung and outcome.get("status") == "timeout":
@@ -333,6 +368,7 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             emit({"event": "diagnose", "seconds": wall})
             if share:
                 from ..diagnose import share as shared
+
                 shared.enable()
             behaviour = {}
             found = _diagnose(student, exercise, outcomes, DIAGNOSIS_BUDGET, wall, behaviour=behaviour)
@@ -343,8 +379,11 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
             by_part = {n: o["explained_by_part"] for n, o in outcomes.items() if o.get("explained_by_part")}
             if by_part:
                 emit({"event": "explained_by_part", "tests": by_part})
-            hints = {n: {"hint_zh": o["hint_zh"], "hint_en": o["hint_en"]} for n, o in outcomes.items()
-                     if o.get("hint_elsewhere")}
+            hints = {
+                n: {"hint_zh": o["hint_zh"], "hint_en": o["hint_en"]}
+                for n, o in outcomes.items()
+                if o.get("hint_elsewhere")
+            }
             if hints:  # what the diagnosis found lies in another function: the tests' own hints are wrong there
                 emit({"event": "hints", "tests": hints})
             if share:
@@ -353,10 +392,19 @@ def _child(fd, path, reading, exercise, tests, course, prior=None, ex_deadline=N
                     emit({"event": "share", "data": base64.b64encode(data).decode("ascii")})
         t_diag = time.monotonic()
         student.abort()  # the last worker, reaped now: its CPU time is counted
-        emit({"event": "timing", "timing": {
-            "start": round(t_loaded - t0, 4), "tests": round(t_tests - t_loaded, 4),
-            "diagnosis": round(t_diag - t_tests, 4), "judge_cpu": round(time.process_time() - cpu0, 4),
-            "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4), "judge_peak_mib": peak_mib()}})
+        emit(
+            {
+                "event": "timing",
+                "timing": {
+                    "start": round(t_loaded - t0, 4),
+                    "tests": round(t_tests - t_loaded, 4),
+                    "diagnosis": round(t_diag - t_tests, 4),
+                    "judge_cpu": round(time.process_time() - cpu0, 4),
+                    "worker_cpu": round(getattr(zygote, "worker_cpu", 0.0), 4),
+                    "judge_peak_mib": peak_mib(),
+                },
+            }
+        )
     except BaseException:  # noqa: BLE001 - the parent notices the missing results
         pass
     finally:
@@ -383,12 +431,16 @@ def _not_run_after_hangs(function, tests):
     would cost the short limit and a new worker each, and decide nothing.  Decided by what timed
     out, never by how long this test would take, so the score does not depend on the machine."""
     a, b = tests
-    return {"status": "timeout", "hung": a, "not_run": True,
-            "zh": f"未运行：`{function}` 在测试 {a} 和 {b} 中都没有在时限内返回（死循环？），"
-                  f"所以它的其他测试没有运行。先修好这个循环。",
-            "en": f"Not run: `{function}` did not return within the time limit in tests {a} and {b} (an "
-                  f"endless loop?), so its other tests are not run. Fix the loop first.",
-            "details": []}
+    return {
+        "status": "timeout",
+        "hung": a,
+        "not_run": True,
+        "zh": f"未运行：`{function}` 在测试 {a} 和 {b} 中都没有在时限内返回（死循环？），"
+        f"所以它的其他测试没有运行。先修好这个循环。",
+        "en": f"Not run: `{function}` did not return within the time limit in tests {a} and {b} (an "
+        f"endless loop?), so its other tests are not run. Fix the loop first.",
+        "details": [],
+    }
 
 
 STALL_AFTER = 1.0  # seconds a test (or a load) runs before the grading process says it is stalled (on_stall)
@@ -401,15 +453,23 @@ def _timeout_after_hang(function, test, limit, via=None):
     hung in `test`: it had a shorter limit (an endless loop would otherwise cost every test of the
     function, and of each function that calls it, its whole limit and a new worker; a call that
     returns at once still passes)."""
-    who_zh, rest_zh = (f"`{function}` 调用的 `{via}`", "调用它的函数的测试") if via else (f"`{function}`", "它的其他测试")
-    who_en, rest_en = ((f"`{via}`, which `{function}` calls,", "the tests of the functions that call it") if via
-                       else (f"`{function}`", "its other tests"))
-    return {"status": "timeout", "hung": test,
-            "zh": f"超时：{who_zh} 在测试 {test} 中没有在时限内返回（死循环？），"
-                  f"所以{rest_zh}只有 {limit:g} 秒，这个测试也没有完成。",
-            "en": f"Time-out: {who_en} did not return within the time limit in test {test} (an endless "
-                  f"loop?), so {rest_en} get {limit:g} s, and this one did not finish either.",
-            "details": []}
+    who_zh, rest_zh = (
+        (f"`{function}` 调用的 `{via}`", "调用它的函数的测试") if via else (f"`{function}`", "它的其他测试")
+    )
+    who_en, rest_en = (
+        (f"`{via}`, which `{function}` calls,", "the tests of the functions that call it")
+        if via
+        else (f"`{function}`", "its other tests")
+    )
+    return {
+        "status": "timeout",
+        "hung": test,
+        "zh": f"超时：{who_zh} 在测试 {test} 中没有在时限内返回（死循环？），"
+        f"所以{rest_zh}只有 {limit:g} 秒，这个测试也没有完成。",
+        "en": f"Time-out: {who_en} did not return within the time limit in test {test} (an endless "
+        f"loop?), so {rest_en} get {limit:g} s, and this one did not finish either.",
+        "details": [],
+    }
 
 
 def hidden_paths(path, course=None):
@@ -499,7 +559,6 @@ class ForkRunner:
         from ..load import read_submission
         from ..properties import load_all
         from ..properties._harness import grading_profile, prepare, record
-
         from ..sandbox import server
 
         registry = load_all()
@@ -595,8 +654,17 @@ class ForkRunner:
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child(w, path, reading, job.exercise, job.left, self.course, prior=job.results, ex_deadline=job.ex_deadline,
-                   share=self.share)
+            _child(
+                w,
+                path,
+                reading,
+                job.exercise,
+                job.left,
+                self.course,
+                prior=job.results,
+                ex_deadline=job.ex_deadline,
+                share=self.share,
+            )
         os.close(w)
         job.pid, job.fd, job.buf, job.current = pid, r, b"", None
         job.loaded = False
@@ -642,15 +710,19 @@ class ForkRunner:
             elif kind == "timing" and isinstance(ev.get("timing"), dict):
                 for k, v in ev["timing"].items():
                     if isinstance(v, (int, float)) and k in TIMING:
-                        job.timing[k] = max(job.timing.get(k, 0.0), float(v)) if k in PEAKS else \
-                            job.timing.get(k, 0.0) + float(v)
+                        job.timing[k] = (
+                            max(job.timing.get(k, 0.0), float(v)) if k in PEAKS else job.timing.get(k, 0.0) + float(v)
+                        )
             elif kind == "diagnosis" and isinstance(ev.get("tests"), dict):
                 for name, found in ev["tests"].items():
                     if name in job.results and isinstance(found, list):
                         job.results[name]["diagnosis"] = found
             elif kind == "behaviour" and isinstance(ev.get("functions"), dict):
-                job.behaviour = {str(f): {"outputs": str(r.get("outputs")), "named": r.get("named") is True}
-                                 for f, r in ev["functions"].items() if isinstance(r, dict)}
+                job.behaviour = {
+                    str(f): {"outputs": str(r.get("outputs")), "named": r.get("named") is True}
+                    for f, r in ev["functions"].items()
+                    if isinstance(r, dict)
+                }
             elif kind == "hints" and isinstance(ev.get("tests"), dict):
                 for name, hint in ev["tests"].items():
                     if name in job.results and isinstance(hint, dict):
@@ -708,23 +780,30 @@ class ForkRunner:
             if reason == "timeout" and time.monotonic() < job.ex_deadline:
                 job.results[name] = _timeout(job.cfg.tests[name].timeout)
             elif reason == "timeout":
-                job.results[name] = {"status": "timeout",
-                                     "zh": f"整个练习的时间限制（{job.cfg.timeout:g} 秒）用完了。",
-                                     "en": f"The time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
-                                     "details": []}
+                job.results[name] = {
+                    "status": "timeout",
+                    "zh": f"整个练习的时间限制（{job.cfg.timeout:g} 秒）用完了。",
+                    "en": f"The time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
+                    "details": [],
+                }
             else:
-                job.results[name] = {"status": "error",
-                                     "zh": f"运行这个测试时进程崩溃了（{reason}）。",
-                                     "en": f"The process crashed while running this test ({reason}).",
-                                     "details": []}
+                job.results[name] = {
+                    "status": "error",
+                    "zh": f"运行这个测试时进程崩溃了（{reason}）。",
+                    "en": f"The process crashed while running this test ({reason}).",
+                    "details": [],
+                }
             job.left.remove(name)
             job.current = None
         elif len(job.results) == job.done_at_start:
             # died between tests without finishing any: do not start it again and again
             for name in job.left:
-                job.results[name] = {"status": "error",
-                                     "zh": f"评分进程在测试之间意外结束（{reason}）。",
-                                     "en": f"The grading process ended between tests ({reason}).", "details": []}
+                job.results[name] = {
+                    "status": "error",
+                    "zh": f"评分进程在测试之间意外结束（{reason}）。",
+                    "en": f"The grading process ended between tests ({reason}).",
+                    "details": [],
+                }
             job.left = []
 
     def _restart(self, path, reading, job):
@@ -732,18 +811,24 @@ class ForkRunner:
             return False
         if time.monotonic() >= job.ex_deadline:
             for name in job.left:
-                job.results[name] = {"status": "timeout",
-                                     "zh": f"没有运行：整个练习的时间限制（{job.cfg.timeout:g} 秒）已用完。",
-                                     "en": f"Not run: the time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
-                                     "details": []}
+                job.results[name] = {
+                    "status": "timeout",
+                    "zh": f"没有运行：整个练习的时间限制（{job.cfg.timeout:g} 秒）已用完。",
+                    "en": f"Not run: the time limit of the whole exercise ({job.cfg.timeout:g} s) ran out.",
+                    "details": [],
+                }
             job.left = []
             return False
         self._start(path, reading, job)
         return True
 
     def _result(self, job):
-        out = {"tests": job.results, "load_errors": job.load_errors or [], "levels": job.levels,
-               "timing": {k: round(v, 4) for k, v in job.timing.items()}}
+        out = {
+            "tests": job.results,
+            "load_errors": job.load_errors or [],
+            "levels": job.levels,
+            "timing": {k: round(v, 4) for k, v in job.timing.items()},
+        }
         if job.behaviour:
             out["behaviour"] = job.behaviour
         return out

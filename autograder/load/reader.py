@@ -16,6 +16,7 @@ the child could not read within its memory is a load problem of that file; a chi
 ran out of time makes every file one ("not graded" with the reason), never a crash of the grader.
 Nothing here runs the student's code.
 """
+
 import ast
 import json
 import os
@@ -51,13 +52,20 @@ def read_submission(path, functions=()):
     if not isinstance(reply, dict) or not isinstance(reply.get("sources"), list):
         why = reply if isinstance(reply, str) else "its reader sent back nothing usable"
         return Reading([], [f"{os.path.basename(f)}: cannot be read ({why})" for f in files], root, files)
-    return Reading(_sources(reply["sources"]), [str(e) for e in reply.get("errors", [])], str(reply.get("root", root)),
-                   files, {str(k): [str(n) for n in v] for k, v in (reply.get("calls") or {}).items()})
+    return Reading(
+        _sources(reply["sources"]),
+        [str(e) for e in reply.get("errors", [])],
+        str(reply.get("root", root)),
+        files,
+        {str(k): [str(n) for n in v] for k, v in (reply.get("calls") or {}).items()},
+    )
 
 
 def _sources(raw):
-    return [(str(label), str(mod), str(filename), [(str(a), str(b), str(c)) for a, b, c in chunks])
-            for label, mod, filename, chunks in raw]
+    return [
+        (str(label), str(mod), str(filename), [(str(a), str(b), str(c)) for a, b, c in chunks])
+        for label, mod, filename, chunks in raw
+    ]
 
 
 def _read(path, functions):
@@ -113,6 +121,7 @@ def calls_between(sources, functions):
 
 # ---------------------------------------------------------------- the limited child
 
+
 def _status_kib(key):
     with open("/proc/self/status") as f:
         for line in f:
@@ -160,7 +169,7 @@ def run_limited(fn, *args, memory_mb=READ_MEMORY_MB, seconds=READ_SECONDS, max_r
                 data = json.dumps({"error": f"what it holds is larger than {max_reply >> 20} MiB"}).encode()
             view = memoryview(data)
             while view:
-                view = view[os.write(w, view):]
+                view = view[os.write(w, view) :]
         except BaseException:  # noqa: BLE001 - the parent sees a reply that is not there
             pass
         finally:

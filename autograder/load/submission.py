@@ -7,6 +7,7 @@ test cells (ours, not the student's) and IPython magics / shell lines are skippe
 
 This runs student code: call it only inside a sandboxed worker (see sandbox/).
 """
+
 import ast
 import json
 import os
@@ -39,10 +40,12 @@ def find_files(path):
             raise SubmissionNotFound(f"a submission is a .py file, an .ipynb notebook or a folder; got {path}")
         return [path]
     files = sorted(
-        p for p in _walk(path)
+        p
+        for p in _walk(path)
         if p.suffix in (".py", ".ipynb")
         and not any(part in SKIP_DIRS or part.startswith(".") for part in p.relative_to(path).parts)
-        and not p.name.startswith("test_") and p.name not in KIT_FILES
+        and not p.name.startswith("test_")
+        and p.name not in KIT_FILES
     )
     if not files:
         raise SubmissionNotFound(f"no .py or .ipynb file in {path}")
@@ -181,6 +184,7 @@ def _cpu_limit(seconds):
     """Arm (or with None disarm) the per-statement CPU timer; False where signals are unavailable."""
     import signal
     import threading
+
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "ITIMER_PROF"):
         return False
     if seconds is None:
@@ -218,14 +222,17 @@ def _run_source(source, filename, ns, errors, label, budget=None):
             errors.append(_too_long(label, stmt.lineno, limit))
         except BaseException as e:  # noqa: BLE001 - SystemExit, KeyboardInterrupt from student code too
             from ..errors import TestTimeout
+
             if isinstance(e, TestTimeout):
                 raise
             errors.append(f"{label}: {_short_traceback(e, filename)}")
 
 
 def _too_long(label, lineno, limit):
-    return (f"{label}: line {lineno}: did not finish within {limit:g} s of CPU time (an endless loop?); "
-            f"skipped / 这一行运行超过 {limit:g} 秒（死循环？），已跳过")
+    return (
+        f"{label}: line {lineno}: did not finish within {limit:g} s of CPU time (an endless loop?); "
+        f"skipped / 这一行运行超过 {limit:g} 秒（死循环？），已跳过"
+    )
 
 
 def _notebook_cells(path):
@@ -284,21 +291,30 @@ def read_sources(path):
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     sources, errors, total = [], [], 0
     for link in symlinks(path):
-        errors.append(f"{link.relative_to(root)}: a symbolic link, not read (submit the file itself) / "
-                      f"符号链接，未读取（请提交文件本身）")
+        errors.append(
+            f"{link.relative_to(root)}: a symbolic link, not read (submit the file itself) / "
+            f"符号链接，未读取（请提交文件本身）"
+        )
     for n_file, f in enumerate(files):
         label = str(f.relative_to(root)) if f != root else f.name
         if n_file >= MAX_FILES:
-            errors.append(f"{label}: not read: a submission holds at most {MAX_FILES} code files / "
-                          f"未读取：一份提交最多读取 {MAX_FILES} 个代码文件")
+            errors.append(
+                f"{label}: not read: a submission holds at most {MAX_FILES} code files / "
+                f"未读取：一份提交最多读取 {MAX_FILES} 个代码文件"
+            )
             continue
         try:
             if f.suffix == ".py":
                 try:
                     text = _read_bytes(f).decode("utf-8", errors="replace")
                 except OSError as e:
-                    why = "a symbolic link" if f.is_symlink() else "too large" if "larger than" in str(e) else \
-                        type(e).__name__
+                    why = (
+                        "a symbolic link"
+                        if f.is_symlink()
+                        else "too large"
+                        if "larger than" in str(e)
+                        else type(e).__name__
+                    )
                     raise ValueError(f"cannot be read ({why})") from None
                 chunks = [(label, str(f), text)]
             else:
@@ -308,11 +324,15 @@ def read_sources(path):
                 chunks = [(f"{label} cell {n}", f"{f}#cell{n}", src) for n, src in cells]
             size = sum(len(code.encode("utf-8", "surrogatepass")) for _, _, code in chunks)
             if size > MAX_CODE_BYTES:
-                raise ValueError(f"cannot be read (more than {MAX_CODE_BYTES >> 10} KiB of code; "
-                                 f"代码超过 {MAX_CODE_BYTES >> 10} KiB)")
+                raise ValueError(
+                    f"cannot be read (more than {MAX_CODE_BYTES >> 10} KiB of code; "
+                    f"代码超过 {MAX_CODE_BYTES >> 10} KiB)"
+                )
             if total + size > MAX_TOTAL_CODE_BYTES:
-                raise ValueError(f"not read: a submission holds at most {MAX_TOTAL_CODE_BYTES >> 20} MiB of code / "
-                                 f"未读取：一份提交最多读取 {MAX_TOTAL_CODE_BYTES >> 20} MiB 代码")
+                raise ValueError(
+                    f"not read: a submission holds at most {MAX_TOTAL_CODE_BYTES >> 20} MiB of code / "
+                    f"未读取：一份提交最多读取 {MAX_TOTAL_CODE_BYTES >> 20} MiB 代码"
+                )
         except ValueError as e:
             errors.append(f"{label}: {e}")
             continue

@@ -13,5 +13,6 @@ a graded cell's last expression value is partial credit in points and a value ab
 points fails the submission; any stderr output in a graded cell scores it 0; a deleted test cell
 is restored only with OverwriteCells.add_missing_cells; a corrupt notebook shows as a plain 0.
 """
+
 HIDDEN_MARKER = "# autograder: hidden tests"  # first line of every hidden-tests cell
 VISIBLE_MARKER = "# autograder: visible checks"  # first line of every visible-checks cell

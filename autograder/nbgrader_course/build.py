@@ -32,6 +32,7 @@ flags it *needs manual grade*; `grade` never scores it.
 and the same conftest.py, submit.py and submit.json: what students need when the course does not
 use nbgrader.
 """
+
 import ast
 import json
 import shutil
@@ -61,12 +62,17 @@ def write_submit_files(folder, assignment, service_url=None):
 
 # ---------------------------------------------------------------- solution regions
 
+
 def _body_source(lines, fn, already=()):
     """Source lines of fn's body without its docstring and without leading statements the stub
     already has before its `raise` (`already`: their ast.unparse); None if nothing is left."""
     body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     while body and ast.unparse(body[0]) in already:
         body = body[1:]
@@ -76,7 +82,7 @@ def _body_source(lines, fn, already=()):
     # keep comment lines right above the first statement (they belong to it)
     while start > fn.body[0].lineno and lines[start - 1].strip().startswith("#"):
         start -= 1
-    return textwrap.dedent("\n".join(lines[start:fn.end_lineno]))
+    return textwrap.dedent("\n".join(lines[start : fn.end_lineno]))
 
 
 def _defs(tree):
@@ -117,7 +123,7 @@ def with_solution(stub_src, solution_src, name):
         if qual not in ref:
             raise ConfigError(f"{qual}: the stub has it, solutions/ does not")
         st = raises[0]
-        before = {ast.unparse(x) for x in fn.body[:fn.body.index(st)]}
+        before = {ast.unparse(x) for x in fn.body[: fn.body.index(st)]}
         body = _body_source(r_lines, ref[qual], before)
         first = st.lineno - 1
         while first > 0 and "your code" in s_lines[first - 1] and s_lines[first - 1].strip().startswith("#"):
@@ -128,7 +134,7 @@ def with_solution(stub_src, solution_src, name):
         for qual, fn in ref.items():
             if qual.startswith(name + ".") and qual not in stub:
                 indent = cls.body[-1].col_offset
-                head = r_lines[fn.lineno - 1:fn.body[0].lineno - 1] if fn.body else []
+                head = r_lines[fn.lineno - 1 : fn.body[0].lineno - 1] if fn.body else []
                 doc = ast.get_docstring(fn)
                 lines = [""] + [" " * indent + h.strip() if i == 0 else h for i, h in enumerate(head)]
                 if doc:
@@ -146,11 +152,16 @@ def with_solution(stub_src, solution_src, name):
 
 # ---------------------------------------------------------------- notebooks
 
+
 def model_answer(solution_src, name):
     """The top-level string assigned to `name` in a reference solution (a written answer), or None."""
     for node in ast.parse(solution_src).body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name] \
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == [name]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             return textwrap.dedent(node.value.value).strip("\n")
     return None
 
@@ -179,8 +190,9 @@ def hidden_tests(exercise, function, points={points:g}):
 
 
 hidden_tests({exercise!r}, {function!r})"""
-    cell = nbformat.v4.new_code_cell(src, metadata=_meta(f"hidden_{function}", grade=True, solution=False,
-                                                          locked=True, points=points))
+    cell = nbformat.v4.new_code_cell(
+        src, metadata=_meta(f"hidden_{function}", grade=True, solution=False, locked=True, points=points)
+    )
     cell.id = f"hidden-{function}"[:64]
     return cell
 
@@ -229,8 +241,10 @@ def source_notebook(exercise, course, exercises_dir, solutions_dir, *, solutions
         if meta.get("solution") and cell.cell_type == "markdown":  # a written answer, graded by hand
             name = meta["grade_id"]
             if name not in manual:
-                raise ConfigError(f"{exercise}.ipynb: the answer cell {name!r} has no points in course.yml "
-                                  f"(exercises.{exercise}.manual)")
+                raise ConfigError(
+                    f"{exercise}.ipynb: the answer cell {name!r} has no points in course.yml "
+                    f"(exercises.{exercise}.manual)"
+                )
             meta.update(grade=True, locked=False, points=manual[name])
             model = model_answer(solution, name) if solutions else None
             if model is not None:
@@ -254,24 +268,27 @@ def source_notebook(exercise, course, exercises_dir, solutions_dir, *, solutions
         else:
             cells.append(cell)
             if meta.get("grade_id", "").endswith("_how_to"):
-                note = nbformat.v4.new_markdown_cell(NOTE + (MANUAL_NOTE if manual else ""),
-                                                     metadata=_meta(f"{exercise}_nbgrader_note", grade=False,
-                                                                    solution=False, locked=True))
+                note = nbformat.v4.new_markdown_cell(
+                    NOTE + (MANUAL_NOTE if manual else ""),
+                    metadata=_meta(f"{exercise}_nbgrader_note", grade=False, solution=False, locked=True),
+                )
                 note.id = f"{exercise}-nbgrader-note"
                 cells.append(note)
     missing = set(points) - seen
     if missing:
-        raise ConfigError(f"{exercise}.ipynb has no visible-checks cell for {sorted(missing)}; "
-                          f"their points would have no cell")
+        raise ConfigError(
+            f"{exercise}.ipynb has no visible-checks cell for {sorted(missing)}; their points would have no cell"
+        )
     if set(manual) - answered:
-        raise ConfigError(f"{exercise}.ipynb has no answer cell for course.yml's manual points "
-                          f"{sorted(set(manual) - answered)}")
+        raise ConfigError(
+            f"{exercise}.ipynb has no answer cell for course.yml's manual points {sorted(set(manual) - answered)}"
+        )
     nb.cells = cells
     nbformat.validate(nb)
     return nb
 
 
-CONFIG = '''\
+CONFIG = """\
 # nbgrader configuration written by `python -m autograder nbgrader-course` (seqgrader).
 # Docs: https://nbgrader.readthedocs.io/en/stable/configuration/config_options.html
 import os
@@ -321,7 +338,7 @@ c.Autograde.create_student = True
 # Late submissions: nbgrader compares each submission's timestamp.txt with the assignment's due date
 # (`nbgrader db assignment add NAME --duedate "2026-12-01 18:00:00 UTC"`); "zero" scores a late one 0.
 # c.LateSubmissionPlugin.penalty_method = "zero"
-'''
+"""
 
 
 def _copy_course(course, out):
@@ -329,8 +346,10 @@ def _copy_course(course, out):
     src = Path(course.source)
     if src.resolve() != (out / "course.yml").resolve():
         shutil.copyfile(src, out / "course.yml")
-    for name, folder, pattern in (("solutions", course.solutions_dir, "*.py"),
-                                  ("exercises", course.exercises_dir, "*.ipynb")):
+    for name, folder, pattern in (
+        ("solutions", course.solutions_dir, "*.py"),
+        ("exercises", course.exercises_dir, "*.ipynb"),
+    ):
         dest = out / name
         if Path(folder).resolve() == dest.resolve():
             continue
@@ -340,8 +359,18 @@ def _copy_course(course, out):
                 shutil.copyfile(f, dest / f.name)
 
 
-def build_course(out, course, course_file=None, *, assignments=None, exercises_dir=None, solutions_dir=None,
-                 course_id="seqgrader", force=False, service_url=None):
+def build_course(
+    out,
+    course,
+    course_file=None,
+    *,
+    assignments=None,
+    exercises_dir=None,
+    solutions_dir=None,
+    course_id="seqgrader",
+    force=False,
+    service_url=None,
+):
     """Write the course into `out`; returns {assignment: [notebook paths]}."""
     out = Path(out)
     exercises_dir = Path(exercises_dir or course.exercises_dir)
@@ -351,8 +380,9 @@ def build_course(out, course, course_file=None, *, assignments=None, exercises_d
         course.assignment(name)  # raises ConfigError for an unknown one
     if out.exists() and any(out.iterdir()) and not force:
         if not (out / "nbgrader_config.py").exists() and not (out / "course.yml").exists():
-            raise ConfigError(f"{out} exists and is neither a course folder nor an nbgrader course; "
-                              f"choose an empty folder")
+            raise ConfigError(
+                f"{out} exists and is neither a course folder nor an nbgrader course; choose an empty folder"
+            )
     built = {}
     for name in names:
         folder = out / "source" / name
@@ -371,8 +401,7 @@ def build_course(out, course, course_file=None, *, assignments=None, exercises_d
         _copy_course(course, out)
     elif course_file:
         shutil.copyfile(course_file, out / "course.yml")
-    (out / "nbgrader_config.py").write_text(CONFIG.format(course_id=course_id),
-                                            encoding="utf-8")
+    (out / "nbgrader_config.py").write_text(CONFIG.format(course_id=course_id), encoding="utf-8")
     return built
 
 

@@ -10,15 +10,15 @@ def function_result(report, exercise, function, language=None):
     """(points, max points, feedback text) of `function`'s tests in a grade report, in `language`
     (default: the report's own, that of the course it was graded with).  A submission that was not
     graded says so and why, never a list of functions "not defined"."""
+    from ..report.feedback import feedback_text
     from ..report.messages import say
     from ..report.model import advice_key, not_graded_reason
 
-    from ..report.feedback import feedback_text
-
     same = language is None or language == report.get("language", "both")
     language = language or report.get("language") or "both"
-    tests = [t for e in report.get("exercises", []) if e["id"] == exercise for t in e["tests"]
-             if t["function"] == function]
+    tests = [
+        t for e in report.get("exercises", []) if e["id"] == exercise for t in e["tests"] if t["function"] == function
+    ]
     score = sum(t["score"] for t in tests)
     total = sum(t["max_score"] for t in tests)
     reason = not_graded_reason(report)

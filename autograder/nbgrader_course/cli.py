@@ -1,5 +1,6 @@
 """`nbgrader-course DIR`: build a ready nbgrader course; `nbgrader-gradebook GRADES`: grade-batch's
 results into its gradebook (then `nbgrader generate_feedback` and `nbgrader export` work)."""
+
 import os
 import re
 import shutil
@@ -44,14 +45,23 @@ def cmd_nbgrader_course(args):
     from .build import build_course
 
     course = load_course(args.course)
-    built = build_course(args.dir, course, assignments=args.assignment, force=args.force, course_id=args.course_id,
-                         service_url=args.service_url)
+    built = build_course(
+        args.dir,
+        course,
+        assignments=args.assignment,
+        force=args.force,
+        course_id=args.course_id,
+        service_url=args.service_url,
+    )
     out = Path(args.dir).resolve()
     for name, paths in built.items():
         print(f"source/{name}/: " + ", ".join(p.name for p in paths) + ", conftest.py, submit.py, submit.json")
     first = next(iter(built))
-    print(f"\nnbgrader course written to {out} (course.yml, solutions/, exercises/: its course)\n"
-          f"Next, in {out}:\n{next_steps(first)}", file=sys.stderr)
+    print(
+        f"\nnbgrader course written to {out} (course.yml, solutions/, exercises/: its course)\n"
+        f"Next, in {out}:\n{next_steps(first)}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -84,11 +94,24 @@ def _autograde_from_reports(course_dir, assignment, grades, course_id):
     Returns {student: nbgrader's error} for the submissions it could not process."""
     if not (Path(course_dir) / "submitted").is_dir():
         return {}
-    cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force",
-           f"--SandboxGrade.reports_dir={(Path(grades) / 'reports').resolve()}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nbgrader",
+        "autograde",
+        assignment,
+        "--force",
+        f"--SandboxGrade.reports_dir={(Path(grades) / 'reports').resolve()}",
+    ]
     reviewed = _hand_grades(course_dir, assignment, course_id)
-    proc = subprocess.run(cmd, cwd=course_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    proc = subprocess.run(
+        cmd,
+        cwd=course_dir,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
     _hand_grades(course_dir, assignment, course_id, restore=reviewed)
     log = proc.stdout + proc.stderr
     failed = re.findall(r"error processing assignment '[^']*' for student '([^']+)'", log)
@@ -105,14 +128,24 @@ def cmd_nbgrader_gradebook(args):
     reports = read_batch(args.grades)
     failed = _autograde_from_reports(args.course_dir, args.assignment, args.grades, args.course_id)
     totals = write_reports(args.course_dir, args.assignment, reports, course_id=args.course_id)
-    flagged = sorted(s for s, r in reports.items() if r.get("batch", {}).get("status", "graded") != "graded"
-                     or any(".ipynb: the notebook" in e for e in r.get("errors") or []))
+    flagged = sorted(
+        s
+        for s, r in reports.items()
+        if r.get("batch", {}).get("status", "graded") != "graded"
+        or any(".ipynb: the notebook" in e for e in r.get("errors") or [])
+    )
     unexplained = sorted(set(failed) - set(flagged))
-    print(f"wrote {len(totals)} submission(s) of {args.assignment!r} into {Path(args.course_dir) / 'gradebook.db'}"
-          + (f"; flagged for manual grading (not graded): {', '.join(flagged)}" if flagged else ""), file=sys.stderr)
+    print(
+        f"wrote {len(totals)} submission(s) of {args.assignment!r} into {Path(args.course_dir) / 'gradebook.db'}"
+        + (f"; flagged for manual grading (not graded): {', '.join(flagged)}" if flagged else ""),
+        file=sys.stderr,
+    )
     if unexplained:
-        print(f"error: nbgrader autograde could not record: {', '.join(unexplained)} (is there a grade-batch report "
-              f"for each? see `nbgrader autograde {args.assignment}`'s log)", file=sys.stderr)
+        print(
+            f"error: nbgrader autograde could not record: {', '.join(unexplained)} (is there a grade-batch report "
+            f"for each? see `nbgrader autograde {args.assignment}`'s log)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -120,28 +153,41 @@ def cmd_nbgrader_gradebook(args):
 def add_parser(sub):
     from ..cli import COURSE_HELP
 
-    p = sub.add_parser("nbgrader-course", help="build a ready nbgrader course from a course folder",
-                       description="Write DIR/nbgrader_config.py, a copy of the course (course.yml, solutions/, "
-                                   "exercises/) and DIR/source/<assignment>/ (one notebook per exercise, the reference "
-                                   "solutions in solution regions, one locked hidden-tests cell per function, "
-                                   "conftest.py for the students' pytest). Prints the next commands.")
+    p = sub.add_parser(
+        "nbgrader-course",
+        help="build a ready nbgrader course from a course folder",
+        description="Write DIR/nbgrader_config.py, a copy of the course (course.yml, solutions/, "
+        "exercises/) and DIR/source/<assignment>/ (one notebook per exercise, the reference "
+        "solutions in solution regions, one locked hidden-tests cell per function, "
+        "conftest.py for the students' pytest). Prints the next commands.",
+    )
     p.add_argument("dir", metavar="DIR", help="the course folder (created; nbgrader's CourseDirectory.root)")
     p.add_argument("--course", metavar="DIR", help=COURSE_HELP)
-    p.add_argument("--assignment", action="append", metavar="NAME",
-                   help="only this course.yml assignment (repeatable; default: all)")
+    p.add_argument(
+        "--assignment",
+        action="append",
+        metavar="NAME",
+        help="only this course.yml assignment (repeatable; default: all)",
+    )
     p.add_argument("--course-id", default="seqgrader", help="nbgrader course id (default: seqgrader)")
     p.add_argument("--force", action="store_true", help="rewrite source/ in an existing course folder")
-    p.add_argument("--service-url", metavar="URL",
-                   help="the grading service (`seqgrader serve`) the released submit.py sends work to (written into "
-                        "submit.json; under JupyterHub submit.py finds the service by itself)")
+    p.add_argument(
+        "--service-url",
+        metavar="URL",
+        help="the grading service (`seqgrader serve`) the released submit.py sends work to (written into "
+        "submit.json; under JupyterHub submit.py finds the service by itself)",
+    )
     p.set_defaults(func=cmd_nbgrader_course)
 
-    g = sub.add_parser("nbgrader-gradebook", help="record grade-batch's results in an nbgrader course",
-                       description="Read GRADES/reports/*.json (grade-batch's output), run nbgrader's autograde "
-                                   "with SandboxGrade taking each student's results from them (no grading: "
-                                   "timestamps, late penalties, autograded/ for generate_feedback), then write each "
-                                   "student's feedback comments and errors into COURSE_DIR/gradebook.db, so "
-                                   "formgrader, `nbgrader generate_feedback` and `nbgrader export` work.")
+    g = sub.add_parser(
+        "nbgrader-gradebook",
+        help="record grade-batch's results in an nbgrader course",
+        description="Read GRADES/reports/*.json (grade-batch's output), run nbgrader's autograde "
+        "with SandboxGrade taking each student's results from them (no grading: "
+        "timestamps, late penalties, autograded/ for generate_feedback), then write each "
+        "student's feedback comments and errors into COURSE_DIR/gradebook.db, so "
+        "formgrader, `nbgrader generate_feedback` and `nbgrader export` work.",
+    )
     g.add_argument("grades", metavar="GRADES", help="grade-batch's output folder (--out)")
     g.add_argument("--course-dir", default=".", metavar="DIR", help="the nbgrader course folder (default: .)")
     g.add_argument("--assignment", required=True, metavar="NAME", help="the nbgrader assignment")

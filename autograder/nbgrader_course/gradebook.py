@@ -20,6 +20,7 @@ instead of grading (preprocessor.py): nbgrader records the timestamps, restores 
 assigns late penalties and writes autograded/, so `nbgrader generate_feedback` works as after a
 plain `nbgrader autograde`; then `write_reports` adds the comments and the flags.
 """
+
 from pathlib import Path
 
 from ..errors import GraderError
@@ -84,8 +85,9 @@ def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
         try:
             nb_assignment = gb.find_assignment(assignment)
         except MissingEntry:
-            raise GraderError(f"the gradebook has no assignment {assignment!r}: run "
-                              f"`nbgrader generate_assignment {assignment}` first") from None
+            raise GraderError(
+                f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment {assignment}` first"
+            ) from None
         notebooks = [nb.name for nb in nb_assignment.notebooks]
         for student, report in sorted(reports.items()):
             status = report.get("batch", {}).get("status", "graded")
@@ -109,7 +111,7 @@ def write_reports(course_dir, assignment, reports, *, course_id="seqgrader"):
                             grade.needs_manual_grade = True
                         continue
                     if cell.startswith("hidden_"):
-                        score, _, _ = function_result(report, nb_name, cell[len("hidden_"):])
+                        score, _, _ = function_result(report, nb_name, cell[len("hidden_") :])
                         grade.auto_score = max(0.0, min(float(score), float(grade.max_score)))
                         grade.needs_manual_grade = False
                         total += grade.auto_score

@@ -15,6 +15,7 @@ notebook's hidden-tests cells *needs manual grade*, 0 points, with the reason as
 answer cell: formgrader lists it for a human, as `nbgrader-gradebook` does for the same notebook.
 A later autograde of a readable resubmission clears the flag (nbgrader's SaveAutoGrades).
 """
+
 import sys
 from pathlib import Path
 
@@ -58,8 +59,11 @@ def flag_unreadable_notebooks(assignment=None, student=None, notebooks=(), **_):
     except Exception as e:  # noqa: BLE001
         import traceback
 
-        print(f"[seqgrader] ERROR: flagging unreadable notebooks failed: {type(e).__name__}: {e}\n"
-              + traceback.format_exc(), file=sys.stderr)
+        print(
+            f"[seqgrader] ERROR: flagging unreadable notebooks failed: {type(e).__name__}: {e}\n"
+            + traceback.format_exc(),
+            file=sys.stderr,
+        )
 
 
 def refuse_if_the_grader_fails(notebooks):
@@ -79,8 +83,11 @@ def refuse_if_the_grader_fails(notebooks):
         root = paths[0].parents[3]  # submitted/<student>/<assignment>/<notebook>.ipynb
         course = load_course(root / "course.yml" if (root / "course.yml").is_file() else None)
         assignment = paths[0].parent.name
-        exercises = (course.assignment(assignment) if assignment in course.assignments
-                     else [p.stem for p in paths if p.stem in course.exercises])
+        exercises = (
+            course.assignment(assignment)
+            if assignment in course.assignments
+            else [p.stem for p in paths if p.stem in course.exercises]
+        )
         if exercises:
             ensure(course, ForkRunner(course), exercises)
     except GraderEnvironmentError as e:

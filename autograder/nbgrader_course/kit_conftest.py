@@ -11,6 +11,7 @@ How it works: each notebook's code cells run in order, as "Run All" would (outsi
 drawn off screen); each 🔒 visible-checks cell runs on what the cells above it defined.
 (Written by seqgrader; do not edit.)
 """
+
 import io
 import json
 import linecache
@@ -62,8 +63,12 @@ def pytest_report_teststatus(report, config):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if call.when == "call" and isinstance(item, Check) and call.excinfo is not None \
-            and isinstance(call.excinfo.value, CheckFailed):
+    if (
+        call.when == "call"
+        and isinstance(item, Check)
+        and call.excinfo is not None
+        and isinstance(call.excinfo.value, CheckFailed)
+    ):
         report.seqgrader_word = (call.excinfo.value.kind, call.excinfo.value.text)
         report.longrepr = call.excinfo.value.text
 
@@ -80,7 +85,7 @@ class TimeUp(BaseException):
 
 def _one_line(text, width=WIDTH):
     text = re.sub(r"\s+", " ", str(text)).strip()
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _plain(src):
@@ -95,8 +100,12 @@ class Notebook(pytest.File):
                 nb = json.load(f)
             cells = [c for c in nb["cells"] if c.get("cell_type") == "code"]
         except (OSError, ValueError, KeyError, TypeError) as e:
-            yield Check.from_parent(self, name="(notebook)", function=None,
-                                    broken=f"这个笔记本读不出来 / cannot read this notebook: {_one_line(e, 200)}")
+            yield Check.from_parent(
+                self,
+                name="(notebook)",
+                function=None,
+                broken=f"这个笔记本读不出来 / cannot read this notebook: {_one_line(e, 200)}",
+            )
             return
         self.cells = []
         for i, cell in enumerate(cells):
@@ -106,15 +115,26 @@ class Notebook(pytest.File):
             grade_id = meta.get("grade_id", "")
             if src.startswith(HIDDEN) or grade_id.startswith("hidden_"):
                 kind, function = "hidden", None
-            elif src.startswith(VISIBLE) or (meta.get("grade") and not meta.get("solution") and grade_id.startswith("test_")):
+            elif src.startswith(VISIBLE) or (
+                meta.get("grade") and not meta.get("solution") and grade_id.startswith("test_")
+            ):
                 kind = "check"
                 first = src.splitlines()[0] if src.startswith(VISIBLE) else ""
-                function = first[len(VISIBLE):].lstrip(": ").strip() or grade_id[len("test_"):]
+                function = first[len(VISIBLE) :].lstrip(": ").strip() or grade_id[len("test_") :]
             else:
                 kind, function = "code", None
-            label = grade_id if (meta.get("solution") and grade_id) else function if kind == "check" else f"cell {i + 1}"
-            self.cells.append({"kind": kind, "function": function, "src": src, "label": label,
-                               "filename": f"<{self.path.name}: cell {i + 1}, {label}>"})
+            label = (
+                grade_id if (meta.get("solution") and grade_id) else function if kind == "check" else f"cell {i + 1}"
+            )
+            self.cells.append(
+                {
+                    "kind": kind,
+                    "function": function,
+                    "src": src,
+                    "label": label,
+                    "filename": f"<{self.path.name}: cell {i + 1}, {label}>",
+                }
+            )
         for cell in self.cells:
             if cell["kind"] == "check":
                 yield Check.from_parent(self, name=cell["function"], function=cell["function"])
@@ -181,8 +201,7 @@ def _where(cells, tb, exc):
     by_name = {c["filename"]: c for c in cells}
     frames = [f for f in traceback.extract_tb(tb)] if tb is not None else []
     if isinstance(exc, SyntaxError) and exc.filename in by_name:
-        frames.append(traceback.FrameSummary(exc.filename, exc.lineno or 0, "<module>",
-                                             line=(exc.text or "").strip()))
+        frames.append(traceback.FrameSummary(exc.filename, exc.lineno or 0, "<module>", line=(exc.text or "").strip()))
     ours = [f for f in frames if f.filename in by_name]
     student = [f for f in ours if by_name[f.filename]["kind"] != "check"]
     frame = (student or ours or [None])[-1]
@@ -196,14 +215,20 @@ def _where(cells, tb, exc):
 
 def _describe(cells, exc, tb, function):
     if isinstance(exc, TimeUp):
-        return "failed", f"运行超过 {CELL_SECONDS} 秒（死循环？）/ ran longer than {CELL_SECONDS} s (an endless loop?)" \
-            + _where(cells, tb, exc)
+        return (
+            "failed",
+            f"运行超过 {CELL_SECONDS} 秒（死循环？）/ ran longer than {CELL_SECONDS} s (an endless loop?)"
+            + _where(cells, tb, exc),
+        )
     if isinstance(exc, NotImplementedError):
         frames = traceback.extract_tb(tb) if tb is not None else []
         names = {c["filename"] for c in cells if c["kind"] != "check"}
         raised_in = next((f.name for f in reversed(frames) if f.filename in names), None)
-        extra = f" ({raised_in} 被调用 / called by {function})" if raised_in and raised_in not in (function, "<module>",
-                                                                                             "__init__", "forward") else ""
+        extra = (
+            f" ({raised_in} 被调用 / called by {function})"
+            if raised_in and raised_in not in (function, "<module>", "__init__", "forward")
+            else ""
+        )
         return "missing", extra
     if isinstance(exc, AssertionError):
         msg = str(exc) or "断言失败 / an assertion failed"
@@ -238,9 +263,12 @@ def _run_notebook(path, cells):
                 if isinstance(exc, NameError) and getattr(exc, "name", None) in failed_cells:
                     label = exc.name  # the function's own cell did not run
                     cexc, ctb = failed_cells[label]
-                    kind, text = "failed", _one_line(f"{type(exc).__name__}: {exc}") + \
-                        f" — 因为前面的单元格出错 / because an earlier cell failed: {label}: " \
-                        f"{_one_line(f'{type(cexc).__name__}: {cexc}', 200)}{_where(cells, ctb, cexc)}"
+                    kind, text = (
+                        "failed",
+                        _one_line(f"{type(exc).__name__}: {exc}")
+                        + f" — 因为前面的单元格出错 / because an earlier cell failed: {label}: "
+                        f"{_one_line(f'{type(cexc).__name__}: {cexc}', 200)}{_where(cells, ctb, cexc)}",
+                    )
                 results[cell["function"]] = (kind, text)
     finally:
         os.chdir(cwd)

@@ -25,6 +25,7 @@ the full report.
      `seqgrader student-kit DIR --service-url URL` writes
 Only the Python standard library is used.  (Written by seqgrader; do not edit.)
 """
+
 import argparse
 import json
 import os
@@ -40,8 +41,12 @@ from pathlib import Path
 SERVICE = "seqgrader"
 WAIT_SECONDS = 900  # give up waiting for a grade after this long (the submission stays queued)
 SAVED_RECENTLY = 30  # seconds: a file saved this recently counts as saved
-STATUS_WORDS = {"queued": ("排队中", "queued"), "grading": ("评分中", "grading"),
-                "graded": ("已评分", "graded"), "not_graded": ("未评分", "not graded")}
+STATUS_WORDS = {
+    "queued": ("排队中", "queued"),
+    "grading": ("评分中", "grading"),
+    "graded": ("已评分", "graded"),
+    "not_graded": ("未评分", "not graded"),
+}
 
 
 class SubmitError(Exception):
@@ -53,6 +58,7 @@ def say(zh, en):
 
 
 # ---------------------------------------------------------------- where and who
+
 
 def _settings_file():
     for folder in (Path.cwd(), Path(__file__).resolve().parent):
@@ -80,9 +86,12 @@ def settings(url=None, token=None, assignment=None, env=None):
     if not url and saved.get("url"):
         url, where = saved["url"], "submit.json"
     if not url:
-        raise SubmitError(say("不知道评分服务在哪里：用 --url 指定，或设置 SEQGRADER_URL，或问助教要 submit.json",
-                              "where is the grading service? Give --url, set SEQGRADER_URL, or ask your course "
-                              "staff for submit.json"))
+        raise SubmitError(
+            say(
+                "不知道评分服务在哪里：用 --url 指定，或设置 SEQGRADER_URL，或问助教要 submit.json",
+                "where is the grading service? Give --url, set SEQGRADER_URL, or ask your course staff for submit.json",
+            )
+        )
     if token:
         header = f"Bearer {token}"
     elif env.get("SEQGRADER_TOKEN"):
@@ -120,6 +129,7 @@ def save_first(path, wait=5.0):
     if in_notebook() and path.suffix == ".ipynb":
         try:
             from IPython.display import Javascript, display
+
             display(Javascript(SAVE_JS))
         except Exception:  # noqa: BLE001 - no frontend to ask: the modification time decides
             pass
@@ -135,6 +145,7 @@ def save_first(path, wait=5.0):
 
 # ---------------------------------------------------------------- HTTP
 
+
 def _request(method, url, header, body=None, content_type=None, timeout=60):
     headers = {"Accept": "application/json", "User-Agent": "seqgrader-submit"}
     if header:
@@ -149,7 +160,9 @@ def _request(method, url, header, body=None, content_type=None, timeout=60):
         return e.code, e.read(), e.headers
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
-        raise SubmitError(say(f"连不上评分服务 {url}：{reason}", f"cannot reach the grading service at {url}: {reason}"))
+        raise SubmitError(
+            say(f"连不上评分服务 {url}：{reason}", f"cannot reach the grading service at {url}: {reason}")
+        ) from e
 
 
 def _json(status, body):
@@ -166,8 +179,12 @@ def service_error(status, body, headers):
     message = data.get("message") or (body or b"").decode("utf-8", "replace").strip()[:300] or f"HTTP {status}"
     lines = [f"评分服务拒绝了这次请求 / the grading service refused ({status}): {message}"]
     if status == 401:
-        lines.append(say("检查你的令牌（--token、SEQGRADER_TOKEN 或 JupyterHub 的登录）",
-                         "check your token (--token, SEQGRADER_TOKEN or your JupyterHub sign-in)"))
+        lines.append(
+            say(
+                "检查你的令牌（--token、SEQGRADER_TOKEN 或 JupyterHub 的登录）",
+                "check your token (--token, SEQGRADER_TOKEN or your JupyterHub sign-in)",
+            )
+        )
     elif status == 429:
         retry = headers.get("Retry-After") if headers else None
         if retry:
@@ -192,13 +209,18 @@ def multipart(fields, file_field, path):
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
     ctype = "application/x-ipynb+json" if path.suffix == ".ipynb" else "text/x-python"
     filename = path.name.replace('"', "_")
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{filename}"\r\n'
-                 f"Content-Type: {ctype}\r\n\r\n".encode() + path.read_bytes() + b"\r\n")
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{filename}"\r\n'
+        f"Content-Type: {ctype}\r\n\r\n".encode()
+        + path.read_bytes()
+        + b"\r\n"
+    )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
 # ---------------------------------------------------------------- the report's fix list
+
 
 class _FixList(HTMLParser):
     """The items of the report page's "what to fix" list (<li class="fix">), as text."""
@@ -253,6 +275,7 @@ def _fix_text(f):
 
 # ---------------------------------------------------------------- submit
 
+
 def submit(notebook, assignment=None, url=None, token=None, wait=True, out=print):
     """Save, send and wait: prints the score, what to fix and the report's link.  Returns the
     service's last answer about the submission (a dict), or None when nothing was sent."""
@@ -267,16 +290,22 @@ def _submit(path, assignment, url, token, wait, out):
     if not path.is_file():
         raise SubmitError(say(f"找不到文件 {path}", f"no such file: {path}"))
     if path.suffix not in (".ipynb", ".py"):
-        raise SubmitError(say(f"只能提交 .ipynb 或 .py 文件，不是 {path.name}", f"submit an .ipynb or .py file, not {path.name}"))
+        raise SubmitError(
+            say(f"只能提交 .ipynb 或 .py 文件，不是 {path.name}", f"submit an .ipynb or .py file, not {path.name}")
+        )
     url, header, assignment, where = settings(url, token, assignment)
     saved = save_first(path)
     stamp = time.strftime("%H:%M:%S", time.localtime(path.stat().st_mtime))
     if saved == "saved":
         out(say(f"已保存 {path.name}", f"saved {path.name}"))
     elif saved == "stale" and in_notebook():
-        raise SubmitError(say(f"没能自动保存 {path.name}（磁盘上的文件是 {stamp} 保存的）：先按 Ctrl+S（Mac 上 ⌘S）保存，再运行这个单元格",
-                              f"could not save {path.name} for you (the file on disk was saved at {stamp}): press "
-                              f"Ctrl+S (⌘S on a Mac), then run this cell again"))
+        raise SubmitError(
+            say(
+                f"没能自动保存 {path.name}（磁盘上的文件是 {stamp} 保存的）：先按 Ctrl+S（Mac 上 ⌘S）保存，再运行这个单元格",
+                f"could not save {path.name} for you (the file on disk was saved at {stamp}): press "
+                f"Ctrl+S (⌘S on a Mac), then run this cell again",
+            )
+        )
     else:
         out(say(f"提交磁盘上的 {path.name}（{stamp} 保存）", f"sending {path.name} as saved on disk at {stamp}"))
     fields = {"assignment": assignment} if assignment else {}
@@ -305,16 +334,22 @@ def _wait(url, header, sid, view, out):
             last = view["status"]
             out(f"  {say(*STATUS_WORDS[last])} … ({time.time() - start:.0f} s)")
         if time.time() - start > WAIT_SECONDS:
-            raise SubmitError(say(f"等了 {WAIT_SECONDS // 60} 分钟还没评完；稍后打开 {url}submissions/{sid} 看结果",
-                                  f"not graded after {WAIT_SECONDS // 60} minutes; open {url}submissions/{sid} later"))
+            raise SubmitError(
+                say(
+                    f"等了 {WAIT_SECONDS // 60} 分钟还没评完；稍后打开 {url}submissions/{sid} 看结果",
+                    f"not graded after {WAIT_SECONDS // 60} minutes; open {url}submissions/{sid} later",
+                )
+            )
         time.sleep(delay)
         delay = min(delay * 1.5, 3.0)
         status, body, headers = _request("GET", f"{url}api/submissions/{sid}", header)
         if status != 200:
             raise service_error(status, body, headers)
         view = _json(status, body)
-    out(f"  {say(*STATUS_WORDS.get(view.get('status'), (view.get('status'), view.get('status'))))} "
-        f"({time.time() - start:.0f} s)")
+    out(
+        f"  {say(*STATUS_WORDS.get(view.get('status'), (view.get('status'), view.get('status'))))} "
+        f"({time.time() - start:.0f} s)"
+    )
     return view
 
 
@@ -330,8 +365,10 @@ def _print_result(url, header, view, out):
         elif view.get("score") == view.get("max_score"):
             out(say("全部测试通过！", "Every test passed!"))
     else:
-        out(say("这份提交没有被评分（这不是 0 分）", "This submission was not graded (this is not a zero)") +
-            (f": {view['message']}" if view.get("message") else ""))
+        out(
+            say("这份提交没有被评分（这不是 0 分）", "This submission was not graded (this is not a zero)")
+            + (f": {view['message']}" if view.get("message") else "")
+        )
     out(say("完整报告", "Full report") + f": {report}")
 
 

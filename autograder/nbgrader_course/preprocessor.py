@@ -21,6 +21,7 @@ With `reports_dir` set (what `nbgrader-gradebook` does), it grades nothing: it f
 grade-batch's report of that student (reports_dir/<student>.json), so nbgrader's own autograde
 records the timestamps, late penalties and autograded/ notebooks of a class graded by grade-batch.
 """
+
 import ast
 import json
 import os
@@ -47,8 +48,12 @@ def hidden_call(source):
     except SyntaxError:
         return None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hidden_tests" \
-                and len(node.args) >= 2 and all(isinstance(a, ast.Constant) for a in node.args[:2]):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "hidden_tests"
+            and len(node.args) >= 2
+            and all(isinstance(a, ast.Constant) for a in node.args[:2])
+        ):
             return node.args[0].value, node.args[1].value
     return None
 
@@ -58,7 +63,6 @@ def grade_notebook(nb, exercise, course_file=None):
     from ..config import load_course
     from ..grading import grade
     from ..judge import ForkRunner
-
     from ..selfcheck import ensure
 
     course = load_course(course_file)
@@ -83,7 +87,7 @@ def _forget_empty_submission(resources):
         db = str(info["db_url"])
         if not db.startswith("sqlite:///"):
             return
-        course_id = assignment_course(db[len("sqlite:///"):], info["assignment"])
+        course_id = assignment_course(db[len("sqlite:///") :], info["assignment"])
         if course_id is None:
             return
         with Gradebook(db, course_id) as gb:
@@ -121,15 +125,20 @@ class SandboxGrade(Preprocessor):
 
     enabled = Bool(True).tag(config=True)  # nbconvert preprocessors are off by default
     course_file = Unicode("", help="course.yml for the hidden properties (default: seqgrader's own)").tag(config=True)
-    reports_dir = Unicode("", help="grade-batch's reports/ folder: take each student's results from "
-                                   "<student>.json there instead of grading (nbgrader-gradebook sets it)").tag(config=True)
+    reports_dir = Unicode(
+        "",
+        help="grade-batch's reports/ folder: take each student's results from "
+        "<student>.json there instead of grading (nbgrader-gradebook sets it)",
+    ).tag(config=True)
 
     def _batch_report(self, resources):
         student = (resources.get("nbgrader") or {}).get("student")
         path = Path(self.reports_dir) / f"{student}.json"
         if not path.is_file():
-            raise RuntimeError(f"no grade-batch report for student {student!r} ({path}): run grade-batch on "
-                               f"submitted/ again, then nbgrader-gradebook")
+            raise RuntimeError(
+                f"no grade-batch report for student {student!r} ({path}): run grade-batch on "
+                f"submitted/ again, then nbgrader-gradebook"
+            )
         return json.loads(path.read_text(encoding="utf-8"))
 
     def preprocess(self, nb, resources):
@@ -146,8 +155,9 @@ class SandboxGrade(Preprocessor):
             report = self._batch_report(resources)
             status = report.get("batch", {}).get("status", "graded")
             for exercise in exercises:
-                sub = nbformat.v4.new_notebook(cells=[c for c in nb.cells
-                                                      if (hidden_call(c.source) or ("",))[0] == exercise])
+                sub = nbformat.v4.new_notebook(
+                    cells=[c for c in nb.cells if (hidden_call(c.source) or ("",))[0] == exercise]
+                )
                 if status != "graded":
                     fill_cells(sub, None, error=f"未评分 / not graded: {status}")
                 else:
@@ -156,8 +166,9 @@ class SandboxGrade(Preprocessor):
         for exercise in exercises:
             try:
                 reports[exercise] = grade_notebook(nb, exercise, self.course_file or None)
-                self.log.info("SandboxGrade: %s: %s / %s", exercise, reports[exercise]["score"],
-                              reports[exercise]["max_score"])
+                self.log.info(
+                    "SandboxGrade: %s: %s / %s", exercise, reports[exercise]["score"], reports[exercise]["max_score"]
+                )
             except GraderEnvironmentError as e:
                 # the reference loses points here: nobody is graded, not even with a 0
                 self.log.error("SandboxGrade: nobody is graded: %s", e)
@@ -167,10 +178,16 @@ class SandboxGrade(Preprocessor):
                 self.log.error("SandboxGrade: grading %s failed: %s\n%s", exercise, e, traceback.format_exc())
                 reports[exercise] = None
         for exercise, report in reports.items():
-            sub = nbformat.v4.new_notebook(cells=[c for c in nb.cells if (hidden_call(c.source) or ("",))[0] == exercise])
+            sub = nbformat.v4.new_notebook(
+                cells=[c for c in nb.cells if (hidden_call(c.source) or ("",))[0] == exercise]
+            )
             if report is None:
-                fill_cells(sub, None, error="评分器出错（不是你的代码的问题），请联系助教。/ The grader failed "
-                                            "(not your code's fault); the teaching staff will regrade.")
+                fill_cells(
+                    sub,
+                    None,
+                    error="评分器出错（不是你的代码的问题），请联系助教。/ The grader failed "
+                    "(not your code's fault); the teaching staff will regrade.",
+                )
             else:
                 fill_cells(sub, report)
         return nb, resources

@@ -19,8 +19,8 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.errors import InvalidArgument
 
-from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
 from ..checks.elsewhere import Place, bring_back, device_of, uses_elsewhere
+from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
 from ..sandbox.protocol import container_snapshot, same_values
 
 # ---------------------------------------------------------------- registry

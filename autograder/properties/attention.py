@@ -887,7 +887,7 @@ def sdpa_differentiable(student, case):
     rw = torch.softmax(s, -1).masked_fill(~full, 0.0)
     rows = full.any(-1)
     ((rw @ ref[2] * G_out).sum() + (rw * G_w).sum()).backward()
-    for x, r, what in zip(leaves, ref, ("Q", "K", "V")):
+    for x, r, what in zip(leaves, ref, ("Q", "K", "V")):  # noqa: B007 - r: the reference beside x
         if x.grad is None:
             fail(f"{what}.grad 是 None：out 和 weights 不依赖 {what}（计算图断开了）。",
                  f"{what}.grad is None: out and weights do not depend on {what} (the graph is cut).",

@@ -52,7 +52,6 @@ def _wrong_values(logits, targets, mask):
     """The values the usual mistakes give on clean inputs: [(zh, en, value)]."""
     B, T, V = logits.shape
     tok = per_token_ref(logits, targets, mask)  # (B, T)
-    n = int(mask.sum())
     total = float(tok.sum())
     out = [("有效词元损失的总和（没有除以个数）", "the sum over valid tokens (not divided by their number)", total),
            ("除以了 B（批大小）而不是有效词元数", "divided by B (the batch size) instead of the number of valid tokens",

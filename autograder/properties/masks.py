@@ -6,8 +6,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ..errors import StudentCrash
 from ..checks.elsewhere import ELSEWHERE, put_elsewhere, uses_elsewhere
+from ..errors import StudentCrash
 from ._harness import check_elsewhere, check_equal, check_tensor, fail, prop, same_device_crash
 from .strategies import lengths_for, padding_mask_ref, sizes
 

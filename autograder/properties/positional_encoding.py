@@ -14,8 +14,8 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ..errors import StudentCrash
 from ..checks.elsewhere import ELSEWHERE, put_elsewhere
+from ..errors import StudentCrash
 from ._harness import check_close, check_elsewhere, check_tensor, fail, prop, same_device_crash
 from .strategies import float_tensors, sizes
 

@@ -767,7 +767,7 @@ def _long_sequence_failure(student, case, bad, outputs, out_ref, lines):
     got = outputs.detach()[:, t:t + n]
     starts = [("初始状态 the initial state", case.state)] if case.state is not None else []
     starts.append(("零状态 zeros", None))
-    for name, start in starts:
+    for name, start in starts:  # noqa: B007 - name: read when the loop ends
         again = _restarted(case, t, start)[:, :n]
         if bool(valid.any()) and not bool(_mismatch(got, again, where=valid)[0].any()):
             break

@@ -1,6 +1,10 @@
 """The feedback text of one test, in the course's language(s): TestResult.feedback, the JSON's
 "feedback", what Gradescope and the nbgrader cells show.  Words from report/messages.py."""
-from .messages import label as _label, pair, pick as _pick, say, value as _value
+
+from .messages import label as _label
+from .messages import pair, say
+from .messages import pick as _pick
+from .messages import value as _value
 from .model import Status
 
 # the statuses' words, for callers that still look them up here: {status: (zh, en)}
@@ -74,7 +78,12 @@ def by_part(parts):
     for p in parts or []:
         shown_zh, shown_en = pair("part.shown_by", call=p.get("probe", "")) if p.get("probe") else ("", "")
         zh = p.get("zh", "") + (f"（{shown_zh}）" if shown_zh else "") + "。" + p.get("else_zh", "")
-        en = p.get("en", "") + (f" ({shown_en})" if shown_en else "") + "." + (" " + p["else_en"] if p.get("else_en") else "")
+        en = (
+            p.get("en", "")
+            + (f" ({shown_en})" if shown_en else "")
+            + "."
+            + (" " + p["else_en"] if p.get("else_en") else "")
+        )
         out.append((zh, en))
     return out
 
@@ -115,7 +124,9 @@ def diagnosis_lines(res, language="both"):
             lines.append("    " + expl)
         hint = _pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n    ")
         if hint:
-            lines.append(f"    {say('diagnosis.fix', language, sep=' ')}: " + hint.replace("\n    ", "\n    " + " " * 4))
+            lines.append(
+                f"    {say('diagnosis.fix', language, sep=' ')}: " + hint.replace("\n    ", "\n    " + " " * 4)
+            )
     more = unexplained(getattr(res, "diagnosis", None))
     if more:
         lines.append("    " + _pick(language, *more, sep="\n    "))

@@ -19,13 +19,26 @@ What the page holds, top to bottom, so that its first screen tells the student w
 A submission that was not graded shows "not graded", the reason and what to do, and no test card.
 The sandbox line of the JSON is for the instructor and is not on the page.
 """
+
 import html
 import math
 from pathlib import Path
 
-from .messages import label as label_of, pair, pick, say, value as value_of
-from .model import (Status, advice_key, as_dict, cx_slices, exercise_not_graded_reason, fix_headline, fixes,
-                    level, not_graded_reason, student_of)
+from .messages import label as label_of
+from .messages import pair, pick, say
+from .messages import value as value_of
+from .model import (
+    Status,
+    advice_key,
+    as_dict,
+    cx_slices,
+    exercise_not_graded_reason,
+    fix_headline,
+    fixes,
+    level,
+    not_graded_reason,
+    student_of,
+)
 
 # {status: (zh, en, css class)}, for callers that look the words up here
 STATUS = {s.value: (*s.words(), "ok" if s == Status.PASSED else "bad") for s in Status}
@@ -187,8 +200,10 @@ def _value_html(v, language):
             return head + array_table(vals, mask=v.get("dtype") == "bool", language=language)
         parts = []
         for s in cx_slices({"got": vals}, limit=4):
-            parts.append(f'<figure><figcaption>[{esc(", ".join(map(str, s[0])))}, :, :]</figcaption>'
-                         f'{array_table(s[2], mask=v.get("dtype") == "bool", language=language)}</figure>')
+            parts.append(
+                f"<figure><figcaption>[{esc(', '.join(map(str, s[0])))}, :, :]</figcaption>"
+                f"{array_table(s[2], mask=v.get('dtype') == 'bool', language=language)}</figure>"
+            )
         return head + f'<div class="pair">{"".join(parts)}</div>'
     shown = value_of(v, language) if isinstance(v, str) else v
     if isinstance(shown, str) and "\n" in shown:
@@ -214,7 +229,7 @@ def counterexample_html(cx, language, picture=True):
     out = ['<div class="counterexample">']
     out.append(f"<h3>{L('cx.title', language)}</h3>")
     if cx.get("call"):
-        out.append(f'<p>{L("cx.call", language)}: <code>{esc(cx["call"])}</code></p>')
+        out.append(f"<p>{L('cx.call', language)}: <code>{esc(cx['call'])}</code></p>")
     inputs = cx.get("inputs") or {}
     if inputs:
         out.append('<table class="inputs">')
@@ -222,15 +237,19 @@ def counterexample_html(cx, language, picture=True):
             cell = _value_html(v, language)
             big = isinstance(v, dict) and v.get("values") is not None and _count(v.get("shape")) > 24
             if big:  # a weight matrix: folded, so that the wrong values stay in view
-                cell = (f'<details><summary>shape {esc(tuple(v["shape"]))} · {esc(v.get("dtype", ""))} '
-                        f'({L("cx.click", language)})</summary>{cell}</details>')
+                cell = (
+                    f"<details><summary>shape {esc(tuple(v['shape']))} · {esc(v.get('dtype', ''))} "
+                    f"({L('cx.click', language)})</summary>{cell}</details>"
+                )
             out.append(f'<tr><td class="name">{esc(label_of(name, language))}</td><td>{cell}</td></tr>')
         out.append("</table>")
     if cx.get("kind") == "shape" and (cx.get("expected_shape") or cx.get("got_shape")):
         want = tuple(cx.get("expected_shape") or cx.get("shape") or ())
         have = tuple(cx.get("got_shape") or cx.get("shape") or ())
-        out.append(f'<p>{L("cx.expected_shape", language)}: <code>{esc(want)}</code> · '
-                   f'{L("cx.your_shape", language)}: <code>{esc(have)}</code></p>')
+        out.append(
+            f"<p>{L('cx.expected_shape', language)}: <code>{esc(want)}</code> · "
+            f"{L('cx.your_shape', language)}: <code>{esc(have)}</code></p>"
+        )
     slices = cx_slices(cx)
     if slices:
         names = cx.get("labels") or ["expected", "got"]
@@ -250,13 +269,19 @@ def counterexample_html(cx, language, picture=True):
                 where += f' <span class="muted">({L("cx.from", language, at=tuple(cx["offset"]))})</span>'
             figs = []
             if e is not None:
-                figs.append(f'<figure class="expected"><figcaption>{we} {where}</figcaption>'
-                            f'{array_table(e, d, mask, language=language)}</figure>')
-            figs.append(f'<figure class="got"><figcaption>{wg} {where}</figcaption>'
-                        f'{array_table(g, d, mask, language=language)}</figure>')
+                figs.append(
+                    f'<figure class="expected"><figcaption>{we} {where}</figcaption>'
+                    f"{array_table(e, d, mask, language=language)}</figure>"
+                )
+            figs.append(
+                f'<figure class="got"><figcaption>{wg} {where}</figcaption>'
+                f"{array_table(g, d, mask, language=language)}</figure>"
+            )
             out.append(f'<div class="pair">{"".join(figs)}</div>')
     if picture:
-        from .plots import data_uri, picture as draw
+        from .plots import data_uri
+        from .plots import picture as draw
+
         png = draw(cx, language)
         if png:
             out.append(f'<img class="cx-picture" alt="{L("cx.picture", language)}" src="{data_uri(png)}">')
@@ -275,12 +300,16 @@ def diagnosis_html(diag, language, group=None, function=None):
         out.append('<div class="diagnosis">')
         out.append(f'<div class="muted">{L("diagnosis.head", language)}</div>')
         where_zh, where_en = where(d, function if function is not None else (group or {}).get("function"))
-        out.append(f'<div class="title">{text(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)}</div>')
+        out.append(
+            f'<div class="title">{text(language, d.get("title_zh", "") + where_zh, d.get("title_en", "") + where_en)}</div>'
+        )
         if d.get("explanation_zh") or d.get("explanation_en"):
-            out.append(f'<p>{text(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))}</p>')
+            out.append(f"<p>{text(language, d.get('explanation_zh', ''), d.get('explanation_en', ''))}</p>")
         if d.get("hint_zh") or d.get("hint_en"):
-            out.append(f'<p><b>{L("diagnosis.fix", language)}:</b> '
-                       f'{text(language, d.get("hint_zh", ""), d.get("hint_en", ""))}</p>')
+            out.append(
+                f"<p><b>{L('diagnosis.fix', language)}:</b> "
+                f"{text(language, d.get('hint_zh', ''), d.get('hint_en', ''))}</p>"
+            )
         if group is not None:
             fn = d.get("function") or group["function"]
             others = sorted({t.get("function") for t in group["tests"]} - {fn})
@@ -297,8 +326,10 @@ def parts_html(parts, language):
     """Which part of a function differs, found by experiment (where no catalogued mistake is named)."""
     from .feedback import by_part
 
-    return "".join(f'<p class="by-part muted"><b>{L("part.head", language)}:</b> {text(language, zh, en)}</p>'
-                   for zh, en in by_part(parts))
+    return "".join(
+        f'<p class="by-part muted"><b>{L("part.head", language)}:</b> {text(language, zh, en)}</p>'
+        for zh, en in by_part(parts)
+    )
 
 
 def _score(x):
@@ -312,9 +343,21 @@ def _shown_elsewhere(t):
     if cx.get("call"):
         skip.add("调用 call")
     if cx_slices(cx):
-        skip |= {lab for lab, _ in t.get("details") or []
-                 if lab.startswith(("期望 expected", "实际 got", "之前 before", "之后 after", "原来的 before",
-                                    "改变后的 after", "不同的元素 differing entries"))}
+        skip |= {
+            lab
+            for lab, _ in t.get("details") or []
+            if lab.startswith(
+                (
+                    "期望 expected",
+                    "实际 got",
+                    "之前 before",
+                    "之后 after",
+                    "原来的 before",
+                    "改变后的 after",
+                    "不同的元素 differing entries",
+                )
+            )
+        }
     return skip
 
 
@@ -323,8 +366,10 @@ def test_body(t, language, picture=True, diagnosis=True):
     counterexample, the hint, and what else the property said."""
     out = []
     if t.get("property_zh") or t.get("property_en"):
-        out.append(f'<p class="muted">{L("test.must_hold", language)}: '
-                   f'{inline(language, t.get("property_zh", ""), t.get("property_en", ""))}</p>')
+        out.append(
+            f'<p class="muted">{L("test.must_hold", language)}: '
+            f"{inline(language, t.get('property_zh', ''), t.get('property_en', ''))}</p>"
+        )
     out.append(f'<p class="message">{text(language, t.get("message_zh", ""), t.get("message_en", ""), tag="b")}</p>')
     if diagnosis:
         out.append(diagnosis_html(t.get("diagnosis"), language, function=t.get("function")))
@@ -342,41 +387,53 @@ def test_body(t, language, picture=True, diagnosis=True):
             lines.append(f"{lab}:\n{val}" if "\n" in str(val) else f"{lab}: {val}")
         # open when there is no table to look at (a crash: the exception and where it was raised)
         is_open = " open" if "got" not in (t.get("counterexample") or {}) else ""
-        out.append(f'<details{is_open}><summary>{L("test.more", language)}</summary>'
-                   f'<pre>{esc(chr(10).join(lines))}</pre></details>')
+        out.append(
+            f"<details{is_open}><summary>{L('test.more', language)}</summary>"
+            f"<pre>{esc(chr(10).join(lines))}</pre></details>"
+        )
     return "".join(out)
 
 
 def _test_title(t, language):
     zh, en, cls = STATUS.get(t.get("status", "failed"), STATUS["failed"])
-    return (f'<span class="badge {cls}">{label(language, zh, en)}</span> <code>{esc(t["name"])}</code> '
-            f'<span class="muted">{_score(t.get("score"))} / {_score(t.get("max_score"))}</span>')
+    return (
+        f'<span class="badge {cls}">{label(language, zh, en)}</span> <code>{esc(t["name"])}</code> '
+        f'<span class="muted">{_score(t.get("score"))} / {_score(t.get("max_score"))}</span>'
+    )
 
 
 def test_card(t, language, picture=True, diagnosis=True):
     """One failed test, open."""
-    return (f'<section class="card failed" id="t-{esc(t["name"])}" data-test="{esc(t["name"])}">'
-            f'<h3>{_test_title(t, language)}</h3>{test_body(t, language, picture, diagnosis)}</section>')
+    return (
+        f'<section class="card failed" id="t-{esc(t["name"])}" data-test="{esc(t["name"])}">'
+        f"<h3>{_test_title(t, language)}</h3>{test_body(t, language, picture, diagnosis)}</section>"
+    )
 
 
 def test_folded(t, language, picture=True, first=None):
     """One failed test, folded: its title and message in the summary (the message only when it is
     not the same as the open test's `first`), the rest inside."""
     msg = pick(language, (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0])
-    same = first is not None and (t.get("message_en"), t.get("message_zh")) == (first.get("message_en"),
-                                                                                 first.get("message_zh"))
+    same = first is not None and (t.get("message_en"), t.get("message_zh")) == (
+        first.get("message_en"),
+        first.get("message_zh"),
+    )
     summary = "" if same or not msg else f" — {esc(msg)}"
-    return (f'<details class="test" id="t-{esc(t["name"])}" data-test="{esc(t["name"])}"><summary>'
-            f'{_test_title(t, language)}{summary}</summary>{test_body(t, language, picture, diagnosis=False)}'
-            f"</details>")
+    return (
+        f'<details class="test" id="t-{esc(t["name"])}" data-test="{esc(t["name"])}"><summary>'
+        f"{_test_title(t, language)}{summary}</summary>{test_body(t, language, picture, diagnosis=False)}"
+        f"</details>"
+    )
 
 
 def _not_graded_html(reason, language, card_id="not-graded"):
     key = advice_key(reason)
     ident = f' id="{card_id}"' if card_id else ""
-    body = [f'<section class="card not-graded"{ident}>',
-            f"<p><b>{text(language, *pair('report.not_graded_why'))}</b></p>",
-            f"<pre>{esc(reason)}</pre>"]
+    body = [
+        f'<section class="card not-graded"{ident}>',
+        f"<p><b>{text(language, *pair('report.not_graded_why'))}</b></p>",
+        f"<pre>{esc(reason)}</pre>",
+    ]
     if key != "why.other":
         body.append(f"<p>{text(language, *pair(key))}</p>")
     body.append(f'<p class="muted">{text(language, *pair("report.not_graded_next"))}</p></section>')
@@ -391,56 +448,72 @@ def _fix_list(groups, language):
         more = f" · {L('report.n_tests', language, n=n)}" if n > 1 else ""
         if g.get("not_graded"):
             lost, more = L("report.not_graded", language), ""
-        out.append(f'<li class="fix" data-function="{esc(g["function"])}">'
-                   f'<a class="fn" href="#{g["anchor"]}"><code>{esc(g["function"])}</code></a> '
-                   f'<span class="cost">({esc(g["exercise"])} · {lost}{more})</span> — '
-                   f'{inline(language, *fix_headline(g))} '
-                   f'<a class="more" href="#{g["anchor"]}">{L("report.details_link", language)} →</a></li>')
+        out.append(
+            f'<li class="fix" data-function="{esc(g["function"])}">'
+            f'<a class="fn" href="#{g["anchor"]}"><code>{esc(g["function"])}</code></a> '
+            f'<span class="cost">({esc(g["exercise"])} · {lost}{more})</span> — '
+            f"{inline(language, *fix_headline(g))} "
+            f'<a class="more" href="#{g["anchor"]}">{L("report.details_link", language)} →</a></li>'
+        )
     out.append("</ol>")
     return "".join(out)
 
 
 def _scores(r, language):
-    rows = [f'<table class="scores" id="scores"><tr><th>{L("report.exercise", language)}</th>'
-            f'<th>{L("report.status", language)}</th><th class="num">{L("report.points", language)}</th><th></th></tr>']
+    rows = [
+        f'<table class="scores" id="scores"><tr><th>{L("report.exercise", language)}</th>'
+        f'<th>{L("report.status", language)}</th><th class="num">{L("report.points", language)}</th><th></th></tr>'
+    ]
     for ex in r.get("exercises", []):
         tests = ex.get("tests", [])
         n_pass = sum(1 for t in tests if t.get("passed"))
         if exercise_not_graded_reason(ex) is not None:
-            rows.append(f'<tr class="exercise not-graded" data-exercise="{esc(ex["id"])}"><td>{esc(ex["id"])}</td>'
-                        f'<td>{L("report.not_graded", language)}</td>'
-                        f'<td class="num">– / {_score(ex.get("max_score"))}</td><td></td></tr>')
+            rows.append(
+                f'<tr class="exercise not-graded" data-exercise="{esc(ex["id"])}"><td>{esc(ex["id"])}</td>'
+                f"<td>{L('report.not_graded', language)}</td>"
+                f'<td class="num">– / {_score(ex.get("max_score"))}</td><td></td></tr>'
+            )
             continue
         lv = level(ex.get("score"), ex.get("max_score"))
         width = 100 * (ex.get("score") or 0) / ex["max_score"] if ex.get("max_score") else 0
-        rows.append(f'<tr class="exercise" data-exercise="{esc(ex["id"])}"><td>{esc(ex["id"])}</td>'
-                    f'<td>{L("report.passed_of", language, p=n_pass, n=len(tests))}</td>'
-                    f'<td class="num">{_score(ex.get("score"))} / {_score(ex.get("max_score"))}</td>'
-                    f'<td><span class="bar"><span class="level-{lv}" style="width:{width:.0f}%"></span></span></td></tr>')
+        rows.append(
+            f'<tr class="exercise" data-exercise="{esc(ex["id"])}"><td>{esc(ex["id"])}</td>'
+            f"<td>{L('report.passed_of', language, p=n_pass, n=len(tests))}</td>"
+            f'<td class="num">{_score(ex.get("score"))} / {_score(ex.get("max_score"))}</td>'
+            f'<td><span class="bar"><span class="level-{lv}" style="width:{width:.0f}%"></span></span></td></tr>'
+        )
     rows.append("</table>")
-    every = [f'<details class="every-test"><summary>{L("report.every_test", language)}</summary>'
-             f'<table class="scores"><tr><th>{L("report.exercise_test", language)}</th>'
-             f'<th>{L("report.status", language)}</th><th class="num">{L("report.points", language)}</th></tr>']
+    every = [
+        f'<details class="every-test"><summary>{L("report.every_test", language)}</summary>'
+        f'<table class="scores"><tr><th>{L("report.exercise_test", language)}</th>'
+        f'<th>{L("report.status", language)}</th><th class="num">{L("report.points", language)}</th></tr>'
+    ]
     for ex in r.get("exercises", []):
         for t in ex.get("tests", []):
             zh, en, cls = STATUS.get(t.get("status", "failed"), STATUS["failed"])
             link = f'<a href="#t-{esc(t["name"])}">{esc(t["name"])}</a>' if not t.get("passed") else esc(t["name"])
-            every.append(f'<tr data-test-row="{esc(t["name"])}"><td>{link}</td>'
-                         f'<td><span class="badge {cls}">{label(language, zh, en)}</span></td>'
-                         f'<td class="num">{_score(t.get("score"))} / {_score(t.get("max_score"))}</td></tr>')
+            every.append(
+                f'<tr data-test-row="{esc(t["name"])}"><td>{link}</td>'
+                f'<td><span class="badge {cls}">{label(language, zh, en)}</span></td>'
+                f'<td class="num">{_score(t.get("score"))} / {_score(t.get("max_score"))}</td></tr>'
+            )
     every.append("</table></details>")
     return "".join(rows) + "".join(every)
 
 
 def _group_html(g, language, picture):
     if g.get("not_graded"):
-        return (f'<section class="function" id="{g["anchor"]}" data-exercise="{esc(g["exercise"])}">'
-                f'<h3><code>{esc(g["exercise"])}</code> <span class="muted">{L("report.not_graded", language)}</span></h3>'
-                f'{_not_graded_html(g["not_graded"], language, card_id="")}</section>')
+        return (
+            f'<section class="function" id="{g["anchor"]}" data-exercise="{esc(g["exercise"])}">'
+            f'<h3><code>{esc(g["exercise"])}</code> <span class="muted">{L("report.not_graded", language)}</span></h3>'
+            f"{_not_graded_html(g['not_graded'], language, card_id='')}</section>"
+        )
     n, lost = len(g["tests"]), f"{g['lost']:g}"
-    out = [f'<section class="function" id="{g["anchor"]}" data-function="{esc(g["function"])}">',
-           f'<h3><code>{esc(g["function"])}</code> <span class="muted">{esc(g["exercise"])} · '
-           f'{L("report.lost", language, points=lost)} · {L("report.n_tests", language, n=n)}</span></h3>']
+    out = [
+        f'<section class="function" id="{g["anchor"]}" data-function="{esc(g["function"])}">',
+        f'<h3><code>{esc(g["function"])}</code> <span class="muted">{esc(g["exercise"])} · '
+        f"{L('report.lost', language, points=lost)} · {L('report.n_tests', language, n=n)}</span></h3>",
+    ]
     out.append(diagnosis_html(g["diagnoses"], language, group=g))
     out.append(parts_html(g.get("parts"), language))
     first, rest = g["tests"][0], g["tests"][1:]
@@ -460,27 +533,39 @@ def render_html(report, language="both", picture=True):
     who = student_of(r)
     sub = Path(str(r.get("submission", ""))).name
     reason = not_graded_reason(r)
-    body = [f'<p class="warning" role="alert"><strong>{esc(r["sandbox_warning"])}</strong></p>'] \
-        if r.get("sandbox_warning") else []
-    body += [f"<h1>{esc(title)}: {esc(who)}</h1>",
-             f'<div class="muted">{L("report.submission", language)}: <code>{esc(sub)}</code></div>']
+    body = (
+        [f'<p class="warning" role="alert"><strong>{esc(r["sandbox_warning"])}</strong></p>']
+        if r.get("sandbox_warning")
+        else []
+    )
+    body += [
+        f"<h1>{esc(title)}: {esc(who)}</h1>",
+        f'<div class="muted">{L("report.submission", language)}: <code>{esc(sub)}</code></div>',
+    ]
     if reason is not None:
-        body.append(f'<div class="head"><div class="total level-none" id="total">'
-                    f'{L("report.not_graded", language)}</div></div>')
+        body.append(
+            f'<div class="head"><div class="total level-none" id="total">{L("report.not_graded", language)}</div></div>'
+        )
         body.append(_not_graded_html(reason, language))
         return _page(lang_attr, title, who, body)
     lv = level(r.get("score"), r.get("max_score"))
     groups = fixes(r)
-    body.append(f'<div class="head"><div class="total level-{lv}" id="total">{_score(r.get("score"))} / '
-                f'{_score(r.get("max_score"))}</div>'
-                + ("" if groups else f'<div class="all-passed">{L("report.all_passed", language)}</div>') + "</div>")
+    body.append(
+        f'<div class="head"><div class="total level-{lv}" id="total">{_score(r.get("score"))} / '
+        f"{_score(r.get('max_score'))}</div>"
+        + ("" if groups else f'<div class="all-passed">{L("report.all_passed", language)}</div>')
+        + "</div>"
+    )
     if groups:
         body.append(_fix_list(groups, language))
     body.append(f"<h2>{L('report.scores', language)}</h2>")
     body.append(_scores(r, language))
     if r.get("errors"):
-        body.append(f"<h2>{L('report.load_problems', language)}</h2><ul class='errors'>"
-                    + "".join(f"<li><code>{esc(e)}</code></li>" for e in r["errors"]) + "</ul>")
+        body.append(
+            f"<h2>{L('report.load_problems', language)}</h2><ul class='errors'>"
+            + "".join(f"<li><code>{esc(e)}</code></li>" for e in r["errors"])
+            + "</ul>"
+        )
     if groups:
         body.append(f'<h2 id="details">{L("report.details", language)}</h2>')
         body += [_group_html(g, language, picture) for g in groups]
@@ -488,7 +573,9 @@ def render_html(report, language="both", picture=True):
 
 
 def _page(lang_attr, title, who, body):
-    return (f'<!DOCTYPE html>\n<html lang="{lang_attr}"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}: {esc(who)}</title><style>{CSS}</style></head>"
-            f'<body><main>{"".join(body)}</main></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="{lang_attr}"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}: {esc(who)}</title><style>{CSS}</style></head>"
+        f"<body><main>{''.join(body)}</main></body></html>\n"
+    )

@@ -10,12 +10,26 @@ folded in <details>.  `images`, a folder, makes the pictures too (PNG files writ
 linked by a path relative to the folder's parent, where the Markdown file is expected to live);
 without it there are no pictures.  A submission that was not graded says so, and why.
 """
+
 from pathlib import Path
 
-from .feedback import by_part, unexplained, where as located
-from .messages import label as label_of, pair, pick, say, value as value_of
-from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
-                    fix_headline, fixes, not_graded_reason, student_of)
+from .feedback import by_part, unexplained
+from .feedback import where as located
+from .messages import label as label_of
+from .messages import pair, pick, say
+from .messages import value as value_of
+from .model import (
+    Status,
+    advice_key,
+    as_dict,
+    cx_slices,
+    exercise_not_graded_reason,
+    fix_headline,
+    fixes,
+    not_graded_reason,
+    student_of,
+)
+from .model import cell_text as _v
 
 STATUS = {s.value: s.words() for s in Status}
 
@@ -75,10 +89,15 @@ def _test(t, language, images, counter):
         where = cx.get("what", "") + (f"[{', '.join(map(str, idx))}, :, :]" if idx else "")
         if e is not None:
             out += [f"{words.get(names[0], names[0])} `{where}`:", "", md_table(e, d), ""]
-        out += [f"{words.get(names[1], names[1])} `{where}`" + (f" ({L('cx.wrong_mark')})" if d else "") + ":",
-                "", md_table(g, d), ""]
+        out += [
+            f"{words.get(names[1], names[1])} `{where}`" + (f" ({L('cx.wrong_mark')})" if d else "") + ":",
+            "",
+            md_table(g, d),
+            "",
+        ]
     if images is not None and cx:
         from .plots import picture
+
         png = picture(cx, language)
         if png:
             folder = Path(images)
@@ -113,20 +132,28 @@ def render_markdown(report, language="both", images=None):
         out += [f"## {L('report.to_fix')} ({len(groups)})", ""]
         for i, g in enumerate(groups, 1):
             lost = L("report.not_graded") if g.get("not_graded") else L("report.lost", points=f"{g['lost']:g}")
-            out.append(f"{i}. [`{g['function']}`](#{g['anchor']}) ({g['exercise']}, {lost}): "
-                       f"{pick(language, *fix_headline(g))}")
+            out.append(
+                f"{i}. [`{g['function']}`](#{g['anchor']}) ({g['exercise']}, {lost}): "
+                f"{pick(language, *fix_headline(g))}"
+            )
         out.append("")
     else:
         out += [f"**{L('report.all_passed')}**", ""]
-    out += [f"## {L('report.scores')}", "",
-            f"| {L('report.exercise')} | {L('report.status')} | {L('report.points')} |", "|---|---|---:|"]
+    out += [
+        f"## {L('report.scores')}",
+        "",
+        f"| {L('report.exercise')} | {L('report.status')} | {L('report.points')} |",
+        "|---|---|---:|",
+    ]
     for ex in r.get("exercises", []):
         tests = ex.get("tests", [])
         n_pass = sum(1 for t in tests if t.get("passed"))
         if exercise_not_graded_reason(ex) is not None:
             out.append(f"| {ex['id']} | {L('report.not_graded')} | – / {ex['max_score']:g} |")
             continue
-        out.append(f"| {ex['id']} | {L('report.passed_of', p=n_pass, n=len(tests))} | {ex['score']:g} / {ex['max_score']:g} |")
+        out.append(
+            f"| {ex['id']} | {L('report.passed_of', p=n_pass, n=len(tests))} | {ex['score']:g} / {ex['max_score']:g} |"
+        )
     out.append("")
     if r.get("errors"):
         out += [f"## {L('report.load_problems')}", ""]
@@ -136,8 +163,14 @@ def render_markdown(report, language="both", images=None):
         out += [f"## {L('report.details')}", ""]
     for g in groups:
         if g.get("not_graded"):
-            out += [f'<a id="{g["anchor"]}"></a>', "", f"### `{g['exercise']}`: {L('report.not_graded')}", "",
-                    f"    {g['not_graded']}", ""]
+            out += [
+                f'<a id="{g["anchor"]}"></a>',
+                "",
+                f"### `{g['exercise']}`: {L('report.not_graded')}",
+                "",
+                f"    {g['not_graded']}",
+                "",
+            ]
             if advice_key(g["not_graded"]) != "why.other":
                 out += _blocks(language, *pair(advice_key(g["not_graded"]))) + [""]
             continue
@@ -145,8 +178,10 @@ def render_markdown(report, language="both", images=None):
         out += [f'<a id="{g["anchor"]}"></a>', "", f"### `{g['function']}` ({g['exercise']}, {lost})", ""]
         for d in g["diagnoses"]:
             w_zh, w_en = located(d, g["function"])
-            out += [f"> **{L('diagnosis.short')}: {pick(language, d.get('title_zh', '') + w_zh, d.get('title_en', '') + w_en)}**",
-                    ">"]
+            out += [
+                f"> **{L('diagnosis.short')}: {pick(language, d.get('title_zh', '') + w_zh, d.get('title_en', '') + w_en)}**",
+                ">",
+            ]
             out += [f"> {line}" for line in _blocks(language, d.get("explanation_zh", ""), d.get("explanation_en", ""))]
             out += [">", f"> {L('diagnosis.fix')}: {pick(language, d.get('hint_zh', ''), d.get('hint_en', ''))}", ""]
         more = unexplained(g["diagnoses"])
@@ -159,8 +194,11 @@ def render_markdown(report, language="both", images=None):
         out += _test(first, language, images, counter)
         for t in rest:
             zh, en = STATUS.get(t.get("status"), STATUS["failed"])
-            out += ["<details>", f"<summary>✗ {t['name']} ({t['score']:g} / {t['max_score']:g}, {pick(language, zh, en)})"
-                                 "</summary>", ""]
+            out += [
+                "<details>",
+                f"<summary>✗ {t['name']} ({t['score']:g} / {t['max_score']:g}, {pick(language, zh, en)})</summary>",
+                "",
+            ]
             out += _test(t, language, images, counter)
             out += ["</details>", ""]
     return "\n".join(out)

@@ -5,6 +5,7 @@ for a submission nothing of which could be graded: never shown as a zero), `leve
 a score), `student_of` (whose report it is) and `fixes` (what to fix, function by function: the
 short list at the top of every report and the grouping of its details).
 """
+
 import copy
 import functools
 import re
@@ -16,13 +17,14 @@ from ..safe import one_line  # noqa: F401 - the renderers import it from here
 from .messages import pair, pick  # noqa: F401 - pick: the renderers' and the dashboard's import
 
 
-class Status(str, Enum):
+class Status(str, Enum):  # noqa: UP042 - StrEnum would change str() of a member
     """A test's status, as stored in TestResult.status and the JSON."""
+
     PASSED = "passed"
-    FAILED = "failed"          # the property does not hold
-    MISSING = "missing"        # the function is not defined (or is a stub)
-    ERROR = "error"            # the student's code raised, or its process died
-    TIMEOUT = "timeout"        # the test did not finish in time
+    FAILED = "failed"  # the property does not hold
+    MISSING = "missing"  # the function is not defined (or is a stub)
+    ERROR = "error"  # the student's code raised, or its process died
+    TIMEOUT = "timeout"  # the test did not finish in time
     NOT_GRADED = "not_graded"  # nothing of the submission could be graded (see not_graded_reason)
 
     @classmethod
@@ -150,6 +152,7 @@ def _field_names(kind):
 
 # ---------------------------------------------------------------- helpers shared by the renderers
 
+
 def as_dict(report):
     """A Report, or the dict of a JSON report (grade --json, grade-batch's reports/*.json)."""
     return report.to_dict() if isinstance(report, Report) else report
@@ -174,7 +177,7 @@ def not_graded_reason(report):
     r = as_dict(report)
     status = (r.get("batch") or {}).get("status")
     if status and status != "graded":
-        return status[len("error: "):] if status.startswith("error: ") else status
+        return status[len("error: ") :] if status.startswith("error: ") else status
     if r.get("graded") is False:
         return r.get("not_graded_reason") or "?"
     tests = [t for ex in r.get("exercises", []) for t in ex.get("tests", [])]
@@ -262,9 +265,16 @@ def fixes(report):
     for ex in r.get("exercises", []):
         why = exercise_not_graded_reason(ex)
         if why is not None:
-            groups[(ex["id"], None)] = {"exercise": ex["id"], "function": ex["id"], "anchor": f"fix-{ex['id']}",
-                                        "tests": [], "lost": 0.0, "diagnoses": [], "status": Status.NOT_GRADED,
-                                        "not_graded": why}
+            groups[(ex["id"], None)] = {
+                "exercise": ex["id"],
+                "function": ex["id"],
+                "anchor": f"fix-{ex['id']}",
+                "tests": [],
+                "lost": 0.0,
+                "diagnoses": [],
+                "status": Status.NOT_GRADED,
+                "not_graded": why,
+            }
             continue
         for t in ex.get("tests", []):
             if t.get("passed"):
@@ -275,8 +285,16 @@ def fixes(report):
             g = groups.get(key)
             if g is None:
                 anchor = "fix-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{ex['id']}-{fn}")
-                g = groups[key] = {"exercise": ex["id"], "function": fn, "anchor": anchor, "tests": [],
-                                   "lost": 0.0, "diagnoses": [], "status": Status.of(t), "not_graded": None}
+                g = groups[key] = {
+                    "exercise": ex["id"],
+                    "function": fn,
+                    "anchor": anchor,
+                    "tests": [],
+                    "lost": 0.0,
+                    "diagnoses": [],
+                    "status": Status.of(t),
+                    "not_graded": None,
+                }
             for p in t.get("explained_by_part") or []:
                 if p not in g.setdefault("parts", []):
                     g["parts"].append(p)
@@ -296,13 +314,17 @@ def fix_headline(group):
     if group.get("not_graded"):
         return pair("test.not_graded", reason=group["not_graded"])
     if group["diagnoses"]:
-        return ("；".join(d.get("title_zh", "") for d in group["diagnoses"] if d.get("title_zh")),
-                "; ".join(d.get("title_en", "") for d in group["diagnoses"] if d.get("title_en")))
+        return (
+            "；".join(d.get("title_zh", "") for d in group["diagnoses"] if d.get("title_zh")),
+            "; ".join(d.get("title_en", "") for d in group["diagnoses"] if d.get("title_en")),
+        )
     t = group["tests"][0]
     if Status.of(t) in (Status.MISSING, Status.TIMEOUT, Status.ERROR):
         return (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0]
-    return (pair("test.fails", prop=_first_clause(t.get("property_zh", "")))[0],
-            pair("test.fails", prop=_first_clause(t.get("property_en", "")))[1])
+    return (
+        pair("test.fails", prop=_first_clause(t.get("property_zh", "")))[0],
+        pair("test.fails", prop=_first_clause(t.get("property_en", "")))[1],
+    )
 
 
 def _first_clause(text, limit=110):
@@ -341,8 +363,14 @@ def cx_slices(cx, limit=4):
 
     def walk(e, g, d, idx, k):
         if k <= 2:
-            out.append((base + idx, two_d(e, k) if e is not None else None, two_d(g, k),
-                        two_d(d, k) if d is not None else None))
+            out.append(
+                (
+                    base + idx,
+                    two_d(e, k) if e is not None else None,
+                    two_d(g, k),
+                    two_d(d, k) if d is not None else None,
+                )
+            )
             return
         for i in range(len(g)):
             walk(e[i] if e is not None else None, g[i], d[i] if d is not None else None, idx + [i], k - 1)

@@ -17,6 +17,7 @@ installed (else English), so that a picture never shows an empty box: every char
 the font in use (`missing_glyphs`, checked by tests/test_report_views.py).  A grid's cells are at least
 MIN_CELL pixels wide; weights and tensors get a colour bar; drawing prints nothing.
 """
+
 import base64
 import functools
 import io
@@ -35,13 +36,52 @@ def data_uri(png):
 _FONT = None
 # CJK fonts in order of preference, when more than one is installed; any other installed font that
 # holds every Chinese character of the catalogue serves too (found by its characters, not its name)
-CJK_NAMES = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "Source Han Sans CN",
-             "WenQuanYi Micro Hei", "Sarasa Gothic SC", "Noto Sans CJK TC", "Noto Sans CJK HK", "Noto Sans CJK JP",
-             "Noto Sans CJK KR", "Source Han Sans", "Microsoft YaHei", "PingFang SC", "SimHei", "Droid Sans Fallback",
-             "Noto Serif CJK SC", "Source Han Serif SC", "AR PL UMing CN", "AR PL UKai CN", "AR PL UMing", "AR PL UKai")
+CJK_NAMES = (
+    "WenQuanYi Zen Hei",
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Noto Sans SC",
+    "Source Han Sans CN",
+    "WenQuanYi Micro Hei",
+    "Sarasa Gothic SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK HK",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK KR",
+    "Source Han Sans",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "SimHei",
+    "Droid Sans Fallback",
+    "Noto Serif CJK SC",
+    "Source Han Serif SC",
+    "AR PL UMing CN",
+    "AR PL UKai CN",
+    "AR PL UMing",
+    "AR PL UKai",
+)
 # parts of a font's name or file name that make it worth a look first (what decides is its characters)
-_CJK_HINTS = ("cjk", "hansans", "hanserif", "wqy", "wenquanyi", "zenhei", "microhei", "simhei", "yahei", "pingfang",
-              "heiti", "songti", "fallback", "uming", "ukai", "sarasa", "notosanssc", "notosanstc", "notoserifsc")
+_CJK_HINTS = (
+    "cjk",
+    "hansans",
+    "hanserif",
+    "wqy",
+    "wenquanyi",
+    "zenhei",
+    "microhei",
+    "simhei",
+    "yahei",
+    "pingfang",
+    "heiti",
+    "songti",
+    "fallback",
+    "uming",
+    "ukai",
+    "sarasa",
+    "notosanssc",
+    "notosanstc",
+    "notoserifsc",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,8 +123,15 @@ def _rank(f):
     order, then the others (those that look CJK first) by name; in a family, the upright regular
     face first."""
     weight = f.weight if isinstance(f.weight, int) else 400
-    return (CJK_NAMES.index(f.name) if f.name in CJK_NAMES else len(CJK_NAMES), not _looks_cjk(f.name, f.fname),
-            f.style != "normal", abs(weight - 400), f.name, f.fname, getattr(f, "index", 0))
+    return (
+        CJK_NAMES.index(f.name) if f.name in CJK_NAMES else len(CJK_NAMES),
+        not _looks_cjk(f.name, f.fname),
+        f.style != "normal",
+        abs(weight - 400),
+        f.name,
+        f.fname,
+        getattr(f, "index", 0),
+    )
 
 
 def _fontconfig_chinese_files():
@@ -95,8 +142,9 @@ def _fontconfig_chinese_files():
     if not shutil.which("fc-list"):
         return None
     try:
-        out = subprocess.run(["fc-list", "--format", "%{file}\n", ":lang=zh"], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run(
+            ["fc-list", "--format", "%{file}\n", ":lang=zh"], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return {line for line in out.splitlines() if line}
@@ -149,6 +197,7 @@ def _setup():
     import logging
 
     import matplotlib
+
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
@@ -214,6 +263,7 @@ def _zh(language):
 def _w(key, language):
     """A word of the catalogue for a picture: in the picture's language (English without a CJK font)."""
     from .messages import say
+
     return say(key, language if _zh(language) else "en", sep=" ")
 
 
@@ -223,6 +273,7 @@ def _words(language):
 
 
 # ---------------------------------------------------------------- nested lists
+
 
 def _array(x):
     import numpy as np
@@ -270,8 +321,7 @@ def _outline(ax, d, r0=0, c0=0):
 
     cells = [Rectangle((c - 0.5, r - 0.5), 1, 1) for r, c in zip(*d.nonzero())]
     if cells:
-        ax.add_collection(PatchCollection(cells, facecolor="none", edgecolor="#e0102a", linewidth=2.5),
-                          autolim=False)
+        ax.add_collection(PatchCollection(cells, facecolor="none", edgecolor="#e0102a", linewidth=2.5), autolim=False)
 
 
 def _axes_words(kind, language):
@@ -358,7 +408,7 @@ def figure(cx, language="both", kinds=PICTURED):
     return None
 
 
-MIN_CELL = 40        # pixels: the smallest cell of a small grid (at most 12 x 12), big enough to read its value
+MIN_CELL = 40  # pixels: the smallest cell of a small grid (at most 12 x 12), big enough to read its value
 MIN_CELL_LARGE = 24  # pixels: the smallest cell of a larger grid (a window of at most 24 x 16)
 
 
@@ -398,7 +448,11 @@ def _grid_figure(cx, language, kind):
         cmap = plt.matplotlib.colors.ListedColormap(["#f1f1f1", "#2b6cb0"])
         opts = {"cmap": cmap, "vmin": 0, "vmax": 1}
     elif kind == "weights":
-        opts = {"cmap": "viridis", "vmin": 0.0, "vmax": max(1.0, float(np.nanmax(np.abs(np.r_[e.ravel(), g.ravel(), 0]))))}
+        opts = {
+            "cmap": "viridis",
+            "vmin": 0.0,
+            "vmax": max(1.0, float(np.nanmax(np.abs(np.r_[e.ravel(), g.ravel(), 0])))),
+        }
     else:
         lim = float(np.nanmax(np.abs(np.r_[e[np.isfinite(e)], g[np.isfinite(g)], 1e-9])))
         opts = {"cmap": "coolwarm", "vmin": -lim, "vmax": lim}
@@ -424,8 +478,7 @@ def _grid_figure(cx, language, kind):
                     v = m[r, c]
                     text = ("T" if v > 0.5 else "F") if kind == "mask" else (f"{v:.2f}" if math.isfinite(v) else str(v))
                     light = kind == "mask" and v > 0.5 or kind == "weights" and v < 0.5 * o["vmax"]
-                    ax.text(c, r, text, ha="center", va="center", fontsize=8,
-                            color="white" if light else "black")
+                    ax.text(c, r, text, ha="center", va="center", fontsize=8, color="white" if light else "black")
         if bar:
             cax = fig.add_axes(((x0 + img_w + 0.12) / W, bottom / H, bar_w / W, img_h / H))
             cb = fig.colorbar(im, cax=cax)
@@ -457,27 +510,46 @@ def _encoding_figure(cx, language):
         cols = cols[:2] + bad_cols[:2]
     # laid out by hand (a grid of 2 rows): constrained layout with sub-figures costs seconds a picture
     fig = plt.figure(figsize=(12, 6.6))
-    grid = fig.add_gridspec(2, 8, height_ratios=[1, 1.25], left=0.06, right=0.97, bottom=0.08, top=0.95,
-                            hspace=0.45, wspace=1.2)
+    grid = fig.add_gridspec(
+        2, 8, height_ratios=[1, 1.25], left=0.06, right=0.97, bottom=0.08, top=0.95, hspace=0.45, wspace=1.2
+    )
     n = len(cols)
-    line_axes = [fig.add_subplot(grid[0, 2 * k:2 * k + 2]) for k in range(n)]
+    line_axes = [fig.add_subplot(grid[0, 2 * k : 2 * k + 2]) for k in range(n)]
     t = np.arange(T) + offset[0]
     for ax, c in zip(line_axes, cols):
         wrong = bool(d[:, c].any())
-        ax.plot(t, e[:, c], "--", color="#2b6cb0", linewidth=1.6, marker="o" if T <= 16 else None, markersize=4,
-                label=w_exp)
-        ax.plot(t, g[:, c], "-", color="#e0102a" if wrong else "#1b7f3b", linewidth=1.3,
-                marker="x" if T <= 16 else None, markersize=5, label=w_got)
-        ax.set_title(f"{label}[:, {offset[1] + c}]" + (" " + _w("word.wrong", language) if wrong else ""), fontsize=10,
-                     color="#e0102a" if wrong else "black")
+        ax.plot(
+            t, e[:, c], "--", color="#2b6cb0", linewidth=1.6, marker="o" if T <= 16 else None, markersize=4, label=w_exp
+        )
+        ax.plot(
+            t,
+            g[:, c],
+            "-",
+            color="#e0102a" if wrong else "#1b7f3b",
+            linewidth=1.3,
+            marker="x" if T <= 16 else None,
+            markersize=5,
+            label=w_got,
+        )
+        ax.set_title(
+            f"{label}[:, {offset[1] + c}]" + (" " + _w("word.wrong", language) if wrong else ""),
+            fontsize=10,
+            color="#e0102a" if wrong else "black",
+        )
         ax.set_xlabel(yl)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     line_axes[0].legend(fontsize=8)
     lim = float(np.nanmax(np.abs(np.r_[e[np.isfinite(e)], g[np.isfinite(g)], 1e-9])))
     for k, (m, title) in enumerate(zip((e, g), (w_exp, w_got))):
-        ax = fig.add_subplot(grid[1, 4 * k:4 * k + 4])
-        im = ax.imshow(np.where(np.isfinite(m), m, np.nan), cmap="RdBu_r", vmin=-lim, vmax=lim,
-                       interpolation="nearest", aspect="auto")
+        ax = fig.add_subplot(grid[1, 4 * k : 4 * k + 4])
+        im = ax.imshow(
+            np.where(np.isfinite(m), m, np.nan),
+            cmap="RdBu_r",
+            vmin=-lim,
+            vmax=lim,
+            interpolation="nearest",
+            aspect="auto",
+        )
         _outline(ax, d)
         ax.set_title(f"{title}  {label}", fontsize=10)
         ax.set_xlabel(xl)
@@ -504,8 +576,10 @@ def _shape_figure(cx, language):
     (he, we), (hg, wg) = hw(exp), hw(got)
     H, W = max(he, hg, 1), max(we, wg, 1)
     fig, axes = plt.subplots(1, 2, figsize=(7, 3.2))
-    for ax, (h, w), shape, title, color in ((axes[0], (he, we), exp, w_exp, "#2b6cb0"),
-                                            (axes[1], (hg, wg), got, w_got, "#e0102a")):
+    for ax, (h, w), shape, title, color in (
+        (axes[0], (he, we), exp, w_exp, "#2b6cb0"),
+        (axes[1], (hg, wg), got, w_got, "#e0102a"),
+    ):
         ax.add_patch(Rectangle((0, 0), w, h, facecolor=color, alpha=0.35, edgecolor=color, linewidth=2))
         ax.set_xlim(-0.5, W + 0.5)
         ax.set_ylim(H + 0.5, -0.5)

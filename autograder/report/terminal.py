@@ -6,12 +6,27 @@ red and marked ✗, the hint), the function's other failed tests one line each.
     render_rich(report, language="both", console=None)   prints it
     render_rich_text(report, language="both", width=100) -> str   the same, as plain text (tests)
 """
+
 import io
 
-from .feedback import by_part, unexplained, where as located
-from .messages import label as label_of, pick, say, value as value_of
-from .model import (Status, advice_key, as_dict, cell_text as _v, cx_slices, exercise_not_graded_reason,
-                    fix_headline, fixes, level, not_graded_reason, student_of)
+from .feedback import by_part, unexplained
+from .feedback import where as located
+from .messages import label as label_of
+from .messages import pick, say
+from .messages import value as value_of
+from .model import (
+    Status,
+    advice_key,
+    as_dict,
+    cx_slices,
+    exercise_not_graded_reason,
+    fix_headline,
+    fixes,
+    level,
+    not_graded_reason,
+    student_of,
+)
+from .model import cell_text as _v
 
 COLOUR = {"good": "green", "fair": "yellow", "poor": "red", "none": "bright_black"}
 STATUS = {s.value: (*s.words(), "green" if s == Status.PASSED else "red") for s in Status}
@@ -26,8 +41,15 @@ def _array(rows, differs, title):
     if not rows or not isinstance(rows[0], list):
         rows, differs = [rows], ([differs] if differs is not None else None)
     n = max(len(r) for r in rows)
-    t = Table(title=title, show_header=True, header_style="dim", box=None, pad_edge=False, title_justify="left",
-              min_width=cell_len(title) + 1)
+    t = Table(
+        title=title,
+        show_header=True,
+        header_style="dim",
+        box=None,
+        pad_edge=False,
+        title_justify="left",
+        min_width=cell_len(title) + 1,
+    )
     t.add_column("", style="dim")
     for j in range(n):
         t.add_column(str(j), justify="right")
@@ -59,8 +81,12 @@ def _test_parts(t, language):
             if vals is not None and 0 < len(v["shape"]) <= 2 and len(str(vals)) < 400:
                 parts.append(_array(vals, None, f"{name} {tuple(v['shape'])}"))
             else:
-                parts.append(Text(f"{name}: shape {tuple(v['shape'])} {v.get('dtype', '')}"
-                                  + (f" = {vals}" if len(v["shape"]) == 0 else "")))
+                parts.append(
+                    Text(
+                        f"{name}: shape {tuple(v['shape'])} {v.get('dtype', '')}"
+                        + (f" = {vals}" if len(v["shape"]) == 0 else "")
+                    )
+                )
         else:
             parts.append(Text(f"{name}: {value_of(v, language) if isinstance(v, str) else v}"))
     names = cx.get("labels") or ["expected", "got"]
@@ -90,8 +116,12 @@ def _renderables(r, language):
     who = student_of(r)
     reason = not_graded_reason(r)
     if reason is not None:
-        out.append(Text.from_markup(f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
-                                    f"[bold bright_black]{escape(L('report.not_graded'))}[/]"))
+        out.append(
+            Text.from_markup(
+                f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
+                f"[bold bright_black]{escape(L('report.not_graded'))}[/]"
+            )
+        )
         body = [say("report.not_graded_why", language, sep="\n"), "  " + reason]
         if advice_key(reason) != "why.other":
             body += ["", say(advice_key(reason), language, sep="\n")]
@@ -99,15 +129,23 @@ def _renderables(r, language):
         out.append(Panel(Text("\n".join(body)), border_style="bright_black"))
         return out
     colour = COLOUR[level(r.get("score"), r.get("max_score"))]
-    out.append(Text.from_markup(f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
-                                f"[bold {colour}]{r.get('score', 0):g} / {r.get('max_score', 0):g}[/]"))
+    out.append(
+        Text.from_markup(
+            f"[bold]{escape(L('report.title'))}[/]: {escape(who)}   "
+            f"[bold {colour}]{r.get('score', 0):g} / {r.get('max_score', 0):g}[/]"
+        )
+    )
     groups = fixes(r)
     if groups:
         out.append(Text(f"{L('report.to_fix')} ({len(groups)}):", style="bold"))
         for i, g in enumerate(groups, 1):
             lost = L("report.not_graded") if g.get("not_graded") else L("report.lost", points=f"{g['lost']:g}")
-            out.append(Text.from_markup(f"  {i}. [bold]{escape(g['function'])}[/] [red]({escape(g['exercise'])}, {escape(lost)})[/]"
-                                        f": {escape(pick(language, *fix_headline(g)))}"))
+            out.append(
+                Text.from_markup(
+                    f"  {i}. [bold]{escape(g['function'])}[/] [red]({escape(g['exercise'])}, {escape(lost)})[/]"
+                    f": {escape(pick(language, *fix_headline(g)))}"
+                )
+            )
     else:
         out.append(Text(L("report.all_passed"), style="bold green"))
     table = Table(show_header=True, header_style="bold")
@@ -118,7 +156,9 @@ def _renderables(r, language):
         tests = ex.get("tests", [])
         n_pass = sum(1 for t in tests if t.get("passed"))
         if exercise_not_graded_reason(ex) is not None:
-            table.add_row(escape(ex["id"]), f"– / {ex['max_score']:g}", f"[bright_black]{escape(L('report.not_graded'))}[/]")
+            table.add_row(
+                escape(ex["id"]), f"– / {ex['max_score']:g}", f"[bright_black]{escape(L('report.not_graded'))}[/]"
+            )
             continue
         c = COLOUR[level(ex.get("score"), ex.get("max_score"))]
         table.add_row(escape(ex["id"]), f"[{c}]{ex['score']:g} / {ex['max_score']:g}[/]", f"{n_pass}/{len(tests)}")
@@ -130,20 +170,38 @@ def _renderables(r, language):
             body = [g["not_graded"]]
             if advice_key(g["not_graded"]) != "why.other":
                 body += [say(advice_key(g["not_graded"]), language, sep="\n")]
-            out.append(Panel(Text("\n".join(body)), border_style="bright_black", title_align="left",
-                             title=escape(f"{g['exercise']}: {L('report.not_graded')}")))
+            out.append(
+                Panel(
+                    Text("\n".join(body)),
+                    border_style="bright_black",
+                    title_align="left",
+                    title=escape(f"{g['exercise']}: {L('report.not_graded')}"),
+                )
+            )
             continue
         out.append(Text.from_markup(f"\n[bold]== {escape(g['function'])}[/] ({escape(g['exercise'])})"))
         for d in g["diagnoses"]:
-            body = "\n".join(s for s in (
-                pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
-                L("diagnosis.fix") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"))
-                if s)
+            body = "\n".join(
+                s
+                for s in (
+                    pick(language, d.get("explanation_zh", ""), d.get("explanation_en", ""), sep="\n"),
+                    L("diagnosis.fix") + ": " + pick(language, d.get("hint_zh", ""), d.get("hint_en", ""), sep="\n"),
+                )
+                if s
+            )
             w_zh, w_en = located(d, g["function"])
-            out.append(Panel(Text(body), title=escape(L("diagnosis.short") + ": "
-                                                    + pick(language, d.get("title_zh", "") + w_zh,
-                                                           d.get("title_en", "") + w_en)),
-                             border_style="yellow", title_align="left"))
+            out.append(
+                Panel(
+                    Text(body),
+                    title=escape(
+                        L("diagnosis.short")
+                        + ": "
+                        + pick(language, d.get("title_zh", "") + w_zh, d.get("title_en", "") + w_en)
+                    ),
+                    border_style="yellow",
+                    title_align="left",
+                )
+            )
         more = unexplained(g["diagnoses"])
         if more:
             out.append(Text(pick(language, *more, sep="\n"), style="yellow"))
@@ -151,16 +209,26 @@ def _renderables(r, language):
             out.append(Text(L("part.head") + ": " + pick(language, zh, en, sep="\n"), style="yellow"))
         first, rest = g["tests"][0], g["tests"][1:]
         zh, en, colour = STATUS.get(first.get("status"), STATUS["failed"])
-        out.append(Panel(Group(*_test_parts(first, language)), border_style=colour, title_align="left",
-                         title=f"[{colour}]✗ {escape(pick(language, zh, en))}[/] {escape(first['name'])} "
-                               f"({first['score']:g}/{first['max_score']:g})"))
+        out.append(
+            Panel(
+                Group(*_test_parts(first, language)),
+                border_style=colour,
+                title_align="left",
+                title=f"[{colour}]✗ {escape(pick(language, zh, en))}[/] {escape(first['name'])} "
+                f"({first['score']:g}/{first['max_score']:g})",
+            )
+        )
         for t in rest:  # one line each; the message only when it is not the one above
             zh, en, colour = STATUS.get(t.get("status"), STATUS["failed"])
             msg = pick(language, (t.get("message_zh") or "").split("\n")[0], (t.get("message_en") or "").split("\n")[0])
             if (t.get("message_zh"), t.get("message_en")) == (first.get("message_zh"), first.get("message_en")):
                 msg = ""
-            out.append(Text.from_markup(f"  [{colour}]✗[/] {escape(t['name'])} ({t['score']:g}/{t['max_score']:g})"
-                                        + (f": {escape(msg)}" if msg else "")))
+            out.append(
+                Text.from_markup(
+                    f"  [{colour}]✗[/] {escape(t['name'])} ({t['score']:g}/{t['max_score']:g})"
+                    + (f": {escape(msg)}" if msg else "")
+                )
+            )
     return out
 
 

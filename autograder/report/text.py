@@ -5,11 +5,22 @@ the details function by function (each named mistake once, then every failed tes
 
 A submission that was not graded says so, with the reason and what to do, and shows no score.
 """
+
 from pathlib import Path
 
-from .feedback import detail_lines, part_lines, unexplained, where as located
+from .feedback import detail_lines, part_lines, unexplained
+from .feedback import where as located
 from .messages import pick, say
-from .model import Status, advice_key, as_dict, exercise_not_graded_reason, fix_headline, fixes, not_graded_reason, student_of
+from .model import (
+    Status,
+    advice_key,
+    as_dict,
+    exercise_not_graded_reason,
+    fix_headline,
+    fixes,
+    not_graded_reason,
+    student_of,
+)
 
 
 class _Test:
@@ -27,6 +38,7 @@ def not_graded_advice(reason, language):
 def test_lines(t, language, with_diagnosis=False):
     """The feedback of one failed test, without the named mistake (shown once per function)."""
     from .feedback import diagnosis_lines
+
     res = _Test(t)
     status = Status.of(t)
     head = pick(language, *status.words())
@@ -53,8 +65,12 @@ def render_text(report, language="both"):
     out += [f"{L('text.submission')}: {student_of(r)}" + (f" ({sub})" if sub and sub != student_of(r) else "")]
     reason = not_graded_reason(r)
     if reason is not None:
-        out += [f"{L('report.score')}: {say('report.not_graded', language)}", "",
-                say("report.not_graded_why", language, sep="\n"), "  " + reason]
+        out += [
+            f"{L('report.score')}: {say('report.not_graded', language)}",
+            "",
+            say("report.not_graded_why", language, sep="\n"),
+            "  " + reason,
+        ]
         advice = not_graded_advice(reason, language)
         if advice:
             out += [""] + advice.split("\n")
@@ -78,8 +94,10 @@ def render_text(report, language="both"):
         if exercise_not_graded_reason(ex) is not None:
             out.append(f"  {ex['id']:<22} {'–':>5} / {ex['max_score']:<5g} ({say('report.not_graded', language)})")
             continue
-        out.append(f"  {ex['id']:<22} {ex['score']:>5g} / {ex['max_score']:<5g} "
-                   f"({say('text.tests_passed', language, p=n_pass, n=len(tests))})")
+        out.append(
+            f"  {ex['id']:<22} {ex['score']:>5g} / {ex['max_score']:<5g} "
+            f"({say('text.tests_passed', language, p=n_pass, n=len(tests))})"
+        )
     if r.get("errors"):
         out += ["", f"{L('report.load_problems')}:"]
         out += [f"  ! {err}" for err in r["errors"]]
@@ -89,7 +107,10 @@ def render_text(report, language="both"):
             advice = not_graded_advice(g["not_graded"], language)
             out += ["  " + ln for ln in advice.split("\n") if ln]
             continue
-        out += ["", f"== {g['function']} ({g['exercise']}) " + "=" * max(0, 56 - len(g["function"]) - len(g["exercise"]))]
+        out += [
+            "",
+            f"== {g['function']} ({g['exercise']}) " + "=" * max(0, 56 - len(g["function"]) - len(g["exercise"])),
+        ]
         for d in g["diagnoses"]:
             out += _diagnosis(d, g, language)
         more = unexplained(g["diagnoses"])
@@ -119,4 +140,3 @@ def _diagnosis(d, group, language):
     if others:
         lines.append("    " + say("report.in_function", language, fn=fn, tests=", ".join(f"`{o}`" for o in others)))
     return lines
-

@@ -14,6 +14,7 @@
 
 The judge that drives them is `autograder/judge/`.  Importing this package imports none of them,
 unless SEQGRADER_AUTOGRAD_FORK asks for forkcheck."""
+
 import os as _os
 
 if _os.environ.get("SEQGRADER_AUTOGRAD_FORK"):

@@ -22,6 +22,7 @@ inherit it) and handed to the sandbox server it starts as ``SEQGRADER_CUDA_VISIB
 NVML, which does not initialise CUDA, with the same rules as CUDA itself for
 ``CUDA_VISIBLE_DEVICES``.
 """
+
 import contextlib
 import ctypes
 import json
@@ -33,8 +34,15 @@ ORIGINAL = "SEQGRADER_CUDA_VISIBLE_DEVICES"  # JSON: what VISIBLE was when the g
 HIDDEN = {VISIBLE: "", "HIP_VISIBLE_DEVICES": ""}
 # variables that decide what CUDA sees and how it starts: the sandbox server and its device
 # workers keep them (server.server_environment), the self-check's environment names them
-PASSED_ON = ("CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "LD_LIBRARY_PATH",
-             "PYTORCH_NVML_BASED_CUDA_CHECK", "PYTORCH_CUDA_ALLOC_CONF", "NVIDIA_VISIBLE_DEVICES")
+PASSED_ON = (
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+    "CUDA_LAUNCH_BLOCKING",
+    "LD_LIBRARY_PATH",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "NVIDIA_VISIBLE_DEVICES",
+)
 
 _UNSET = object()
 _SAVED = _UNSET  # CUDA_VISIBLE_DEVICES before hide() (None: it was not set)
@@ -182,9 +190,15 @@ def summary():
     the variables that decide it (nothing is initialised to find out)."""
     import torch
 
-    return {"torch": torch.__version__, "cuda_build": cuda_build(), "hip_build": getattr(torch.version, "hip", None),
-            "git": getattr(torch.version, "git_version", None), "gpus": visible(), VISIBLE: original(),
-            "env": {k: os.environ[k] for k in PASSED_ON if k in os.environ}}
+    return {
+        "torch": torch.__version__,
+        "cuda_build": cuda_build(),
+        "hip_build": getattr(torch.version, "hip", None),
+        "git": getattr(torch.version, "git_version", None),
+        "gpus": visible(),
+        VISIBLE: original(),
+        "env": {k: os.environ[k] for k in PASSED_ON if k in os.environ},
+    }
 
 
 @contextlib.contextmanager
@@ -200,10 +214,9 @@ def unseen():
         raise RuntimeError("CUDA is not started in a process of the grader that forks (devices.unseen)")
 
     saved = {name: getattr(torch.cuda, name) for name in ("is_available", "device_count", "_lazy_init")}
-    torch.cuda.is_available, torch.cuda.device_count, torch.cuda._lazy_init = (lambda: False), (lambda: 0), refuse
+    torch.cuda.is_available, torch.cuda.device_count, torch.cuda._lazy_init = ((lambda: False), (lambda: 0), refuse)
     try:
         yield
     finally:
         for name, value in saved.items():
             setattr(torch.cuda, name, value)
-

@@ -24,14 +24,17 @@ runs the student's code, which may do as it likes.
 
 `seqgrader self-check --simulate cuda|broken` runs the reference solutions that way.
 """
+
 import os
 
 MODE = "SEQGRADER_AUTOGRAD_FORK"
 LOG = "SEQGRADER_AUTOGRAD_FORK_LOG"
 ROOT = "SEQGRADER_AUTOGRAD_FORK_ROOT"  # the pid of the first process of the grader ("broken")
 MODES = ("cuda", "broken")
-MESSAGE = ("Unable to handle autograd's threading in combination with fork-based multiprocessing. "
-           "See https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork")
+MESSAGE = (
+    "Unable to handle autograd's threading in combination with fork-based multiprocessing. "
+    "See https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork"
+)
 
 _role = "grading"
 _ran = False  # this process has run a backward pass

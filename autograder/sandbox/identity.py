@@ -6,13 +6,14 @@
 * the watchdog: a root process that kills what a worker left once it is gone;
 * the judge's side: ``kill_worker_tree`` by cgroup, by uid, by process group.
 """
+
 import os
 import select
 import shutil
 import signal
 import time
 
-from .kernel import _libc, check as _check, prctl as _prctl  # noqa: F401
+from .kernel import _libc  # noqa: F401
 
 NOBODY = 65534
 WORKER_UID_BASE = 2_000_000_000  # + pid (pid_max <= 4194304): far from real users and subuid ranges
@@ -23,7 +24,9 @@ def _write(path, text):
     with open(path, "w") as f:
         f.write(text)
 
+
 # ---------------------------------------------------------------- identities
+
 
 def _uid_mapped(uid):
     """True if `uid` exists in this process's user namespace (setuid to it can work)."""
@@ -57,6 +60,7 @@ def _user_label(uid):
 
 
 # ---------------------------------------------------------------- cgroups
+
 
 def _cgroup_mounts():
     """{"v2": mount point, "pids": v1 pids mount point} for the hierarchies mounted here."""
@@ -127,7 +131,7 @@ def remove_stale_cgroups(limit=200):
             continue
         for name in names:
             try:
-                pid = int(name[len(CGROUP_PREFIX):])
+                pid = int(name[len(CGROUP_PREFIX) :])
             except ValueError:
                 continue
             if _pid_alive(pid):
@@ -185,6 +189,7 @@ def _gid_mapped(gid):
 
 # ---------------------------------------------------------------- the watchdog
 
+
 def _start_watchdog(worker, cgroups, uid, workdir=None):
     """Fork a root process that waits for the worker to exit, then kills what is left in its
     cgroups / of its uid.  A single fork (~6 ms with torch loaded; a double fork costs twice
@@ -203,7 +208,7 @@ def _start_watchdog(worker, cgroups, uid, workdir=None):
 def _watchdog(worker, pidfd, cgroups, uid, workdir):
     try:
         os.setsid()
-        for kind, path in cgroups.items():  # step out of the worker's cgroups
+        for path in cgroups.values():  # step out of the worker's cgroups
             try:
                 _write(os.path.join(os.path.dirname(path), "cgroup.procs"), str(os.getpid()))
             except OSError:
@@ -229,6 +234,7 @@ def _watchdog(worker, pidfd, cgroups, uid, workdir):
 
 
 # ---------------------------------------------------------------- the judge's side
+
 
 def proc_status(pid):
     """/proc/<pid>/status as {field: [its words]}; None for a process that is gone or hidden."""

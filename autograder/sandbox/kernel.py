@@ -38,6 +38,7 @@ may only query or set PER_LINUX.  Syscalls of another ABI (i386 ``int 0x80``, x3
 EPERM.  seccomp sees numbers and register values only: no paths, no memory behind pointers, and
 nothing about files, signals, memory or CPU time.
 """
+
 import ctypes
 import errno
 import os
@@ -75,18 +76,33 @@ SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
 SCOPE_SIGNAL = 1 << 1  # ABI 6
 
 FS_BY_ABI = {1: (1 << 13) - 1, 2: ACCESS_FS_REFER, 3: ACCESS_FS_TRUNCATE, 5: ACCESS_FS_IOCTL_DEV}
-FILE_RIGHTS = (ACCESS_FS_EXECUTE | ACCESS_FS_WRITE_FILE | ACCESS_FS_READ_FILE | ACCESS_FS_TRUNCATE
-               | ACCESS_FS_IOCTL_DEV)  # the rights a rule on a file (not a directory) may carry
+FILE_RIGHTS = (
+    ACCESS_FS_EXECUTE | ACCESS_FS_WRITE_FILE | ACCESS_FS_READ_FILE | ACCESS_FS_TRUNCATE | ACCESS_FS_IOCTL_DEV
+)  # the rights a rule on a file (not a directory) may carry
 READ_RIGHTS = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR
-WRITE_RIGHTS = (ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR | ACCESS_FS_WRITE_FILE | ACCESS_FS_REMOVE_DIR
-                | ACCESS_FS_REMOVE_FILE | ACCESS_FS_MAKE_DIR | ACCESS_FS_MAKE_REG | ACCESS_FS_MAKE_SOCK
-                | ACCESS_FS_MAKE_FIFO | ACCESS_FS_MAKE_SYM | ACCESS_FS_REFER | ACCESS_FS_TRUNCATE
-                | ACCESS_FS_IOCTL_DEV)
+WRITE_RIGHTS = (
+    ACCESS_FS_READ_FILE
+    | ACCESS_FS_READ_DIR
+    | ACCESS_FS_WRITE_FILE
+    | ACCESS_FS_REMOVE_DIR
+    | ACCESS_FS_REMOVE_FILE
+    | ACCESS_FS_MAKE_DIR
+    | ACCESS_FS_MAKE_REG
+    | ACCESS_FS_MAKE_SOCK
+    | ACCESS_FS_MAKE_FIFO
+    | ACCESS_FS_MAKE_SYM
+    | ACCESS_FS_REFER
+    | ACCESS_FS_TRUNCATE
+    | ACCESS_FS_IOCTL_DEV
+)
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -108,27 +124,90 @@ def SCMP_ACT_ERRNO(e):
 
 
 class _ArgCmp(ctypes.Structure):
-    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
-                ("datum_b", ctypes.c_uint64)]
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
 
 
 # syscalls newer than some libseccomp releases know by name; same numbers on x86_64 and aarch64
 # (include/uapi/asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl)
-NEW_SYSCALLS = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-                "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
-                "pidfd_getfd": 438, "mount_setattr": 442, "quotactl_fd": 443, "landlock_create_ruleset": 444}
+NEW_SYSCALLS = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "pidfd_getfd": 438,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
+    "landlock_create_ruleset": 444,
+}
 
-CLONE_NEW = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
-             "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
-             "CLONE_NEWNET": 0x40000000}
+CLONE_NEW = {
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
 
-DENIED = ("socket", "ptrace", "process_vm_readv", "process_vm_writev", "unshare", "setns", "mount", "umount2",
-          "pivot_root", "chroot", "mount_setattr", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
-          "fspick", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load", "init_module",
-          "finit_module", "delete_module", "add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter",
-          "io_uring_register", "pidfd_getfd", "acct", "swapon", "swapoff", "reboot", "settimeofday",
-          "clock_settime", "quotactl", "quotactl_fd", "lookup_dcookie", "name_to_handle_at", "open_by_handle_at",
-          "vhangup", "syslog")
+DENIED = (
+    "socket",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "mount_setattr",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "pidfd_getfd",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "settimeofday",
+    "clock_settime",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "vhangup",
+    "syslog",
+)
 
 _LIBC = None
 _SECCOMP = None
@@ -150,8 +229,12 @@ def check(ret, what):
 
 
 def prctl(option, arg):
-    check(_libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                        ctypes.c_ulong(0)), f"prctl {option}")
+    check(
+        _libc().prctl(
+            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        f"prctl {option}",
+    )
 
 
 def unshare(flags):
@@ -159,7 +242,9 @@ def unshare(flags):
 
 
 def mount(source, target, fstype, flags, data=None):
-    enc = (lambda s: os.fsencode(s) if isinstance(s, str) else s)
+    def enc(s):
+        return os.fsencode(s) if isinstance(s, str) else s
+
     check(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
@@ -168,6 +253,7 @@ def _no_new_privs():
 
 
 # ---------------------------------------------------------------- Landlock
+
 
 def _landlock_syscall(index, *args):
     """(return value, errno) of landlock_create_ruleset/add_rule/restrict_self (index 0, 1, 2)."""
@@ -214,16 +300,18 @@ def landlock(read=(), write=(), *, net=True, scope=True) -> dict:
         raise OSError(e, f"Landlock is not available here (landlock_create_ruleset: {os.strerror(e)})")
     threads = _thread_count()
     if threads > 1:
-        raise OSError(errno.EBUSY, f"Landlock: the process has {threads} threads; a domain covers only the "
-                                   "calling one")
+        raise OSError(errno.EBUSY, f"Landlock: the process has {threads} threads; a domain covers only the calling one")
     handled_fs = 0
     for version, rights in FS_BY_ABI.items():
         if abi >= version:
             handled_fs |= rights
     tcp = bool(net) and abi >= 4
     scoped = bool(scope) and abi >= 6
-    attr = _RulesetAttr(handled_fs, (ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP) if tcp else 0,
-                        (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if scoped else 0)
+    attr = _RulesetAttr(
+        handled_fs,
+        (ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP) if tcp else 0,
+        (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if scoped else 0,
+    )
     _no_new_privs()
     ruleset, e = _landlock_syscall(0, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -243,8 +331,13 @@ def landlock(read=(), write=(), *, net=True, scope=True) -> dict:
                     if not stat.S_ISDIR(os.fstat(fd).st_mode):
                         allowed &= FILE_RIGHTS
                     rule = _PathBeneathAttr(allowed, fd)
-                    ret, e = _landlock_syscall(1, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
-                                               ctypes.byref(rule), ctypes.c_uint32(0))
+                    ret, e = _landlock_syscall(
+                        1,
+                        ctypes.c_int(ruleset),
+                        ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                        ctypes.byref(rule),
+                        ctypes.c_uint32(0),
+                    )
                     if ret < 0:
                         raise OSError(e, f"landlock_add_rule({path}): {os.strerror(e)}")
                 finally:
@@ -258,6 +351,7 @@ def landlock(read=(), write=(), *, net=True, scope=True) -> dict:
 
 
 # ---------------------------------------------------------------- seccomp
+
 
 def _seccomp():
     global _SECCOMP
@@ -276,8 +370,13 @@ def _seccomp():
         lib.seccomp_attr_set.restype = ctypes.c_int
         lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
         lib.seccomp_syscall_resolve_name.restype = ctypes.c_int
-        lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
-                                               ctypes.POINTER(_ArgCmp)]
+        lib.seccomp_rule_add_array.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.POINTER(_ArgCmp),
+        ]
         lib.seccomp_rule_add_array.restype = ctypes.c_int
         _SECCOMP = lib
     return _SECCOMP
@@ -306,8 +405,7 @@ def load_filter(rules):
     if not ctx:
         raise OSError(errno.ENOMEM, "seccomp: seccomp_init failed")
     try:
-        _check_scmp(lib.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(errno.EPERM)),
-                    "bad-arch action")
+        _check_scmp(lib.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(errno.EPERM)), "bad-arch action")
         _check_scmp(lib.seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1), "thread sync")
         lib.seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1)
         loaded = []
@@ -316,8 +414,9 @@ def load_filter(rules):
             if nr is None:
                 continue
             cmps = (_ArgCmp * max(len(comparisons), 1))(*(_ArgCmp(*c) for c in comparisons))
-            _check_scmp(lib.seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(err), nr, len(comparisons), cmps),
-                        f"rule {name}")
+            _check_scmp(
+                lib.seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(err), nr, len(comparisons), cmps), f"rule {name}"
+            )
             if name not in loaded:
                 loaded.append(name)
         _no_new_privs()
@@ -335,8 +434,10 @@ def deny_rules():
     rules.append(("clone3", errno.ENOSYS, ()))
     # personality(2) takes an unsigned int: deny every value but 0 (PER_LINUX) and 0xffffffff (query).
     # Any other 32-bit value has a set bit followed (cyclically) by a clear one: one rule per position.
-    rules += [("personality", errno.EPERM, [(0, SCMP_CMP_MASKED_EQ, (1 << i) | (1 << (i + 1) % 32), 1 << i)])
-              for i in range(32)]
+    rules += [
+        ("personality", errno.EPERM, [(0, SCMP_CMP_MASKED_EQ, (1 << i) | (1 << (i + 1) % 32), 1 << i)])
+        for i in range(32)
+    ]
     return rules
 
 
@@ -352,9 +453,17 @@ def seccomp_deny() -> dict:
 
 # ---------------------------------------------------------------- probe
 
+
 def _nothing_holds(**errors):
-    return {"landlock_abi": 0, "landlock": False, "tcp": False, "signals": False, "abstract_unix": False,
-            "seccomp": False, "errors": errors}
+    return {
+        "landlock_abi": 0,
+        "landlock": False,
+        "tcp": False,
+        "signals": False,
+        "abstract_unix": False,
+        "seccomp": False,
+        "errors": errors,
+    }
 
 
 def _probe():

@@ -16,6 +16,7 @@ said, ``describe(levels)`` is the report's line.
 
 Nothing here needs the submission's bytes: they were read before the worker started.
 """
+
 import ctypes
 import errno
 import os
@@ -27,9 +28,21 @@ import tempfile
 import time
 
 from . import kernel
-from .identity import (NOBODY, _gid_mapped, _join_cgroups, _start_watchdog, _user_label, _write, kill_worker_tree,
-                       proc_status, worker_uid)
-from .kernel import _libc, check as _check, prctl as _prctl, unshare as _unshare
+from .identity import (
+    NOBODY,
+    _gid_mapped,
+    _join_cgroups,
+    _start_watchdog,
+    _user_label,
+    _write,
+    kill_worker_tree,
+    proc_status,
+    worker_uid,
+)
+from .kernel import _libc
+from .kernel import check as _check
+from .kernel import prctl as _prctl
+from .kernel import unshare as _unshare
 from .view import DEV_NODES, _gpu_nodes, _new_root, _openable, landlock_view
 
 CLONE_NEWNS = 0x00020000
@@ -38,16 +51,15 @@ CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 
 
-
 # ---------------------------------------------------------------- capabilities
+
 
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 def _drop_capabilities():
@@ -61,6 +73,7 @@ def _drop_capabilities():
 
 
 # ---------------------------------------------------------------- the entry point
+
 
 def _vm_kib():
     vals = {}
@@ -79,7 +92,7 @@ def _setrlimit(levels, name, value):
         if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
             value = hard  # cannot raise it: keep the stricter one in force
         resource.setrlimit(res, (value, value))
-        levels["rlimits"][name[len("RLIMIT_"):].lower()] = None if value == resource.RLIM_INFINITY else value
+        levels["rlimits"][name[len("RLIMIT_") :].lower()] = None if value == resource.RLIM_INFINITY else value
     except (ValueError, OSError) as e:
         levels["problems"].append(f"{name}: {e}")
 
@@ -98,10 +111,23 @@ def _close_fds(keep):
 
 # the only variables a worker keeps (HOME, TMPDIR and friends are then set to its workdir):
 # nothing of the instructor's environment (PWD, OLDPWD, tokens, paths to the course) remains
-KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND", "OMP_NUM_THREADS",
-            "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-            # which GPUs it sees: none, unless it is a device worker (devices.py)
-            "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING")
+KEEP_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONHASHSEED",
+    "MPLBACKEND",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    # which GPUs it sees: none, unless it is a device worker (devices.py)
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+)
 
 
 def _scrub_environment():
@@ -133,10 +159,24 @@ def _scrub_environment():
     return sorted(os.environ)
 
 
-def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64, cpu_seconds=None,
-                        max_open_files=256, tmpfs_mb=64, uid=None, keep_fds=None, expose=(),
-                        watchdog=True, remove_workdir=False, submission=None, hide=(),
-                        devices=False):
+def apply_worker_limits(
+    workdir,
+    *,
+    memory_mb=4096,
+    max_procs=64,
+    max_file_mb=64,
+    cpu_seconds=None,
+    max_open_files=256,
+    tmpfs_mb=64,
+    uid=None,
+    keep_fds=None,
+    expose=(),
+    watchdog=True,
+    remove_workdir=False,
+    submission=None,
+    hide=(),
+    devices=False,
+):
     """Confine the calling process (a freshly forked worker) before it runs student code.
 
     workdir        an empty directory created by the judge: becomes cwd, HOME and TMPDIR
@@ -190,12 +230,34 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
     t0 = time.perf_counter()
     pid, judge = os.getpid(), os.getppid()
     root = os.geteuid() == 0
-    levels = {"pid": pid, "user": _user_label(os.getuid()), "uid": os.getuid(), "session": None,
-              "cgroup": {}, "netns": False, "mountns": False, "userns": False, "private_tmp": [],
-              "hidden": [], "exposed": [], "readonly_fs": False, "tmpdir": None, "rlimits": {}, "no_new_privs": False,
-              "pdeathsig": False, "watchdog": False, "kill": "pid", "seconds": None, "problems": [],
-              "view": None, "submission": None, "environment": [], "grader_uid": os.getuid(), "landlock": None,
-              "seccomp": False}
+    levels = {
+        "pid": pid,
+        "user": _user_label(os.getuid()),
+        "uid": os.getuid(),
+        "session": None,
+        "cgroup": {},
+        "netns": False,
+        "mountns": False,
+        "userns": False,
+        "private_tmp": [],
+        "hidden": [],
+        "exposed": [],
+        "readonly_fs": False,
+        "tmpdir": None,
+        "rlimits": {},
+        "no_new_privs": False,
+        "pdeathsig": False,
+        "watchdog": False,
+        "kill": "pid",
+        "seconds": None,
+        "problems": [],
+        "view": None,
+        "submission": None,
+        "environment": [],
+        "grader_uid": os.getuid(),
+        "landlock": None,
+        "seccomp": False,
+    }
     step_env = _scrub_environment()
     levels["environment"] = step_env
 
@@ -230,9 +292,14 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
         step("cgroup", _join_cgroups, max_procs, levels)
         # a root watchdog that cleans up after the worker even if the judge is gone by then
         if watchdog:
-            levels["watchdog"] = step("watchdog", _start_watchdog, pid, dict(levels["cgroup"]),
-                                      target_uid if target_uid not in (0, os.getuid()) else None,
-                                      workdir if remove_workdir else None)
+            levels["watchdog"] = step(
+                "watchdog",
+                _start_watchdog,
+                pid,
+                dict(levels["cgroup"]),
+                target_uid if target_uid not in (0, os.getuid()) else None,
+                workdir if remove_workdir else None,
+            )
         # 3. no network
         levels["netns"] = step("netns", _unshare, CLONE_NEWNET)
         # 4. private /tmp, read-only everything but workdir
@@ -294,10 +361,12 @@ def apply_worker_limits(workdir, *, memory_mb=4096, max_procs=64, max_file_mb=64
 
     # 7. an unprivileged user
     if target_uid is not None and target_uid != 0:
+
         def drop():
             os.setgroups([])
             os.setresgid(target_gid, target_gid, target_gid)
             os.setresuid(target_uid, target_uid, target_uid)
+
         step("setuid", drop)
     levels["uid"] = os.getuid()
     levels["user"] = _user_label(os.getuid())
@@ -379,6 +448,7 @@ def _userns_sandbox(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=
 
 # ---------------------------------------------------------------- the report line
 
+
 def _mib(n):
     return f"{n / 1024:g} GiB" if n >= 1024 and n % 256 == 0 else f"{n} MiB"
 
@@ -418,8 +488,14 @@ def describe(levels):
         parts.append(f"files <= {_mib(rl['fsize'] // (1024 * 1024))}")
     if rl.get("cpu"):
         parts.append(f"{rl['cpu']} s CPU")
-    parts.append({"cgroup": "killed by cgroup", "uid": "killed by uid", "pgid": "killed by process group",
-                  "pid": "killed by pid"}.get(levels.get("kill"), "killed by pid"))
+    parts.append(
+        {
+            "cgroup": "killed by cgroup",
+            "uid": "killed by uid",
+            "pgid": "killed by process group",
+            "pid": "killed by pid",
+        }.get(levels.get("kill"), "killed by pid")
+    )
     line = "sandbox: " + ", ".join(parts)
     if levels.get("problems"):
         line += f" ({len(levels['problems'])} limit(s) not available: " + "; ".join(levels["problems"])[:200] + ")"
@@ -477,6 +553,7 @@ def verify(levels, pid):
 
 def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what works here
     import json
+
     d = tempfile.mkdtemp(prefix="seqgrader-limits-")
     r, w = os.pipe()
     pid = os.fork()
@@ -499,29 +576,48 @@ def _main():  # pragma: no cover - `python -m autograder.sandbox.limits`: what w
     for rule, how in mechanisms(lv):
         print(f"{rule:<36} {how}")
     gaps = missing(lv)
-    print("\n" + ("every guarantee holds here: grading goes ahead" if not gaps else
-                  "grading is refused here (exit status 2) unless --allow-weak-sandbox: not kept from "
-                  + "; ".join(gaps)))
+    print(
+        "\n"
+        + (
+            "every guarantee holds here: grading goes ahead"
+            if not gaps
+            else "grading is refused here (exit status 2) unless --allow-weak-sandbox: not kept from " + "; ".join(gaps)
+        )
+    )
 
 
 def mechanisms(levels):
     """[(rule, what enforces it here)] for a worker with these levels (`python -m ...limits`)."""
     ll = levels.get("landlock") or {}
-    view = {"new root": "a new root (mount namespace, pivot_root)",
-            "landlock": f"Landlock ABI {ll.get('abi')} (no mount namespace here)"}.get(levels.get("view"), "NOTHING")
-    net = [n for n, on in (("network namespace", levels.get("netns")), ("seccomp: no socket()", levels.get("seccomp")),
-                           ("Landlock: no TCP", ll.get("tcp"))) if on]
+    view = {
+        "new root": "a new root (mount namespace, pivot_root)",
+        "landlock": f"Landlock ABI {ll.get('abi')} (no mount namespace here)",
+    }.get(levels.get("view"), "NOTHING")
+    net = [
+        n
+        for n, on in (
+            ("network namespace", levels.get("netns")),
+            ("seccomp: no socket()", levels.get("seccomp")),
+            ("Landlock: no TCP", ll.get("tcp")),
+        )
+        if on
+    ]
     other_uid = levels.get("uid") not in (None, 0) and levels.get("uid") != levels.get("grader_uid")
     signals = [n for n, on in (("another uid", other_uid), ("Landlock signal scope", ll.get("signals"))) if on]
-    trace = [n for n, on in (("another uid", other_uid), ("seccomp: no ptrace", levels.get("seccomp")),
-                             ("Landlock", bool(ll))) if on]
+    trace = [
+        n
+        for n, on in (("another uid", other_uid), ("seccomp: no ptrace", levels.get("seccomp")), ("Landlock", bool(ll)))
+        if on
+    ]
     kill = {"cgroup": "cgroup.kill", "uid": "its uid", "pgid": "its process group"}.get(levels.get("kill"), "its pid")
-    return [("sees only Python and its submission", view),
-            ("no network", " + ".join(net) or "NOTHING"),
-            ("no signal to the grader", " + ".join(signals) or "NOTHING"),
-            ("no ptrace or memory of the grader", " + ".join(trace) or "NOTHING"),
-            ("what it leaves is killed", f"{kill}, and the zygote as child subreaper"),
-            ("memory, processes, files, CPU", "rlimits" + (" + pids cgroup" if levels.get("cgroup_pids_max") else ""))]
+    return [
+        ("sees only Python and its submission", view),
+        ("no network", " + ".join(net) or "NOTHING"),
+        ("no signal to the grader", " + ".join(signals) or "NOTHING"),
+        ("no ptrace or memory of the grader", " + ".join(trace) or "NOTHING"),
+        ("what it leaves is killed", f"{kill}, and the zygote as child subreaper"),
+        ("memory, processes, files, CPU", "rlimits" + (" + pids cgroup" if levels.get("cgroup_pids_max") else "")),
+    ]
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ anything else -> {"obj": "<type name>"} (so the judge can say what came back).  
 frame's arrays: `encode` appends C-contiguous numpy arrays of an allowed dtype to its list,
 `recv` returns the checked arrays in the same order.
 """
+
 import json
 import os
 import re
@@ -48,8 +49,10 @@ MAX_NDIM = 32
 MAX_STR = 2000
 MAGIC = b"SQG2"
 PREFIX = struct.Struct("<4sIIQ")  # magic, header bytes, number of arrays, body bytes
-DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
-                                             "float16", "float32", "float64")}
+DTYPES = {
+    name: np.dtype(name)
+    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
+}
 ALLOWED_DTYPES = set(DTYPES.values())
 META_DTYPES = set(DTYPES) | {"bfloat16"}  # a meta tensor crosses as its dtype's name and shape only
 _NAME = {dt: name for name, dt in DTYPES.items()}  # np.dtype -> its name on the wire
@@ -71,6 +74,7 @@ class ChannelTimeout(ProtocolError):
 
 
 # ---------------------------------------------------------------- arrays
+
 
 def _pad(n):
     return (n + 7) & ~7
@@ -120,6 +124,7 @@ def arrays_from_body(specs, body):
 
 
 # ---------------------------------------------------------------- values
+
 
 def encode(value, arrays, depth=0):
     import torch
@@ -217,6 +222,7 @@ def decode(value, arrays, depth=0, leaf_grads=False):
             if not isinstance(value["dev"], str) or not DEVICE.match(value["dev"]):
                 raise ProtocolError(f"bad device {str(value['dev'])[:40]}")
             from ..checks.elsewhere import mark
+
             return mark(t, value["dev"])
         return t.requires_grad_(True) if leaf_grads and value.get("rg") and t.is_floating_point() else t
     if "dev" in value:
@@ -246,6 +252,7 @@ def decode(value, arrays, depth=0, leaf_grads=False):
     if "device" in value:
         if value["device"] == "elsewhere":
             from ..checks.elsewhere import ELSEWHERE
+
             return ELSEWHERE
         try:
             return torch.device(str(value["device"])[:20])
@@ -266,8 +273,11 @@ def _meta(desc):
     if not isinstance(desc, list) or len(desc) != 2 or desc[0] not in META_DTYPES:
         raise ProtocolError("bad meta tensor")
     shape = desc[1]
-    if not isinstance(shape, list) or len(shape) > MAX_NDIM or \
-            not all(type(s) is int and 0 <= s <= MAX_ARRAY for s in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_NDIM
+        or not all(type(s) is int and 0 <= s <= MAX_ARRAY for s in shape)
+    ):
         raise ProtocolError(f"bad meta tensor shape {str(shape)[:80]}")
     return torch.empty(shape, dtype=getattr(torch, desc[0]), device="meta")
 
@@ -351,6 +361,7 @@ def same_values(a, b):
 
 
 # ---------------------------------------------------------------- framing
+
 
 def pack(header, arrays=()):
     """One frame's bytes: `header` (a JSON-able dict) and `arrays` (numpy arrays of an allowed

@@ -33,6 +33,7 @@ to another process travels with a frame's first bytes (SCM_RIGHTS):
         judge -> zygote              {"reap": pid, "grace": seconds}
         zygote -> judge              {"status": "exit 0" / "signal SIGKILL" / ..., "cpu": seconds}
 """
+
 import gc
 import os
 import signal
@@ -55,6 +56,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def _prctl_pdeathsig():
     from .kernel import prctl
+
     try:
         prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     except (OSError, AttributeError):
@@ -62,6 +64,7 @@ def _prctl_pdeathsig():
 
 
 # ---------------------------------------------------------------- the judge's side
+
 
 def _package_parent():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -77,7 +80,8 @@ def server_environment():
 
     home = os.environ.get("HOME") or "/"
     mpl = os.environ.get("MPLCONFIGDIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "matplotlib")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "matplotlib"
+    )
     check = {k: os.environ[k] for k in (MODE, LOG, ROOT) if k in os.environ}
     return devices.show({**check, **_environment(home, mpl)})
 
@@ -111,9 +115,16 @@ class Server:
         cmd = [sys.executable, "-P", "-m", "autograder.sandbox.server", str(child_end.fileno()), str(os.getpid())]
         debug = os.environ.get("SEQGRADER_SERVER_DEBUG")
         try:
-            self.proc = subprocess.Popen(cmd, pass_fds=[child_end.fileno()], cwd="/", env=server_environment(),
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=None if debug else subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                pass_fds=[child_end.fileno()],
+                cwd="/",
+                env=server_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=None if debug else subprocess.DEVNULL,
+                start_new_session=True,
+            )
         finally:
             child_end.close()
 
@@ -187,6 +198,7 @@ def prestart():
     Never raises."""
     global _SERVER
     from .devices import hide
+
     hide()  # before anything asks about CUDA: no grader process sees a GPU (devices.py)
     if _SERVER is None or not _SERVER.alive():
         try:
@@ -243,13 +255,26 @@ def send_init(sock, init):
 
 def _read_init(init, arrays):
     """The zygote's side of send_init: (sources, errors, root, roots, limit_options)."""
-    sources = [(str(label), str(modname), str(filename),
-                [(str(a), str(b), bytes(arrays[int(i)]).decode("utf-8", "surrogatepass")) for a, b, i in chunks])
-               for label, modname, filename, chunks in init["sources"]]
-    return sources, list(init.get("errors", [])), init.get("root"), list(init.get("roots", [])), init.get("limit_options")
+    sources = [
+        (
+            str(label),
+            str(modname),
+            str(filename),
+            [(str(a), str(b), bytes(arrays[int(i)]).decode("utf-8", "surrogatepass")) for a, b, i in chunks],
+        )
+        for label, modname, filename, chunks in init["sources"]
+    ]
+    return (
+        sources,
+        list(init.get("errors", [])),
+        init.get("root"),
+        list(init.get("roots", [])),
+        init.get("limit_options"),
+    )
 
 
 # ---------------------------------------------------------------- the server's side
+
 
 def warm_forward():
     """torch's lazy imports and the kernels the exercises use, forward only: a process that forks
@@ -264,6 +289,7 @@ def warm_forward():
     torch.nn.functional.scaled_dot_product_attention(x, x, x)
     torch.nn.functional.log_softmax(x, -1)
     from ..checks.elsewhere import Place, put_elsewhere
+
     place = Place()  # the simulated device's modes, as a device probe uses them
     with place.active():
         lengths = place.put(put_elsewhere(torch.tensor([2, 1])))
@@ -282,11 +308,13 @@ def _warm_up():
     with unseen():
         warm_forward()
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 
     from ..load import submission  # noqa: F401
     from . import kernel, limits, protocol, view, worker  # noqa: F401
+
     view.view_plan()  # what the workers' filesystem view holds: worked out once
     try:
         kernel._seccomp()  # libseccomp, loaded once: a confined worker need not read it
@@ -431,9 +459,19 @@ def zygote_loop(channel, sources, errors, root, roots, limit_options):
             if pid == 0:
                 a.close()
                 sock.close()
-                worker_main(b, sources, errors, root, roots, workdir, limit_options, want.get("skip") or [],
-                            focus=want.get("focus"), needed=want.get("needed") or (),
-                            devices=want.get("devices") is True)
+                worker_main(
+                    b,
+                    sources,
+                    errors,
+                    root,
+                    roots,
+                    workdir,
+                    limit_options,
+                    want.get("skip") or [],
+                    focus=want.get("focus"),
+                    needed=want.get("needed") or (),
+                    devices=want.get("devices") is True,
+                )
             b.close()
             workdirs[pid] = workdir
             P.send(sock, {"pid": pid}, fds=[a.fileno()])
@@ -453,6 +491,7 @@ def zygote_loop(channel, sources, errors, root, roots, limit_options):
 def _rmtree(path):
     if path:
         import shutil
+
         shutil.rmtree(path, ignore_errors=True)
 
 

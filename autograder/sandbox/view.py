@@ -8,6 +8,7 @@
 The grader's own files and the paths the judge hides (the course, the folders around the
 submission) are never in either, even inside an allowed directory.
 """
+
 import ctypes
 import errno
 import os
@@ -16,7 +17,9 @@ import stat
 import sys
 
 from .identity import NOBODY
-from .kernel import _libc, check as _check, mount as _mount
+from .kernel import _libc
+from .kernel import check as _check
+from .kernel import mount as _mount
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -26,6 +29,7 @@ ST_NOATIME, ST_NODIRATIME, ST_RELATIME = 1024, 2048, 4096
 
 
 # ---------------------------------------------------------------- filesystem view
+
 
 def _mount_points():
     pts = []
@@ -40,8 +44,14 @@ def _ms_flags(path):
     """The per-mount flags of `path` to keep when remounting (locked ones must be repeated)."""
     f = os.statvfs(path).f_flag
     out = 0
-    for st, ms in ((ST_NOSUID, MS_NOSUID), (ST_NODEV, MS_NODEV), (ST_NOEXEC, MS_NOEXEC),
-                   (ST_NOATIME, MS_NOATIME), (ST_NODIRATIME, MS_NODIRATIME), (ST_RELATIME, MS_RELATIME)):
+    for st, ms in (
+        (ST_NOSUID, MS_NOSUID),
+        (ST_NODEV, MS_NODEV),
+        (ST_NOEXEC, MS_NOEXEC),
+        (ST_NOATIME, MS_NOATIME),
+        (ST_NODIRATIME, MS_NODIRATIME),
+        (ST_RELATIME, MS_RELATIME),
+    ):
         if f & st:
             out |= ms
     return out
@@ -51,14 +61,6 @@ def _under(path, roots):
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------- the allow-list view (a new root)
 
 # top-level entries of / that the dynamic linker and the interpreter need: replicated as they
@@ -66,13 +68,32 @@ def _under(path, roots):
 TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # the few files of /etc that the C library, Python and matplotlib read; passwd, group and hosts
 # are written anew (no real user names)
-ETC_KEEP = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts", "alternatives",
-            "mime.types", "host.conf", "gai.conf")
+ETC_KEEP = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "fonts",
+    "alternatives",
+    "mime.types",
+    "host.conf",
+    "gai.conf",
+)
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 SUBMISSION = "/submission"  # where a worker sees its own submission (read-only)
 MNT_DETACH = 2
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "ppc64": 203, "s390x": 217,
-                  "i686": 217, "i386": 217, "armv7l": 218}
+SYS_PIVOT_ROOT = {
+    "x86_64": 155,
+    "aarch64": 41,
+    "riscv64": 41,
+    "ppc64le": 203,
+    "ppc64": 203,
+    "s390x": 217,
+    "i686": 217,
+    "i386": 217,
+    "armv7l": 218,
+}
 _PLAN = None
 
 
@@ -140,8 +161,11 @@ def view_plan():
         for lib in ("lib", "lib64"):
             base = os.path.join(pre, lib)
             try:
-                sites.update(real(os.path.join(base, n, "site-packages")) for n in os.listdir(base)
-                             if n.startswith("python") and os.path.isdir(os.path.join(base, n, "site-packages")))
+                sites.update(
+                    real(os.path.join(base, n, "site-packages"))
+                    for n in os.listdir(base)
+                    if n.startswith("python") and os.path.isdir(os.path.join(base, n, "site-packages"))
+                )
             except OSError:
                 pass
     secret = _grader_files(sorted(sites))
@@ -155,8 +179,12 @@ def view_plan():
         elif not _under(rp, ["/usr"]):
             dropped.append(rp)
     for d in _mapped_library_dirs():
-        if os.path.isdir(d) and not _under(d, roots | {"/usr", "/lib", "/lib64", "/lib32"}) \
-                and not _under(d, secret) and not d.startswith(("/tmp", "/dev", "/proc", "/run", "/var/tmp")):
+        if (
+            os.path.isdir(d)
+            and not _under(d, roots | {"/usr", "/lib", "/lib64", "/lib32"})
+            and not _under(d, secret)
+            and not d.startswith(("/tmp", "/dev", "/proc", "/run", "/var/tmp"))
+        ):
             roots.add(real(d))
     homes = _home_like()
     narrowed = set()
@@ -167,8 +195,12 @@ def view_plan():
             narrowed.add(r)
     roots = sorted(r for r in narrowed if not any(q != r and _under(r, [q]) for q in narrowed))
     roots = [r for r in roots if not _under(r, ["/usr"])]  # /usr is in the skeleton
-    _PLAN = {"roots": roots, "hidden": sorted(set(secret)), "dropped": sorted(set(dropped)),
-             "python": sorted(prefixes | sites)}
+    _PLAN = {
+        "roots": roots,
+        "hidden": sorted(set(secret)),
+        "dropped": sorted(set(dropped)),
+        "python": sorted(prefixes | sites),
+    }
     return _PLAN
 
 
@@ -198,8 +230,12 @@ def _etc_text(uid):
     if uid not in (0, NOBODY, None):
         passwd += f"student:x:{uid}:{uid}:student:/nonexistent:/usr/sbin/nologin\n"
         group += f"student:x:{uid}:\n"
-    return {"passwd": passwd, "group": group, "hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
-            "hostname": "sandbox\n"}
+    return {
+        "passwd": passwd,
+        "group": group,
+        "hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+        "hostname": "sandbox\n",
+    }
 
 
 def view_rules(submission=None, hide=(), expose=(), devices=False):
@@ -316,8 +352,7 @@ def landlock_view(workdir, submission=None, hide=(), expose=(), devices=False):
     return sorted(set(read)), sorted(set(write))
 
 
-def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True,
-              devices=False):
+def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), uid=None, mount_proc=True, devices=False):
     """Build the worker's whole filesystem from an empty tmpfs, then pivot_root into it:
 
         /usr, /bin, /lib...           read-only (symlinks kept as they are)
@@ -383,8 +418,12 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
             if not os.path.exists(at("/etc/" + name)):
                 with open(at("/etc/" + name), "w") as f:
                     f.write(text)
-        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                             ("stderr", "/proc/self/fd/2")):
+        for name, target in (
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ):
             os.symlink(target, at("/dev/" + name))
         readonly = []
         for src, target, ro, rec in sorted(binds, key=lambda b: b[1].count("/")):
@@ -408,7 +447,7 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
                 readonly.append(c)
             hidden.append(c)
             # a root inside what was just covered (a virtualenv inside the grader's source tree)
-            for src, target, ro, rec in binds:
+            for src, target, _ro, _rec in binds:
                 if target != c and _under(target, [c]):
                     os.makedirs(at(target) if os.path.isdir(src) else os.path.dirname(at(target)), exist_ok=True)
                     _mount(f"/proc/self/fd/{fds[src]}", at(target), None, MS_BIND | MS_REC)
@@ -437,16 +476,23 @@ def _new_root(workdir, tmpfs_mb, levels, submission=None, hide=(), expose=(), ui
     levels["view"] = "new root"
     levels["proc"] = proc_kind
     levels["hidden"] = hidden
-    levels["exposed"] = sorted(set([t for _s, t, _ro, _rec in binds if t.startswith(tuple(plan["roots"]))] + [
-        t for _s, t, _ro, _rec in binds if t.startswith(("/usr", "/bin", "/lib", "/sbin"))]))[:20]
+    levels["exposed"] = sorted(
+        set(
+            [t for _s, t, _ro, _rec in binds if t.startswith(tuple(plan["roots"]))]
+            + [t for _s, t, _ro, _rec in binds if t.startswith(("/usr", "/bin", "/lib", "/sbin"))]
+        )
+    )[:20]
     levels["submission"] = sub_target
     levels["private_tmp"] = ["/tmp", "/var/tmp", "/dev/shm"]
     # everything read-only but the worker's own directories
     keep = {workdir, "/tmp", "/var/tmp", "/dev/shm"}
     failed = []
     for p in _mount_points():
-        if p in keep or _under(p, ["/proc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]) \
-                or p.startswith("/dev/nvidia"):
+        if (
+            p in keep
+            or _under(p, ["/proc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"])
+            or p.startswith("/dev/nvidia")
+        ):
             continue
         try:
             if os.statvfs(p).f_flag & ST_RDONLY:

@@ -19,13 +19,14 @@ Answers: {"ok": value, "call": id, "after": [every input tensor as it is now]}, 
 {"missing": name}.  Before any of them, once: {"levels": what apply_worker_limits put in force,
 "refused": true when a guarantee is missing and weak sandboxes are not allowed}.
 """
+
 import os
 import sys
 import traceback
 from collections import OrderedDict
 
-from . import protocol as P
 from ..checks import rngstate  # binds its getters when the worker's code is imported, before any student code
+from . import protocol as P
 
 KEEP_CALLS = 64  # calls whose graph is kept for a later vjp
 
@@ -39,9 +40,11 @@ def _describe_module(obj):
     desc, arrays = {}, []
     for name, child in list(obj.named_children())[:32]:
         if type(child) is torch.nn.Linear:
-            desc[name] = {"linear": [child.in_features, child.out_features, child.bias is not None],
-                          "weight": P.encode(child.weight, arrays),
-                          "bias": P.encode(child.bias, arrays) if child.bias is not None else None}
+            desc[name] = {
+                "linear": [child.in_features, child.out_features, child.bias is not None],
+                "weight": P.encode(child.weight, arrays),
+                "bias": P.encode(child.bias, arrays) if child.bias is not None else None,
+            }
         else:
             desc[name] = {"obj": type(child).__name__[:100]}
     return desc, arrays
@@ -121,8 +124,14 @@ class Worker:
         elif op == "invoke":
             fn = self.handles.get(h.get("handle"))
             if fn is None:
-                return {"raised": {"type": "RuntimeError", "mro": ["RuntimeError"],
-                                   "message": "the object was lost (the worker restarted)", "where": ""}}
+                return {
+                    "raised": {
+                        "type": "RuntimeError",
+                        "mro": ["RuntimeError"],
+                        "message": "the object was lost (the worker restarted)",
+                        "where": "",
+                    }
+                }
             self.load_state(fn, h.get("state", {}), arrays)
         else:
             return {"raised": {"type": "ProtocolError", "mro": [], "message": f"unknown op {op}", "where": ""}}
@@ -153,8 +162,7 @@ class Worker:
             desc, arr = _describe_module(out)
             base = len(out_arrays)
             out_arrays.extend(arr)
-            answer["ok"] = {"handle": hid, "type": type(out).__name__[:100],
-                            "children": _shift(desc, base)}
+            answer["ok"] = {"handle": hid, "type": type(out).__name__[:100], "children": _shift(desc, base)}
             return answer
         answer["ok"] = P.encode(out, out_arrays)
         leaves = [t for t in inputs if t.requires_grad]
@@ -201,12 +209,21 @@ class Worker:
 
         entry = self.calls.get(h.get("call"))
         if entry is None:
-            return {"raised": {"type": "RuntimeError", "mro": ["RuntimeError"],
-                               "message": "the graph of that call is gone", "where": ""}}
+            return {
+                "raised": {
+                    "type": "RuntimeError",
+                    "mro": ["RuntimeError"],
+                    "message": "the graph of that call is gone",
+                    "where": "",
+                }
+            }
         outs, leaves = entry
         grads_in = [P.decode(g, arrays) for g in h.get("grads", [])]
-        pairs = [(o, g.to(o.dtype)) for o, g in zip(outs, grads_in)
-                 if isinstance(g, torch.Tensor) and o.requires_grad and g.shape == o.shape]
+        pairs = [
+            (o, g.to(o.dtype))
+            for o, g in zip(outs, grads_in)
+            if isinstance(g, torch.Tensor) and o.requires_grad and g.shape == o.shape
+        ]
         if not pairs:
             return {"ok": {"list": [None] * len(leaves)}}
         try:
@@ -223,8 +240,11 @@ class Worker:
         """What the judge learns of an exception: its type, a short message and the student's own
         frames (at most 3), each capped (see cap_message), so that nothing long ever leaves."""
         frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(self.roots)]
-        where = "".join(f"  {f.filename.rsplit('/', 1)[-1][:80]}, line {f.lineno}, in {str(f.name)[:80]}\n"
-                        f"    {str(f.line or '')[:160]}\n" for f in frames[-3:])
+        where = "".join(
+            f"  {f.filename.rsplit('/', 1)[-1][:80]}, line {f.lineno}, in {str(f.name)[:80]}\n"
+            f"    {str(f.line or '')[:160]}\n"
+            for f in frames[-3:]
+        )
         try:
             mro = [c.__name__[:100] for c in type(e).__mro__][:20]
         except Exception:  # noqa: BLE001
@@ -254,24 +274,32 @@ def cap_message(text, lines=MESSAGE_LINES, chars=MESSAGE_CHARS):
 
 def _shift(desc, base):
     """Array indices in `desc` were counted from 0; they start at `base` in the frame."""
+
     def fix(v):
         if isinstance(v, dict):
             return {k: (x + base if k == "t" else fix(x)) for k, x in v.items()}
         if isinstance(v, list):
             return [fix(x) for x in v]
         return v
+
     return fix(desc)
 
 
 def loaded_header(sub, **more):
     """What the judge learns from a load: the problems met, the names defined, what is left."""
     names = sorted({n for _, ns in sub.modules for n in ns if not n.startswith("__")})[:5000]
-    return {"loaded": sub.load_errors[:50], "names": names, "timed_out": sub.timed_out[:50],
-            "partial": sub.partial, **more}
+    return {
+        "loaded": sub.load_errors[:50],
+        "names": names,
+        "timed_out": sub.timed_out[:50],
+        "partial": sub.partial,
+        **more,
+    }
 
 
-def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip=(), focus=None, needed=(),
-                devices=False):
+def worker_main(
+    sock, sources, errors, root, roots, workdir, limit_options, skip=(), focus=None, needed=(), devices=False
+):
     """Body of a worker process: never returns.  `devices`: a device worker, which may use the GPUs
     the grader was started with (devices.py); every other worker sees none, as on a machine
     without one."""
@@ -292,8 +320,9 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         allow_weak = bool((limit_options or {}).get("allow_weak"))
         if limit_options is not None:
             limit_options = {k: v for k, v in limit_options.items() if k != "allow_weak"}
-        levels = apply_limits(workdir, dict(limit_options, devices=True) if devices and limit_options is not None
-                              else limit_options)
+        levels = apply_limits(
+            workdir, dict(limit_options, devices=True) if devices and limit_options is not None else limit_options
+        )
         die_with_parent()  # after any uid change, which clears it
         from ..load import exec_sources
 
@@ -303,6 +332,7 @@ def worker_main(sock, sources, errors, root, roots, workdir, limit_options, skip
         # runs, and no student code runs where a guarantee is missing unless the instructor allowed it
         if limit_options is not None:
             from .limits import missing
+
             gaps = missing(levels)
             P.send(sock, {"levels": levels, "refused": bool(gaps) and not allow_weak})
             if gaps and not allow_weak:
@@ -345,11 +375,13 @@ def in_the_view(sources, root, roots):
         if path == root:
             return SUBMISSION
         if path.startswith(root + "/"):
-            return SUBMISSION + path[len(root):]
+            return SUBMISSION + path[len(root) :]
         return path
 
-    moved = [(label, modname, move(filename), [(c_label, move(c_file), code) for c_label, c_file, code in chunks])
-             for label, modname, filename, chunks in sources]
+    moved = [
+        (label, modname, move(filename), [(c_label, move(c_file), code) for c_label, c_file, code in chunks])
+        for label, modname, filename, chunks in sources
+    ]
     return moved, SUBMISSION, [move(r) for r in roots]
 
 
@@ -371,9 +403,18 @@ def keep_python_path(root):
 
 # What the worker never needs and the student must not find in its process: the properties and
 # their reference helpers, the diagnosis with its catalogue of mistakes, the grading and reports.
-GRADER_ONLY = ("autograder.properties", "autograder.diagnose", "autograder.catalogue", "autograder.grading",
-               "autograder.judge", "autograder.report", "autograder.batch", "autograder.store",
-               "autograder.nbgrader_course", "hypothesis")
+GRADER_ONLY = (
+    "autograder.properties",
+    "autograder.diagnose",
+    "autograder.catalogue",
+    "autograder.grading",
+    "autograder.judge",
+    "autograder.report",
+    "autograder.batch",
+    "autograder.store",
+    "autograder.nbgrader_course",
+    "hypothesis",
+)
 
 
 def forget_the_grader():
@@ -417,6 +458,7 @@ def apply_limits(workdir, options):
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         return {"tmpdir": workdir}
     from .limits import apply_worker_limits
+
     try:
         return apply_worker_limits(workdir, **options)
     except Exception as e:  # noqa: BLE001 - the judge sees the levels (and refuses them)
@@ -517,4 +559,3 @@ def kill_orphans(workers, deadline=2.0):
         if not left or time.monotonic() >= end:
             return len(left)
         time.sleep(0.01)
-

@@ -9,12 +9,13 @@ Every error is JSON {"error": code, "message": "<Chinese> / <English>"} (store a
 ServiceError); a browser that is not signed in is sent to the sign-in page instead of a 401.
 The API is described in docs/service.md.
 """
+
 import csv
 import io
 import json
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import NotSignedIn, ServiceError
 from ..safe import csv_cell
 from . import store
-from .auth import (COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, safe_next,
-                   same_origin)
+from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, safe_next, same_origin
 from .connections import SECURITY_HEADERS
 from .views import UploadRefused, check_upload, shown_report
 
@@ -39,6 +39,7 @@ MB = 1 << 20
 @dataclass
 class Service:
     """What the routes need: the database, the course, the data folder, who may sign in."""
+
     engine: Any
     course: Any
     data: Path
@@ -67,9 +68,11 @@ def normalise_base(url):
 
 # ---------------------------------------------------------------- errors
 
+
 def error_response(e):
-    return JSONResponse({"error": e.code, "message": e.message}, status_code=e.status,
-                        headers={**SECURITY_HEADERS, **(e.headers or {})})
+    return JSONResponse(
+        {"error": e.code, "message": e.message}, status_code=e.status, headers={**SECURITY_HEADERS, **(e.headers or {})}
+    )
 
 
 def _wants_page(request):
@@ -82,7 +85,7 @@ def _local_next(svc, value):
 
 
 def _deadline_text(t):
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _in(seconds):
@@ -93,6 +96,7 @@ def _in(seconds):
 
 # ---------------------------------------------------------------- the app
 
+
 def create_app(svc: Service) -> FastAPI:
     svc.base_url = normalise_base(svc.base_url)
     if svc.failures is None:
@@ -100,13 +104,19 @@ def create_app(svc: Service) -> FastAPI:
     P = svc.prefix
     app = FastAPI(title="seqgrader", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = svc
-    templates = Environment(loader=PackageLoader("autograder.service", "templates"),
-                            autoescape=select_autoescape(default=True, default_for_string=True))
+    templates = Environment(
+        loader=PackageLoader("autograder.service", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
 
     def page(request, name, status=200, **context):
         user = getattr(request.state, "user", None)
-        context.update(base=svc.base_url, user=user, course_language=svc.language,
-                       forms_token=svc.roster.forms_token(user) if user else "")
+        context.update(
+            base=svc.base_url,
+            user=user,
+            course_language=svc.language,
+            forms_token=svc.roster.forms_token(user) if user else "",
+        )
         return HTMLResponse(templates.get_template(name).render(**context), status_code=status)
 
     # ---- answers of every kind
@@ -114,12 +124,15 @@ def create_app(svc: Service) -> FastAPI:
     @app.exception_handler(ServiceError)
     async def _service_error(request, e):
         if isinstance(e, NotSignedIn) and svc.authenticator is not None and not _wants_page(request):
-            e = ServiceError(401, "not_signed_in",
-                             "请先登录：在 JupyterHub 的笔记本里用 submit.py，或在请求头中附上 "
-                             "Authorization: token $JUPYTERHUB_API_TOKEN；浏览器请先登录 JupyterHub。",
-                             "Sign in first: from a JupyterHub notebook use submit.py, or send the header "
-                             "Authorization: token $JUPYTERHUB_API_TOKEN; in a browser, sign in to JupyterHub.",
-                             {"WWW-Authenticate": "token"})
+            e = ServiceError(
+                401,
+                "not_signed_in",
+                "请先登录：在 JupyterHub 的笔记本里用 submit.py，或在请求头中附上 "
+                "Authorization: token $JUPYTERHUB_API_TOKEN；浏览器请先登录 JupyterHub。",
+                "Sign in first: from a JupyterHub notebook use submit.py, or send the header "
+                "Authorization: token $JUPYTERHUB_API_TOKEN; in a browser, sign in to JupyterHub.",
+                {"WWW-Authenticate": "token"},
+            )
         if isinstance(e, NotSignedIn) and _wants_page(request):
             where = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
             if svc.authenticator is not None:
@@ -132,13 +145,21 @@ def create_app(svc: Service) -> FastAPI:
         if e.status_code == 404:
             return error_response(_not_found())
         if e.status_code == 405:
-            return error_response(ServiceError(405, "method_not_allowed", "这个地址不接受这种请求方法。",
-                                               "This address does not take this method."))
+            return error_response(
+                ServiceError(
+                    405, "method_not_allowed", "这个地址不接受这种请求方法。", "This address does not take this method."
+                )
+            )
         if e.status_code == 400:  # the form parser's: too many fields or files, a field over 1 MB
-            return error_response(ServiceError(
-                400, "bad_form", f"表单无法读取：{e.detail}",
-                f"The form cannot be read: {e.detail} (a submission is multipart form data with the fields "
-                f"`assignment` and `file`)."))
+            return error_response(
+                ServiceError(
+                    400,
+                    "bad_form",
+                    f"表单无法读取：{e.detail}",
+                    f"The form cannot be read: {e.detail} (a submission is multipart form data with the fields "
+                    f"`assignment` and `file`).",
+                )
+            )
         return error_response(ServiceError(e.status_code, "http_error", str(e.detail), str(e.detail)))
 
     @app.exception_handler(Exception)
@@ -146,17 +167,27 @@ def create_app(svc: Service) -> FastAPI:
         from .worker import log
 
         log(f"{request.method} {request.url.path} failed: {type(e).__name__}: {e}")
-        return error_response(ServiceError(500, "internal_error", "服务出错了：请稍后再试；如果一直这样，请告诉教师。",
-                                           "The service failed: try again in a moment, and tell your instructor if "
-                                           "it keeps failing."))
+        return error_response(
+            ServiceError(
+                500,
+                "internal_error",
+                "服务出错了：请稍后再试；如果一直这样，请告诉教师。",
+                "The service failed: try again in a moment, and tell your instructor if it keeps failing.",
+            )
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request, e):
         missing = [".".join(str(x) for x in err.get("loc", [])[1:]) for err in e.errors()]
-        return error_response(ServiceError(
-            422, "bad_request", f"请求缺少或写错了这些字段：{', '.join(missing)}。",
-            f"The request lacks or misspells these fields: {', '.join(missing)} (a submission is multipart form "
-            f"data with the fields `assignment` and `file`)."))
+        return error_response(
+            ServiceError(
+                422,
+                "bad_request",
+                f"请求缺少或写错了这些字段：{', '.join(missing)}。",
+                f"The request lacks or misspells these fields: {', '.join(missing)} (a submission is multipart form "
+                f"data with the fields `assignment` and `file`).",
+            )
+        )
 
     app.add_middleware(BodyLimit, limit=svc.max_upload + 64 * 1024)
     app.add_middleware(HeadAsGet)
@@ -169,8 +200,12 @@ def create_app(svc: Service) -> FastAPI:
 
     @public.get("/healthz")
     def healthz():
-        return {"status": "ok", "queue": store.counts(svc.engine),
-                "grading": svc.worker is not None, "base_url": svc.base_url}
+        return {
+            "status": "ok",
+            "queue": store.counts(svc.engine),
+            "grading": svc.worker is not None,
+            "base_url": svc.base_url,
+        }
 
     @public.get("/signin", response_class=HTMLResponse)
     def signin_page(request: Request, next: str = ""):
@@ -181,8 +216,14 @@ def create_app(svc: Service) -> FastAPI:
     @public.post("/signin")
     def signin(request: Request, token: str = Form(""), next: str = Form("")):
         if not same_origin(request):  # nobody is signed in by another site's form
-            return error_response(ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
-                                               "A form sent from another site is refused (cross-site request)."))
+            return error_response(
+                ServiceError(
+                    403,
+                    "cross_site",
+                    "拒绝来自其他网站的表单。",
+                    "A form sent from another site is refused (cross-site request).",
+                )
+            )
         address = client_address(request)
         wait = svc.failures.wait(address)
         if wait:
@@ -193,12 +234,26 @@ def create_app(svc: Service) -> FastAPI:
         row = svc.roster.by_token(token.strip())
         if row is None:
             svc.failures.add(address)
-            return page(request, "signin.html", status=401, next=_local_next(svc, next),
-                        error=("令牌不对：请检查后再输入，或向教师索取。",
-                               "This token is not right: check it, or ask your instructor for yours."))
+            return page(
+                request,
+                "signin.html",
+                status=401,
+                next=_local_next(svc, next),
+                error=(
+                    "令牌不对：请检查后再输入，或向教师索取。",
+                    "This token is not right: check it, or ask your instructor for yours.",
+                ),
+            )
         response = RedirectResponse(_local_next(svc, next), status_code=303)
-        response.set_cookie(COOKIE, svc.roster.cookie_for(row), max_age=COOKIE_DAYS * 86400, path=svc.base_url,
-                            httponly=True, samesite="lax", secure=request.url.scheme == "https")
+        response.set_cookie(
+            COOKIE,
+            svc.roster.cookie_for(row),
+            max_age=COOKIE_DAYS * 86400,
+            path=svc.base_url,
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
         return response
 
     # ---- pages
@@ -228,21 +283,33 @@ def create_app(svc: Service) -> FastAPI:
         return page(request, "upload.html", assignments=_assignments(svc, user), chosen=assignment)
 
     @protected.post("/upload")
-    async def upload_form(request: Request, assignment: str = Form(""), csrf: str = Form(""),
-                          file: UploadFile | None = File(None), user: User = Depends(current_user)):
+    async def upload_form(
+        request: Request,
+        assignment: str = Form(""),
+        csrf: str = Form(""),
+        file: UploadFile | None = File(None),
+        user: User = Depends(current_user),
+    ):
         check_csrf(request, user, csrf)
         try:
             out = await _submit(svc, user, assignment, file)
         except ServiceError as e:
-            return page(request, "upload.html", status=e.status, assignments=_assignments(svc, user),
-                        chosen=assignment, error=(e.zh, e.en))
+            return page(
+                request,
+                "upload.html",
+                status=e.status,
+                assignments=_assignments(svc, user),
+                chosen=assignment,
+                error=(e.zh, e.en),
+            )
         if svc.worker is not None:
             svc.worker.wake.set()
         return RedirectResponse(f"{svc.base_url}submissions/{out['id']}", status_code=303)
 
     @protected.get("/submissions", response_class=HTMLResponse)
-    def list_page(request: Request, assignment: str | None = None, student: str | None = None,
-                  user: User = Depends(current_user)):
+    def list_page(
+        request: Request, assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)
+    ):
         rows = store.listing(svc.engine, (student or None) if user.instructor else user.name, assignment or None)
         return page(request, "list.html", rows=rows, assignments=_assignments(svc, user))
 
@@ -259,8 +326,9 @@ def create_app(svc: Service) -> FastAPI:
         rules = svc.course.rules(row["assignment"])
         shown = shown_report(json.loads(report), rules, row["filename"], svc.language, row["stored"])
         html = render_html(shown, svc.language)
-        nav = templates.get_template("nav.html").render(base=svc.base_url, user=user,
-                                                        forms_token=svc.roster.forms_token(user))
+        nav = templates.get_template("nav.html").render(
+            base=svc.base_url, user=user, forms_token=svc.roster.forms_token(user)
+        )
         return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
 
     @protected.get("/instructor", response_class=HTMLResponse)
@@ -285,15 +353,42 @@ def create_app(svc: Service) -> FastAPI:
         _instructors_only(user)
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["id", "student", "assignment", "file", "submitted_at", "status", "score", "max_score",
-                    "attempt_charged", "graded_at", "reason"])
+        w.writerow(
+            [
+                "id",
+                "student",
+                "assignment",
+                "file",
+                "submitted_at",
+                "status",
+                "score",
+                "max_score",
+                "attempt_charged",
+                "graded_at",
+                "reason",
+            ]
+        )
         for r in reversed(store.listing(svc.engine, None, assignment or None, limit=1_000_000)):
-            w.writerow([r["id"], csv_cell(r["student"]), csv_cell(r["assignment"]), csv_cell(r["filename"]),
-                        _iso(r["created_at"]), r["status"], "" if r["score"] is None else f"{r['score']:g}",
-                        "" if r["max_score"] is None else f"{r['max_score']:g}", int(bool(r["charged"])),
-                        _iso(r["finished_at"]), csv_cell((r["reason"] or "").replace(r["stored"], r["filename"]))])
-        return Response(buf.getvalue(), media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": 'attachment; filename="submissions.csv"'})
+            w.writerow(
+                [
+                    r["id"],
+                    csv_cell(r["student"]),
+                    csv_cell(r["assignment"]),
+                    csv_cell(r["filename"]),
+                    _iso(r["created_at"]),
+                    r["status"],
+                    "" if r["score"] is None else f"{r['score']:g}",
+                    "" if r["max_score"] is None else f"{r['max_score']:g}",
+                    int(bool(r["charged"])),
+                    _iso(r["finished_at"]),
+                    csv_cell((r["reason"] or "").replace(r["stored"], r["filename"])),
+                ]
+            )
+        return Response(
+            buf.getvalue(),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="submissions.csv"'},
+        )
 
     # ---- the API
 
@@ -306,8 +401,12 @@ def create_app(svc: Service) -> FastAPI:
         return {"assignments": _assignments(svc, user)}
 
     @protected.post("/api/submissions", status_code=202)
-    async def submit(request: Request, assignment: str = Form(""), file: UploadFile | None = File(None),
-                     user: User = Depends(current_user)):
+    async def submit(
+        request: Request,
+        assignment: str = Form(""),
+        file: UploadFile | None = File(None),
+        user: User = Depends(current_user),
+    ):
         check_csrf(request, user, request.headers.get("x-csrf-token"))  # a cookie's: needs the forms token
         out = await _submit(svc, user, assignment, file)
         if svc.worker is not None:
@@ -318,8 +417,9 @@ def create_app(svc: Service) -> FastAPI:
     def list_api(assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)):
         who = (student or None) if user.instructor else user.name
         memo = {}
-        return {"submissions": [_public(svc, r, user, memo)
-                                for r in store.listing(svc.engine, who, assignment or None)]}
+        return {
+            "submissions": [_public(svc, r, user, memo) for r in store.listing(svc.engine, who, assignment or None)]
+        }
 
     @protected.get("/api/submissions/{sid}")
     def one(sid: str, user: User = Depends(current_user)):
@@ -330,13 +430,19 @@ def create_app(svc: Service) -> FastAPI:
         row = _own(svc, user, sid)
         report = store.report_of(svc.engine, sid)
         if report is None:
-            raise ServiceError(404, "no_report", "这份提交还没有报告（还在排队或评分中，或无法评分）。",
-                               "This submission has no report (it is queued or being graded, or it could not be "
-                               "graded: see its status).")
-        return shown_report(json.loads(report), svc.course.rules(row["assignment"]), row["filename"], svc.language,
-                            row["stored"])
+            raise ServiceError(
+                404,
+                "no_report",
+                "这份提交还没有报告（还在排队或评分中，或无法评分）。",
+                "This submission has no report (it is queued or being graded, or it could not be "
+                "graded: see its status).",
+            )
+        return shown_report(
+            json.loads(report), svc.course.rules(row["assignment"]), row["filename"], svc.language, row["stored"]
+        )
 
     if P:
+
         @public.get("", include_in_schema=False)
         def bare_prefix():
             return RedirectResponse(svc.base_url, status_code=308)
@@ -361,8 +467,12 @@ def _iso(t):
 
 
 def _not_found():
-    return ServiceError(404, "not_found", "没有这个页面或这份提交（或者它不是你的）。",
-                        "There is no such page or submission (or it is not yours).")
+    return ServiceError(
+        404,
+        "not_found",
+        "没有这个页面或这份提交（或者它不是你的）。",
+        "There is no such page or submission (or it is not yours).",
+    )
 
 
 def _instructors_only(user):
@@ -382,9 +492,11 @@ def _position(svc, row):
     return store.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
 
 
-GRADER_FAULT_WORDS = ("评分程序在这台机器上暂时无法评分（不是你的代码的问题），已告知教师；请稍后再提交。",
-                      "the grader cannot grade on this machine just now (nothing to do with your code); your "
-                      "instructor can see why. Submit again later.")
+GRADER_FAULT_WORDS = (
+    "评分程序在这台机器上暂时无法评分（不是你的代码的问题），已告知教师；请稍后再提交。",
+    "the grader cannot grade on this machine just now (nothing to do with your code); your "
+    "instructor can see why. Submit again later.",
+)
 
 
 def reason_words(row, user):
@@ -402,20 +514,30 @@ def reason_words(row, user):
 def _public(svc, row, user, memo=None):
     """A submission as the API shows it to `user` (`memo`: attempts left per student and
     assignment, for a list)."""
-    out = {"id": row["id"], "assignment": row["assignment"], "student": row["student"], "file": row["filename"],
-           "status": row["status"], "submitted_at": _iso(row["created_at"]),
-           "score": row["score"] if row["status"] == "graded" else None,
-           "max_score": row["max_score"], "report_url": f"{svc.base_url}submissions/{row['id']}",
-           "attempt_charged": bool(row["charged"])}
+    out = {
+        "id": row["id"],
+        "assignment": row["assignment"],
+        "student": row["student"],
+        "file": row["filename"],
+        "status": row["status"],
+        "submitted_at": _iso(row["created_at"]),
+        "score": row["score"] if row["status"] == "graded" else None,
+        "max_score": row["max_score"],
+        "report_url": f"{svc.base_url}submissions/{row['id']}",
+        "attempt_charged": bool(row["charged"]),
+    }
     if row["status"] == "not_graded":
         zh, en = reason_words(row, user)
         out["reason"] = en
-        out["message"] = (f"这份提交无法评分，不计入提交次数：{zh} / "
-                          f"This submission could not be graded and costs no attempt: {en}")
+        out["message"] = (
+            f"这份提交无法评分，不计入提交次数：{zh} / This submission could not be graded and costs no attempt: {en}"
+        )
     key = (row["student"], row["assignment"])
     memo = {} if memo is None else memo
     if key not in memo:
-        memo[key] = store.attempts_left(svc.engine, row["student"], row["assignment"], svc.course.rules(row["assignment"]))
+        memo[key] = store.attempts_left(
+            svc.engine, row["student"], row["assignment"], svc.course.rules(row["assignment"])
+        )
     out["attempts_left"] = memo[key]
     return out
 
@@ -425,10 +547,17 @@ def _assignments(svc, user):
     for name in svc.course.assignment_names():
         rules = svc.course.rules(name)
         left = None if user.instructor else store.attempts_left(svc.engine, user.name, name, rules)
-        out.append({"name": name, "exercises": svc.course.assignment(name), "attempts": rules.attempts,
-                    "window": rules.window, "attempts_left": left,
-                    "deadline": rules.deadline.isoformat() if rules.deadline else None,
-                    "closed": bool(rules.deadline and datetime.now(timezone.utc) > rules.deadline)})
+        out.append(
+            {
+                "name": name,
+                "exercises": svc.course.assignment(name),
+                "attempts": rules.attempts,
+                "window": rules.window,
+                "attempts_left": left,
+                "deadline": rules.deadline.isoformat() if rules.deadline else None,
+                "closed": bool(rules.deadline and datetime.now(UTC) > rules.deadline),
+            }
+        )
     return out
 
 
@@ -438,18 +567,29 @@ async def _submit(svc, user, assignment, file):
     names = svc.course.assignment_names()
     if assignment not in names:
         said = assignment if len(assignment) <= 80 else assignment[:80] + "…"  # never a megabyte echoed back
-        raise ServiceError(422, "unknown_assignment", f"没有名为 “{said}” 的作业；可选：{', '.join(names)}。",
-                           f"There is no assignment {said!r}; choose one of: {', '.join(names)}.")
+        raise ServiceError(
+            422,
+            "unknown_assignment",
+            f"没有名为 “{said}” 的作业；可选：{', '.join(names)}。",
+            f"There is no assignment {said!r}; choose one of: {', '.join(names)}.",
+        )
     rules = svc.course.rules(assignment)
-    at = datetime.now(timezone.utc)
+    at = datetime.now(UTC)
     if rules.deadline and at > rules.deadline and not user.instructor:
-        raise ServiceError(403, "deadline_passed",
-                           f"作业 {assignment} 的截止时间（{_deadline_text(rules.deadline)}）已过，不再接受提交。",
-                           f"The deadline of {assignment} ({_deadline_text(rules.deadline)}) has passed: no more "
-                           f"submissions are accepted.")
+        raise ServiceError(
+            403,
+            "deadline_passed",
+            f"作业 {assignment} 的截止时间（{_deadline_text(rules.deadline)}）已过，不再接受提交。",
+            f"The deadline of {assignment} ({_deadline_text(rules.deadline)}) has passed: no more "
+            f"submissions are accepted.",
+        )
     if file is None or not file.filename:
-        raise ServiceError(422, "no_file", "请选择要上传的文件（.ipynb 或 .py）。",
-                           "Choose the file to upload (.ipynb or .py) in the field `file`.")
+        raise ServiceError(
+            422,
+            "no_file",
+            "请选择要上传的文件（.ipynb 或 .py）。",
+            "Choose the file to upload (.ipynb or .py) in the field `file`.",
+        )
     data = await file.read(svc.max_upload + 1)
     if len(data) > svc.max_upload:
         raise _too_large(svc)
@@ -479,17 +619,31 @@ def _keep(svc, user, assignment, rules, filename, kind, data, at):
     finally:
         os.close(folder)
     try:
-        left = store.accept(svc.engine, sid=sid, student=user.name, role=user.role, assignment=assignment,
-                            filename=_display_name(filename), stored=stored, rules=rules,
-                            limited=not user.instructor, at=at)
+        left = store.accept(
+            svc.engine,
+            sid=sid,
+            student=user.name,
+            role=user.role,
+            assignment=assignment,
+            filename=_display_name(filename),
+            stored=stored,
+            rules=rules,
+            limited=not user.instructor,
+            at=at,
+        )
     except store.AttemptsUsed as e:
         path.unlink(missing_ok=True)
         raise _attempts_used(e, rules, at) from None
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    return {"id": sid, "status": "queued", "attempts_left": left,
-            "report_url": f"{svc.base_url}submissions/{sid}", "status_url": f"{svc.base_url}api/submissions/{sid}"}
+    return {
+        "id": sid,
+        "status": "queued",
+        "attempts_left": left,
+        "report_url": f"{svc.base_url}submissions/{sid}",
+        "status_url": f"{svc.base_url}api/submissions/{sid}",
+    }
 
 
 def _display_name(name):
@@ -499,31 +653,44 @@ def _display_name(name):
 
 def _too_large(svc):
     mb = svc.max_upload / MB
-    return ServiceError(413, "too_large", f"文件超过了 {mb:g} MB 的上限：请清除笔记本的输出（Cell → All Output → Clear）后再上传。",
-                        f"The file is over the {mb:g} MB limit: clear the notebook's outputs (Cell > All Output > "
-                        f"Clear) and upload it again.")
+    return ServiceError(
+        413,
+        "too_large",
+        f"文件超过了 {mb:g} MB 的上限：请清除笔记本的输出（Cell → All Output → Clear）后再上传。",
+        f"The file is over the {mb:g} MB limit: clear the notebook's outputs (Cell > All Output > "
+        f"Clear) and upload it again.",
+    )
 
 
 def _attempts_used(e, rules, at):
     """The 429 of AttemptsUsed `e`: when the next attempt comes (Retry-After, and the time in the
     message), or that none comes (no window, or the next one would come after the deadline)."""
     if e.next_at is None:
-        return ServiceError(429, "no_attempts_left",
-                            f"这个作业的 {e.allowed} 次提交机会已经用完。",
-                            f"You have used all {e.allowed} attempts of this assignment.")
+        return ServiceError(
+            429,
+            "no_attempts_left",
+            f"这个作业的 {e.allowed} 次提交机会已经用完。",
+            f"You have used all {e.allowed} attempts of this assignment.",
+        )
     if rules.deadline is not None and e.next_at > rules.deadline:
-        return ServiceError(429, "no_attempts_left",
-                            f"{rules.window} 内的 {e.allowed} 次提交机会已用完，截止时间（{_deadline_text(rules.deadline)}）"
-                            f"之前不会再有新的机会。",
-                            f"You have used your {e.allowed} attempts per {rules.window}, and the next one would come "
-                            f"after the deadline ({_deadline_text(rules.deadline)}).")
+        return ServiceError(
+            429,
+            "no_attempts_left",
+            f"{rules.window} 内的 {e.allowed} 次提交机会已用完，截止时间（{_deadline_text(rules.deadline)}）"
+            f"之前不会再有新的机会。",
+            f"You have used your {e.allowed} attempts per {rules.window}, and the next one would come "
+            f"after the deadline ({_deadline_text(rules.deadline)}).",
+        )
     wait = (e.next_at - at).total_seconds()
     zh_in, en_in = _in(wait)
-    return ServiceError(429, "no_attempts_left",
-                        f"{rules.window} 内的 {e.allowed} 次提交机会已用完；下一次机会在 {_deadline_text(e.next_at)}（{zh_in}后）。",
-                        f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
-                        f"{_deadline_text(e.next_at)} (in {en_in}).",
-                        {"Retry-After": str(max(1, int(wait + 0.999)))})
+    return ServiceError(
+        429,
+        "no_attempts_left",
+        f"{rules.window} 内的 {e.allowed} 次提交机会已用完；下一次机会在 {_deadline_text(e.next_at)}（{zh_in}后）。",
+        f"You have used your {e.allowed} attempts per {rules.window}; the next one comes at "
+        f"{_deadline_text(e.next_at)} (in {en_in}).",
+        {"Retry-After": str(max(1, int(wait + 0.999)))},
+    )
 
 
 class SecurityHeaders:
@@ -613,9 +780,21 @@ class BodyLimit:
                 await self._refuse(scope, send, svc)
 
     async def _refuse(self, scope, send, svc):
-        e = _too_large(svc) if svc is not None else ServiceError(413, "too_large", "文件太大。", "The file is too large.")
+        e = (
+            _too_large(svc)
+            if svc is not None
+            else ServiceError(413, "too_large", "文件太大。", "The file is too large.")
+        )
         body = json.dumps({"error": e.code, "message": e.message}, ensure_ascii=False).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

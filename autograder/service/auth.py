@@ -36,6 +36,7 @@ passed as ``create_app(..., authenticator=...)``.  `serve` builds one from
 ``autograder.service.hub.Hub(base_url=..., engine=...)`` when JUPYTERHUB_API_TOKEN is set (or
 with --jupyterhub).
 """
+
 import base64
 import csv
 import hashlib
@@ -46,11 +47,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 from sqlalchemy import select, update
+from starlette.concurrency import run_in_threadpool
 
-from . import store
 from ..errors import NotSignedIn, ServiceError
+from . import store
 
 ROLES = ("student", "instructor")
 COOKIE = "seqgrader-signin"
@@ -73,6 +74,7 @@ class User:
 
 
 # ---------------------------------------------------------------- the roster and its tokens
+
 
 def read_roster(path):
     """[(name, role)] of a roster CSV with columns `student` and `role` (student | instructor)."""
@@ -145,14 +147,19 @@ class Roster:
         if not token:
             return None
         with self.engine.begin() as conn:
-            row = conn.execute(select(store.people).where(store.people.c.token_hash == store.hash_token(token),
-                                                          store.people.c.active.is_(True))).first()
+            row = conn.execute(
+                select(store.people).where(
+                    store.people.c.token_hash == store.hash_token(token), store.people.c.active.is_(True)
+                )
+            ).first()
         return row
 
     # ---- the cookie: name, generation, expiry and a nonce, signed
 
     def _sign(self, payload):
-        return base64.urlsafe_b64encode(hmac.new(self.key, payload.encode(), hashlib.sha256).digest()).decode().rstrip("=")
+        return (
+            base64.urlsafe_b64encode(hmac.new(self.key, payload.encode(), hashlib.sha256).digest()).decode().rstrip("=")
+        )
 
     def cookie_for(self, row):
         """A new session of `row`'s person, as the cookie that carries it."""
@@ -172,10 +179,15 @@ class Roster:
         except (ValueError, UnicodeError):
             return None
         with self.engine.begin() as conn:  # the person, only while this cookie's session lives
-            row = conn.execute(select(store.people, store.sessions.c.expires_at)
-                               .join(store.sessions, store.sessions.c.name == store.people.c.name)
-                               .where(store.sessions.c.id == store.hash_token(nonce), store.people.c.name == name,
-                                      store.people.c.active.is_(True))).first()
+            row = conn.execute(
+                select(store.people, store.sessions.c.expires_at)
+                .join(store.sessions, store.sessions.c.name == store.people.c.name)
+                .where(
+                    store.sessions.c.id == store.hash_token(nonce),
+                    store.people.c.name == name,
+                    store.people.c.active.is_(True),
+                )
+            ).first()
         if row is None or store.aware(row.expires_at) <= store.now() or row.generation != int(gen):
             return None  # signed out, rotated, or no longer on the roster
         return User(row.name, row.role, via="cookie", nonce=nonce)
@@ -190,6 +202,7 @@ class Roster:
 
 
 # ---------------------------------------------------------------- guessing tokens
+
 
 class Failures:
     """Failed sign-ins (a wrong token on the sign-in page, an Authorization header that signs
@@ -231,10 +244,13 @@ class Failures:
 
     def refusal(self, wait):
         seconds = max(1, int(wait + 0.999))
-        return ServiceError(429, "too_many_failures",
-                            f"这个地址的错误令牌太多了：请在 {seconds} 秒后再试。",
-                            f"Too many wrong tokens from this address: try again in {seconds} s.",
-                            {"Retry-After": str(seconds)})
+        return ServiceError(
+            429,
+            "too_many_failures",
+            f"这个地址的错误令牌太多了：请在 {seconds} 秒后再试。",
+            f"Too many wrong tokens from this address: try again in {seconds} s.",
+            {"Retry-After": str(seconds)},
+        )
 
 
 def client_address(request):
@@ -242,6 +258,7 @@ def client_address(request):
 
 
 # ---------------------------------------------------------------- the dependency
+
 
 def _bearer(request):
     header = request.headers.get("authorization", "")
@@ -276,8 +293,12 @@ async def current_user(request: Request) -> User:
     if user is None and sent:
         failures.add(client_address(request))
     if user is None and token is not None:
-        raise ServiceError(401, "bad_token", "令牌无效或已被更换：请向教师索取新的令牌。",
-                           "This token is not valid (or was replaced): ask your instructor for yours.")
+        raise ServiceError(
+            401,
+            "bad_token",
+            "令牌无效或已被更换：请向教师索取新的令牌。",
+            "This token is not valid (or was replaced): ask your instructor for yours.",
+        )
     if user is None:
         raise NotSignedIn()
     if user.role not in ROLES:
@@ -294,13 +315,20 @@ def check_csrf(request, user, sent):
     if user.via in HEADER_VIAS:
         return
     if not same_origin(request):
-        raise ServiceError(403, "cross_site", "拒绝来自其他网站的表单。",
-                           "A form sent from another site is refused (cross-site request).")
+        raise ServiceError(
+            403,
+            "cross_site",
+            "拒绝来自其他网站的表单。",
+            "A form sent from another site is refused (cross-site request).",
+        )
     want = request.app.state.service.roster.forms_token(user)
     if not sent or not hmac.compare_digest(str(sent), want):
-        raise ServiceError(403, "csrf", "表单已过期：请重新打开页面再提交。",
-                           "This form is out of date or did not come from this site: reload the page and send "
-                           "it again.")
+        raise ServiceError(
+            403,
+            "csrf",
+            "表单已过期：请重新打开页面再提交。",
+            "This form is out of date or did not come from this site: reload the page and send it again.",
+        )
 
 
 def same_origin(request):
@@ -330,8 +358,17 @@ def safe_next(base_url, value):
     path = parts.path
     decoded = unquote(unquote(path))
     segments = decoded.split("/")
-    if (parts.scheme or parts.netloc or not value.startswith(base_url) or value.startswith("//")
-            or "\\" in decoded or not value.isprintable() or not decoded.isprintable()
-            or "." in segments or ".." in segments or "//" in decoded):
+    if (
+        parts.scheme
+        or parts.netloc
+        or not value.startswith(base_url)
+        or value.startswith("//")
+        or "\\" in decoded
+        or not value.isprintable()
+        or not decoded.isprintable()
+        or "." in segments
+        or ".." in segments
+        or "//" in decoded
+    ):
         return base_url
     return value

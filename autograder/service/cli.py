@@ -1,8 +1,9 @@
 """The service's commands, added to `seqgrader` by autograder/cli.py:
 
-    seqgrader serve   the grading web service (uvicorn), with its grading threads
-    seqgrader tokens  the roster's tokens, one `student,token` line per person
+seqgrader serve   the grading web service (uvicorn), with its grading threads
+seqgrader tokens  the roster's tokens, one `student,token` line per person
 """
+
 import os
 import re
 import socket
@@ -52,7 +53,7 @@ def _database(args):
     _private(data)
     url = args.db or os.environ.get("SEQGRADER_DB") or sqlite_url(data)
     if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-        db = Path(url[len("sqlite:///"):])
+        db = Path(url[len("sqlite:///") :])
         db.parent.mkdir(parents=True, exist_ok=True)
         _made_private([db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")])
     return url
@@ -88,12 +89,14 @@ def _made_private(paths):
         except OSError:
             stuck.append(p)
     if opened or stuck:
-        log(f"WARNING: {len(opened) + len(stuck)} file(s) of the service's data could be read by other users of this "
+        log(
+            f"WARNING: {len(opened) + len(stuck)} file(s) of the service's data could be read by other users of this "
             f"machine (e.g. {(opened + stuck)[0]}): "
             + ("made private now (0700 / 0600); " if opened else "")
             + (f"{len(stuck)} could not be changed by this user: change them yourself; " if stuck else "")
             + "whoever read the database has the key of every token: give everyone new ones with `seqgrader tokens "
-              "--roster CSV --new-key`")
+            "--roster CSV --new-key`"
+        )
 
 
 def _engine(args):
@@ -104,8 +107,9 @@ def _engine(args):
         engine = make_engine(url)
         migrate(engine)
     except ImportError as e:
-        raise GraderError(f"the database {_safe(url)} needs a driver that is not installed: {e} "
-                          f"(pip install 'seqgrader[service]')") from None
+        raise GraderError(
+            f"the database {_safe(url)} needs a driver that is not installed: {e} (pip install 'seqgrader[service]')"
+        ) from None
     except Exception as e:  # noqa: BLE001 - say which database, then stop
         if isinstance(e, GraderError):
             raise
@@ -121,9 +125,11 @@ def _hub(base_url, engine, instructors_group=None):
     try:
         from .hub import Hub
     except ImportError as e:
-        raise GraderError(f"JupyterHub sign-in (JUPYTERHUB_API_TOKEN is set, or --jupyterhub) needs the module "
-                          f"autograder.service.hub, which this installation cannot import ({e}); run with --roster "
-                          f"CSV and without JUPYTERHUB_API_TOKEN to sign in with tokens") from None
+        raise GraderError(
+            f"JupyterHub sign-in (JUPYTERHUB_API_TOKEN is set, or --jupyterhub) needs the module "
+            f"autograder.service.hub, which this installation cannot import ({e}); run with --roster "
+            f"CSV and without JUPYTERHUB_API_TOKEN to sign in with tokens"
+        ) from None
     return Hub(base_url=base_url, engine=engine, instructors_group=instructors_group)
 
 
@@ -135,7 +141,9 @@ def cmd_serve(args):
         from .auth import Roster, read_roster, sync_roster
         from .worker import DaskGrader, LocalGrader, Worker, log
     except ImportError as e:
-        raise GraderError(f"`seqgrader serve` needs the service's packages: pip install 'seqgrader[service]' ({e})") from None
+        raise GraderError(
+            f"`seqgrader serve` needs the service's packages: pip install 'seqgrader[service]' ({e})"
+        ) from None
     from ..config import find_course, load_course
 
     course_file = find_course(args.course)
@@ -145,13 +153,17 @@ def cmd_serve(args):
             course.reference(ex)  # a missing reference: one clear error now
     max_upload = parse_size(args.max_upload)
     from ..load.submission import MAX_FILE_BYTES
+
     if max_upload > MAX_FILE_BYTES:  # the service parses what it accepts: its memory is bounded by this
-        raise ConfigError(f"--max-upload {args.max_upload}: at most {MAX_FILE_BYTES >> 20}MB (the grader reads no "
-                          f"larger file)")
+        raise ConfigError(
+            f"--max-upload {args.max_upload}: at most {MAX_FILE_BYTES >> 20}MB (the grader reads no larger file)"
+        )
     hub_mode = args.jupyterhub or bool(os.environ.get("JUPYTERHUB_API_TOKEN"))
     if not hub_mode and not args.roster:
-        raise ConfigError("nobody could sign in: give --roster CSV (columns student,role), or run under JupyterHub "
-                          "(JUPYTERHUB_API_TOKEN set) or with --jupyterhub")
+        raise ConfigError(
+            "nobody could sign in: give --roster CSV (columns student,role), or run under JupyterHub "
+            "(JUPYTERHUB_API_TOKEN set) or with --jupyterhub"
+        )
     base_url = args.base_url or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
     host, port = args.host, args.port
     if (host is None or port is None) and os.environ.get("JUPYTERHUB_SERVICE_URL"):
@@ -187,8 +199,17 @@ def cmd_serve(args):
     worker = None
     if grader is not None:
         worker = Worker(engine, grader, data / "submissions", threads=workers, lease=args.lease, poll=args.poll)
-    svc = Service(engine=engine, course=course, data=data, roster=Roster(engine), base_url=base_url,
-                  max_upload=max_upload, authenticator=authenticator, worker=worker, language=course.language)
+    svc = Service(
+        engine=engine,
+        course=course,
+        data=data,
+        roster=Roster(engine),
+        base_url=base_url,
+        max_upload=max_upload,
+        authenticator=authenticator,
+        worker=worker,
+        language=course.language,
+    )
     app = create_app(svc)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -202,17 +223,32 @@ def cmd_serve(args):
         worker.start()
         first = [a for a in course.assignment_names() if a in course.service] or course.assignment_names()[:1]
         threading.Thread(target=grader.warm_up, args=(first,), name="warm-up", daemon=True).start()
-    log(f"serving {Path(course_file).resolve()} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
+    log(
+        f"serving {Path(course_file).resolve()} on http://{host}:{port}{svc.base_url} (database {_safe(url)}, data {data}, "
         + ("JupyterHub sign-in" if authenticator else "roster tokens")
         + (f", believing X-Forwarded-* from {args.forwarded_allow_ips}" if args.forwarded_allow_ips else "")
-        + (f", grading on {args.dask_scheduler}" if args.dask_scheduler else
-           f", {workers} grading process(es)" if worker else ", no grading here") + ")")
+        + (
+            f", grading on {args.dask_scheduler}"
+            if args.dask_scheduler
+            else f", {workers} grading process(es)"
+            if worker
+            else ", no grading here"
+        )
+        + ")"
+    )
     from .connections import guarded
 
     proxy = args.forwarded_allow_ips  # no proxy named: X-Forwarded-* are nobody's word
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            proxy_headers=bool(proxy), forwarded_allow_ips=proxy or None,
-                            http=guarded(args.max_connections, args.header_timeout, args.body_timeout))
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=bool(proxy),
+        forwarded_allow_ips=proxy or None,
+        http=guarded(args.max_connections, args.header_timeout, args.body_timeout),
+    )
     server = _uvicorn_server()(config)
     try:
         server.run(sockets=[sock])
@@ -269,67 +305,138 @@ def add_parser(sub):
 
     from .connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
 
-    s = sub.add_parser("serve", help="the grading web service (upload, queue, reports, the class's view)",
-                       description=SERVE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest course.yml "
-                                                    "in the current folder or above it, else the built-in course)")
-    s.add_argument("--data", metavar="DIR", default=DATA_DEFAULT,
-                   help=f"folder for the uploads, the log and the SQLite database (default: ./{DATA_DEFAULT})")
-    s.add_argument("--db", metavar="URL", help="database URL (default: sqlite:///DATA/service.db; also "
-                                               "postgresql+psycopg://USER:PASSWORD@HOST/DB; or $SEQGRADER_DB)")
+    s = sub.add_parser(
+        "serve",
+        help="the grading web service (upload, queue, reports, the class's view)",
+        description=SERVE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "--course",
+        metavar="DIR",
+        help="course folder or its course.yml (default: the nearest course.yml "
+        "in the current folder or above it, else the built-in course)",
+    )
+    s.add_argument(
+        "--data",
+        metavar="DIR",
+        default=DATA_DEFAULT,
+        help=f"folder for the uploads, the log and the SQLite database (default: ./{DATA_DEFAULT})",
+    )
+    s.add_argument(
+        "--db",
+        metavar="URL",
+        help="database URL (default: sqlite:///DATA/service.db; also "
+        "postgresql+psycopg://USER:PASSWORD@HOST/DB; or $SEQGRADER_DB)",
+    )
     s.add_argument("--host", help="address to listen on (default: 127.0.0.1, or JUPYTERHUB_SERVICE_URL's)")
     s.add_argument("--port", type=int, help="port (default: 8000, or JUPYTERHUB_SERVICE_URL's)")
-    s.add_argument("--base-url", metavar="PREFIX",
-                   help="the path every route lives under, e.g. /services/seqgrader/ (default: "
-                        "$JUPYTERHUB_SERVICE_PREFIX, else /)")
-    s.add_argument("--roster", metavar="CSV", help="who may sign in with a token: columns student, role "
-                                                   "(student or instructor); see `seqgrader tokens`")
-    s.add_argument("--jupyterhub", action="store_true",
-                   help="sign in through JupyterHub (the default when JUPYTERHUB_API_TOKEN is set)")
-    s.add_argument("--instructors-group", metavar="GROUP",
-                   help="under JupyterHub: the hub group whose members (and the hub's admins) are instructors "
-                        "(default: $SEQGRADER_INSTRUCTORS_GROUP, else instructors)")
-    s.add_argument("--workers", type=int, metavar="N",
-                   help="submissions graded at once: grading threads and warm grading processes (default: the "
-                        "number of cores, as grade-batch; 0: this process accepts submissions and another one on "
-                        "the same database grades them)")
-    s.add_argument("--dask-scheduler", metavar="ADDRESS",
-                   help="grade on a Dask cluster (tcp://HOST:8786) instead of local grading processes")
+    s.add_argument(
+        "--base-url",
+        metavar="PREFIX",
+        help="the path every route lives under, e.g. /services/seqgrader/ (default: "
+        "$JUPYTERHUB_SERVICE_PREFIX, else /)",
+    )
+    s.add_argument(
+        "--roster",
+        metavar="CSV",
+        help="who may sign in with a token: columns student, role (student or instructor); see `seqgrader tokens`",
+    )
+    s.add_argument(
+        "--jupyterhub",
+        action="store_true",
+        help="sign in through JupyterHub (the default when JUPYTERHUB_API_TOKEN is set)",
+    )
+    s.add_argument(
+        "--instructors-group",
+        metavar="GROUP",
+        help="under JupyterHub: the hub group whose members (and the hub's admins) are instructors "
+        "(default: $SEQGRADER_INSTRUCTORS_GROUP, else instructors)",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="submissions graded at once: grading threads and warm grading processes (default: the "
+        "number of cores, as grade-batch; 0: this process accepts submissions and another one on "
+        "the same database grades them)",
+    )
+    s.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="grade on a Dask cluster (tcp://HOST:8786) instead of local grading processes",
+    )
     s.add_argument("--max-upload", metavar="SIZE", default="5MB", help="largest file accepted (default 5MB)")
-    s.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
-                   help="how long a submission being graded stays claimed without news from its process; "
-                        "renewed while it grades (default 60)")
-    s.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
-                   help="how often an idle grading thread reads the queue for uploads another service on the same "
-                        "database accepted; an upload this service accepts is graded at once (default 1)")
-    s.add_argument("--forwarded-allow-ips", metavar="IPS",
-                   help="the proxy in front of the service (its addresses, comma-separated, or *): its "
-                        "X-Forwarded-For and X-Forwarded-Proto are believed. Default: none, every client is "
-                        "the address it connects from (any local process could write those headers)")
-    s.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
-                   help=f"connections open at once; one more is answered 503 (default {MAX_CONNECTIONS})")
-    s.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT, metavar="SECONDS",
-                   help=f"how long a request's headers may take to arrive, then 408 and closed (default "
-                        f"{HEADER_TIMEOUT:g})")
-    s.add_argument("--body-timeout", type=float, default=BODY_TIMEOUT, metavar="SECONDS",
-                   help=f"how long a request's body (an upload) may take to arrive, then closed (default "
-                        f"{BODY_TIMEOUT:g})")
+    s.add_argument(
+        "--lease",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a submission being graded stays claimed without news from its process; "
+        "renewed while it grades (default 60)",
+    )
+    s.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often an idle grading thread reads the queue for uploads another service on the same "
+        "database accepted; an upload this service accepts is graded at once (default 1)",
+    )
+    s.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="the proxy in front of the service (its addresses, comma-separated, or *): its "
+        "X-Forwarded-For and X-Forwarded-Proto are believed. Default: none, every client is "
+        "the address it connects from (any local process could write those headers)",
+    )
+    s.add_argument(
+        "--max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help=f"connections open at once; one more is answered 503 (default {MAX_CONNECTIONS})",
+    )
+    s.add_argument(
+        "--header-timeout",
+        type=float,
+        default=HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a request's headers may take to arrive, then 408 and closed (default {HEADER_TIMEOUT:g})",
+    )
+    s.add_argument(
+        "--body-timeout",
+        type=float,
+        default=BODY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a request's body (an upload) may take to arrive, then closed (default {BODY_TIMEOUT:g})",
+    )
     s.set_defaults(func=cmd_serve)
 
-    t = sub.add_parser("tokens", help="print the roster's sign-in tokens (student,token), making them if needed",
-                       description="Print one line `student,token` per person of the roster, for `seqgrader serve "
-                                   "--roster`. The tokens are stable: printing them again gives the same ones, until "
-                                   "--rotate replaces a person's (their old token and sign-ins stop working). The "
-                                   "database keeps only a hash of each token. People no longer on the roster cannot "
-                                   "sign in any more.")
+    t = sub.add_parser(
+        "tokens",
+        help="print the roster's sign-in tokens (student,token), making them if needed",
+        description="Print one line `student,token` per person of the roster, for `seqgrader serve "
+        "--roster`. The tokens are stable: printing them again gives the same ones, until "
+        "--rotate replaces a person's (their old token and sign-ins stop working). The "
+        "database keeps only a hash of each token. People no longer on the roster cannot "
+        "sign in any more.",
+    )
     t.add_argument("--roster", metavar="CSV", required=True, help="columns student, role (student or instructor)")
-    t.add_argument("--data", metavar="DIR", default=DATA_DEFAULT,
-                   help=f"the service's data folder, for its SQLite database (default: ./{DATA_DEFAULT})")
+    t.add_argument(
+        "--data",
+        metavar="DIR",
+        default=DATA_DEFAULT,
+        help=f"the service's data folder, for its SQLite database (default: ./{DATA_DEFAULT})",
+    )
     t.add_argument("--db", metavar="URL", help="database URL (default: sqlite:///DATA/service.db, or $SEQGRADER_DB)")
     t.add_argument("--rotate", action="append", metavar="NAME", help="give NAME a new token (repeatable)")
     t.add_argument("--rotate-all", action="store_true", help="give everyone a new token")
-    t.add_argument("--new-key", action="store_true",
-                   help="replace the service's key, from which every token is made: everyone gets a new token and "
-                        "is signed out (for a key that others may have read)")
+    t.add_argument(
+        "--new-key",
+        action="store_true",
+        help="replace the service's key, from which every token is made: everyone gets a new token and "
+        "is signed out (for a key that others may have read)",
+    )
     t.set_defaults(func=cmd_tokens)
     return s

@@ -12,14 +12,22 @@ still writing.  Idle connections between requests close after uvicorn's keep-ali
 Every answer made here carries the app's security headers.  The defaults are `serve`'s
 (--max-connections, --header-timeout, --body-timeout; docs/service.md).
 """
+
 import json
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "
-       "frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
 # on every answer, the app's and these, refusals included: everything the service answers is
 # somebody's (no-store)
-SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
 MAX_CONNECTIONS = 200
 HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 120.0
@@ -27,17 +35,37 @@ BODY_TIMEOUT = 120.0
 
 def _answer(status, reason, code, zh, en):
     body = json.dumps({"error": code, "message": f"{zh} / {en}"}, ensure_ascii=False).encode()
-    head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(body)}",
-            "Connection: close", *(f"{k}: {v}" for k, v in SECURITY_HEADERS.items())]
+    head = [
+        f"HTTP/1.1 {status} {reason}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+        *(f"{k}: {v}" for k, v in SECURITY_HEADERS.items()),
+    ]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
-BUSY = _answer(503, "Service Unavailable", "busy", "服务此刻的连接太多：请稍后再试。",
-               "The service has too many connections just now: try again in a moment.")
-TOO_SLOW = _answer(408, "Request Timeout", "too_slow", "请求到得太慢，连接已关闭：请再试一次。",
-                   "The request took too long to arrive, and the connection was closed: send it again.")
-BAD_REQUEST = _answer(400, "Bad Request", "bad_http", "这不是一个可以读懂的 HTTP 请求。",
-                      "This is not an HTTP request the service can read.")
+BUSY = _answer(
+    503,
+    "Service Unavailable",
+    "busy",
+    "服务此刻的连接太多：请稍后再试。",
+    "The service has too many connections just now: try again in a moment.",
+)
+TOO_SLOW = _answer(
+    408,
+    "Request Timeout",
+    "too_slow",
+    "请求到得太慢，连接已关闭：请再试一次。",
+    "The request took too long to arrive, and the connection was closed: send it again.",
+)
+BAD_REQUEST = _answer(
+    400,
+    "Bad Request",
+    "bad_http",
+    "这不是一个可以读懂的 HTTP 请求。",
+    "This is not an HTTP request the service can read.",
+)
 
 
 def guarded(max_connections=MAX_CONNECTIONS, header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT):
@@ -103,8 +131,7 @@ def guarded(max_connections=MAX_CONNECTIONS, header_timeout=HEADER_TIMEOUT, body
         def _arm(self, phase):
             self._cancel()
             self._phase = phase
-            self._timer = self.loop.call_later(header_timeout if phase == "headers" else body_timeout,
-                                               self._too_slow)
+            self._timer = self.loop.call_later(header_timeout if phase == "headers" else body_timeout, self._too_slow)
 
         def _cancel(self):
             if self._timer is not None:

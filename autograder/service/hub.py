@@ -38,6 +38,7 @@ admins; every other user the hub knows is a student.
 The User it returns says how it came (`via`: "hub-token" or "hub-cookie"); a cookie's User carries
 the cookie's own random nonce, from which the service makes the token its forms must send back.
 """
+
 import base64
 import hashlib
 import hmac
@@ -70,17 +71,20 @@ class Hub:
         from jupyterhub.services.auth import HubOAuth
 
         if engine is None:
-            raise ConfigError("JupyterHub sign-in needs the service's database (its sessions: a browser that signs "
-                              "out is signed out everywhere)")
+            raise ConfigError(
+                "JupyterHub sign-in needs the service's database (its sessions: a browser that signs "
+                "out is signed out everywhere)"
+            )
         self.engine = engine
 
-        self.instructors_group = (instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP")
-                                  or "instructors")
+        self.instructors_group = instructors_group or os.environ.get("SEQGRADER_INSTRUCTORS_GROUP") or "instructors"
         api_token = api_token or os.environ.get("JUPYTERHUB_API_TOKEN")
         if not api_token:
-            raise ConfigError("JupyterHub sign-in needs the service's JupyterHub API token in JUPYTERHUB_API_TOKEN "
-                              "(the hub sets it for a service it starts; for one started otherwise, give the "
-                              "service's `api_token` of jupyterhub_config.py)")
+            raise ConfigError(
+                "JupyterHub sign-in needs the service's JupyterHub API token in JUPYTERHUB_API_TOKEN "
+                "(the hub sets it for a service it starts; for one started otherwise, give the "
+                "service's `api_token` of jupyterhub_config.py)"
+            )
         # the hub names a service's OAuth client "service-NAME"; a service the hub starts is told it
         name = os.environ.get("JUPYTERHUB_SERVICE_NAME") or "seqgrader"
         client = os.environ.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}"
@@ -118,12 +122,17 @@ class Hub:
         from tornado.web import HTTPError
 
         try:
-            return await self.auth.user_for_token(token, use_cache=use_cache, sync=False,
-                                                  session_id=request.cookies.get("jupyterhub-session-id", ""))
+            return await self.auth.user_for_token(
+                token, use_cache=use_cache, sync=False, session_id=request.cookies.get("jupyterhub-session-id", "")
+            )
         except HTTPError as e:  # the hub cannot be reached or refuses the service's own token
             _log_hub_error("identifying a token", e)  # the hub's address and errors are the log's, not the page's
-            raise ServiceError(502, "hub_unavailable", "JupyterHub 暂时无法确认你的身份，请稍后再试。",
-                               "JupyterHub cannot say who you are just now; try again in a moment.") from None
+            raise ServiceError(
+                502,
+                "hub_unavailable",
+                "JupyterHub 暂时无法确认你的身份，请稍后再试。",
+                "JupyterHub cannot say who you are just now; try again in a moment.",
+            ) from None
 
     def _as_user(self, model, via="hub-token", nonce=""):
         from jupyterhub.services.auth import check_scopes
@@ -144,35 +153,58 @@ class Hub:
     async def oauth_login(self, request: Request, next: str = ""):
         verifier, challenge, method = self.auth.generate_pkce_code_challenge()
         state = secrets.token_urlsafe(16)
-        target = self.auth.login_url + "&" + urlencode({"state": state, "code_challenge": challenge,
-                                                        "code_challenge_method": method})
+        target = (
+            self.auth.login_url
+            + "&"
+            + urlencode({"state": state, "code_challenge": challenge, "code_challenge_method": method})
+        )
         response = RedirectResponse(target, status_code=302)
-        self._set_cookie(response, request, self.state_cookie_name,
-                         {"state": state, "next": self._safe_next(next), "verifier": verifier}, STATE_MAX_AGE)
+        self._set_cookie(
+            response,
+            request,
+            self.state_cookie_name,
+            {"state": state, "next": self._safe_next(next), "verifier": verifier},
+            STATE_MAX_AGE,
+        )
         return response
 
-    async def oauth_callback(self, request: Request, code: str = "", state: str = "", error: str = "",
-                             error_description: str = ""):
+    async def oauth_callback(
+        self, request: Request, code: str = "", state: str = "", error: str = "", error_description: str = ""
+    ):
         if error:
             why = one_line(error_description or error, 200)  # from the query string: anyone's words
-            raise ServiceError(400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}")
+            raise ServiceError(
+                400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}"
+            )
         kept = self._unsign(request.cookies.get(self.state_cookie_name))
         if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
-            raise ServiceError(403, "oauth_state", "登录过程没有按原样返回（状态不匹配，或超过了十分钟）：请重新登录。",
-                               "The sign-in did not come back as it left (its state does not match, or it took "
-                               "more than ten minutes): sign in again.")
+            raise ServiceError(
+                403,
+                "oauth_state",
+                "登录过程没有按原样返回（状态不匹配，或超过了十分钟）：请重新登录。",
+                "The sign-in did not come back as it left (its state does not match, or it took "
+                "more than ten minutes): sign in again.",
+            )
         from tornado.web import HTTPError
 
         try:
             token = await self.auth.token_for_code(code, code_verifier=kept.get("verifier"), sync=False)
         except HTTPError as e:
             _log_hub_error("exchanging a sign-in code", e)
-            raise ServiceError(403, "oauth_code", "JupyterHub 没有接受这次登录：请重新登录。",
-                               "JupyterHub did not accept the sign-in: sign in again.") from None
+            raise ServiceError(
+                403,
+                "oauth_code",
+                "JupyterHub 没有接受这次登录：请重新登录。",
+                "JupyterHub did not accept the sign-in: sign in again.",
+            ) from None
         user = self._as_user(await self._identify(token, request, use_cache=False))
         if user is None:
-            raise ServiceError(403, "not_allowed", "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
-                               "Your JupyterHub account may not use this service: ask the course staff.")
+            raise ServiceError(
+                403,
+                "not_allowed",
+                "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
+                "Your JupyterHub account may not use this service: ask the course staff.",
+            )
         nonce = await run_in_threadpool(store.open_session, self.engine, user.name, COOKIE_MAX_AGE)
         response = RedirectResponse(self._safe_next(kept.get("next")), status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
@@ -218,8 +250,15 @@ class Hub:
 
     def _set_cookie(self, response, request, name, data, max_age):
         secure = request.url.scheme == "https"  # behind a proxy that is believed: what it says (--forwarded-allow-ips)
-        response.set_cookie(name, self._sign(data, max_age), max_age=max_age, path=self.auth.cookie_path,
-                            httponly=True, samesite="lax", secure=secure)
+        response.set_cookie(
+            name,
+            self._sign(data, max_age),
+            max_age=max_age,
+            path=self.auth.cookie_path,
+            httponly=True,
+            samesite="lax",
+            secure=secure,
+        )
 
 
 def _header_token(request):

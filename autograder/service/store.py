@@ -32,20 +32,37 @@ in one transaction, holding the person's row locked (PostgreSQL) or the database
 (SQLite), so two uploads at once cannot both take the last attempt.  `finish()` gives the attempt
 back (`charged` false) when the submission ends "not graded".
 """
+
 import hashlib
 import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import (Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text,
-                        create_engine, event, func, select, update)
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    select,
+    update,
+)
 
 metadata = MetaData()
 
 people = Table(
-    "people", metadata,
+    "people",
+    metadata,
     Column("name", String(200), primary_key=True),
     Column("role", String(20), nullable=False),
     Column("active", Boolean, nullable=False, default=True),
@@ -55,20 +72,20 @@ people = Table(
 )
 
 keys = Table(
-    "keys", metadata,
-    Column("name", String(50), primary_key=True),
-    Column("value", String(200), nullable=False),
+    "keys", metadata, Column("name", String(50), primary_key=True), Column("value", String(200), nullable=False)
 )
 
 sessions = Table(
-    "sessions", metadata,
+    "sessions",
+    metadata,
     Column("id", String(64), primary_key=True),  # sha256 of the cookie's nonce
     Column("name", String(200), nullable=False, index=True),
     Column("expires_at", DateTime(timezone=True), nullable=False),
 )
 
 submissions = Table(
-    "submissions", metadata,
+    "submissions",
+    metadata,
     Column("id", String(32), primary_key=True),
     Column("student", String(200), nullable=False, index=True),
     Column("assignment", String(200), nullable=False),
@@ -88,7 +105,8 @@ submissions = Table(
 )
 
 results = Table(
-    "results", metadata,
+    "results",
+    metadata,
     Column("submission_id", String(32), ForeignKey("submissions.id"), primary_key=True),
     Column("report", Text, nullable=False),  # the contract's JSON report
     Column("score", Float),
@@ -103,7 +121,7 @@ MAX_CLAIMS = 3  # a submission whose grading was interrupted this often is not g
 
 
 def now():
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def aware(t):
@@ -111,7 +129,7 @@ def aware(t):
     PostgreSQL in the connection's time zone)."""
     if t is None:
         return None
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
 def _row(row):
@@ -120,6 +138,7 @@ def _row(row):
 
 
 # ---------------------------------------------------------------- the engine
+
 
 def sqlite_url(folder):
     return f"sqlite:///{os.path.abspath(os.path.join(folder, 'service.db'))}"
@@ -167,6 +186,7 @@ def migrate(engine):
 
 # ---------------------------------------------------------------- who runs this process
 
+
 def owner_id():
     """host:pid:nonce: who holds a lease (the nonce tells a restarted process with the same pid)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -196,6 +216,7 @@ def owner_gone(owner, me):
 
 # ---------------------------------------------------------------- keys and tokens
 
+
 def secret(engine, name="signing"):
     """The service's secret key `name`, made on first use (one value for every process on the DB)."""
     with engine.begin() as conn:
@@ -223,10 +244,19 @@ def open_session(engine, name, seconds):
     at = now()
     with engine.begin() as conn:
         conn.execute(sessions.delete().where(sessions.c.expires_at < at))
-        conn.execute(sessions.insert().values(id=hash_token(nonce), name=name,
-                                              expires_at=at + timedelta(seconds=seconds)))
-        old = conn.execute(select(sessions.c.id).where(sessions.c.name == name)
-                           .order_by(sessions.c.expires_at.desc()).offset(MAX_SESSIONS)).scalars().all()
+        conn.execute(
+            sessions.insert().values(id=hash_token(nonce), name=name, expires_at=at + timedelta(seconds=seconds))
+        )
+        old = (
+            conn.execute(
+                select(sessions.c.id)
+                .where(sessions.c.name == name)
+                .order_by(sessions.c.expires_at.desc())
+                .offset(MAX_SESSIONS)
+            )
+            .scalars()
+            .all()
+        )
         if old:  # a person signing in again and again keeps their newest browsers only
             conn.execute(sessions.delete().where(sessions.c.id.in_(old)))
     return nonce
@@ -237,8 +267,9 @@ def session_of(engine, nonce):
     if not nonce:
         return None
     with engine.begin() as conn:
-        row = conn.execute(select(sessions.c.name, sessions.c.expires_at)
-                           .where(sessions.c.id == hash_token(str(nonce)))).first()
+        row = conn.execute(
+            select(sessions.c.name, sessions.c.expires_at).where(sessions.c.id == hash_token(str(nonce)))
+        ).first()
     return row.name if row is not None and aware(row.expires_at) > now() else None
 
 
@@ -266,6 +297,7 @@ class Person:
 
 # ---------------------------------------------------------------- submissions
 
+
 def new_id():
     return uuid.uuid4().hex
 
@@ -281,7 +313,8 @@ class AttemptsUsed(Exception):
 def attempts_used(conn, student, assignment, window, at):
     """(how many charged submissions count now, the oldest of them that counts)."""
     q = select(func.count(), func.min(submissions.c.created_at)).where(
-        submissions.c.student == student, submissions.c.assignment == assignment, submissions.c.charged.is_(True))
+        submissions.c.student == student, submissions.c.assignment == assignment, submissions.c.charged.is_(True)
+    )
     if window is not None:
         q = q.where(submissions.c.created_at > at - window)
     n, oldest = conn.execute(q).one()
@@ -320,16 +353,33 @@ def accept(engine, *, sid, student, role, assignment, filename, stored, rules, l
                 next_at = None
                 if window is not None:  # the oldest charged attempt of the window leaves it
                     inside = conn.execute(
-                        select(submissions.c.created_at).where(
-                            submissions.c.student == student, submissions.c.assignment == assignment,
-                            submissions.c.charged.is_(True), submissions.c.created_at > at - window)
-                        .order_by(submissions.c.created_at.desc()).limit(1).offset(rules.attempts - 1)).first()
+                        select(submissions.c.created_at)
+                        .where(
+                            submissions.c.student == student,
+                            submissions.c.assignment == assignment,
+                            submissions.c.charged.is_(True),
+                            submissions.c.created_at > at - window,
+                        )
+                        .order_by(submissions.c.created_at.desc())
+                        .limit(1)
+                        .offset(rules.attempts - 1)
+                    ).first()
                     next_at = aware(inside.created_at if inside else oldest) + window
                 raise AttemptsUsed(used, rules.attempts, next_at)
             left = rules.attempts - used - 1
-        conn.execute(submissions.insert().values(
-            id=sid, student=student, assignment=assignment, filename=filename, stored=stored, status="queued",
-            charged=bool(limited and rules.attempts is not None), created_at=at, claims=0))
+        conn.execute(
+            submissions.insert().values(
+                id=sid,
+                student=student,
+                assignment=assignment,
+                filename=filename,
+                stored=stored,
+                status="queued",
+                charged=bool(limited and rules.attempts is not None),
+                created_at=at,
+                claims=0,
+            )
+        )
     return left
 
 
@@ -337,17 +387,29 @@ def claim(engine, me, lease):
     """Take the oldest queued submission for process `me` (status grading, a lease of `lease`
     seconds); its row as a dict, or None when nothing is queued."""
     with engine.begin() as conn:
-        q = select(submissions.c.id).where(submissions.c.status == "queued").order_by(
-            submissions.c.created_at, submissions.c.id).limit(1)
+        q = (
+            select(submissions.c.id)
+            .where(submissions.c.status == "queued")
+            .order_by(submissions.c.created_at, submissions.c.id)
+            .limit(1)
+        )
         if conn.dialect.name == "postgresql":
             q = q.with_for_update(skip_locked=True)
         row = conn.execute(q).first()
         if row is None:
             return None
         t = now()
-        done = conn.execute(update(submissions).where(submissions.c.id == row.id, submissions.c.status == "queued")
-                            .values(status="grading", lease_owner=me, lease_until=t + timedelta(seconds=lease),
-                                    started_at=t, claims=submissions.c.claims + 1))
+        done = conn.execute(
+            update(submissions)
+            .where(submissions.c.id == row.id, submissions.c.status == "queued")
+            .values(
+                status="grading",
+                lease_owner=me,
+                lease_until=t + timedelta(seconds=lease),
+                started_at=t,
+                claims=submissions.c.claims + 1,
+            )
+        )
         if done.rowcount != 1:
             return None  # another process took it between the two statements (not on SQLite)
         return _row(conn.execute(select(submissions).where(submissions.c.id == row.id)).one())
@@ -356,8 +418,11 @@ def claim(engine, me, lease):
 def renew(engine, me, lease):
     """Extend the leases `me` holds (called while it grades)."""
     with engine.begin() as conn:
-        conn.execute(update(submissions).where(submissions.c.status == "grading", submissions.c.lease_owner == me)
-                     .values(lease_until=now() + timedelta(seconds=lease)))
+        conn.execute(
+            update(submissions)
+            .where(submissions.c.status == "grading", submissions.c.lease_owner == me)
+            .values(lease_until=now() + timedelta(seconds=lease))
+        )
 
 
 def finish(engine, me, sid, report_json, *, graded, score=None, max_score=None, reason=None):
@@ -366,27 +431,41 @@ def finish(engine, me, sid, report_json, *, graded, score=None, max_score=None, 
     holds its lease (another process took it over)."""
     t = now()
     with engine.begin() as conn:
-        values = dict(status="graded" if graded else "not_graded", finished_at=t, lease_owner=None,
-                      lease_until=None, score=score if graded else None, max_score=max_score,
-                      reason=None if graded else reason)
+        values = dict(
+            status="graded" if graded else "not_graded",
+            finished_at=t,
+            lease_owner=None,
+            lease_until=None,
+            score=score if graded else None,
+            max_score=max_score,
+            reason=None if graded else reason,
+        )
         if not graded:
             values["charged"] = False
-        done = conn.execute(update(submissions).where(
-            submissions.c.id == sid, submissions.c.status == "grading", submissions.c.lease_owner == me).values(**values))
+        done = conn.execute(
+            update(submissions)
+            .where(submissions.c.id == sid, submissions.c.status == "grading", submissions.c.lease_owner == me)
+            .values(**values)
+        )
         if done.rowcount != 1:
             return False
         if report_json is not None:
-            conn.execute(results.insert().values(submission_id=sid, report=report_json, score=score,
-                                                 max_score=max_score, graded_by=me, created_at=t))
+            conn.execute(
+                results.insert().values(
+                    submission_id=sid, report=report_json, score=score, max_score=max_score, graded_by=me, created_at=t
+                )
+            )
     return True
 
 
 def release(engine, me, sid):
     """Give a submission `me` holds back to the queue (its grading failed in the service itself)."""
     with engine.begin() as conn:
-        conn.execute(update(submissions).where(submissions.c.id == sid, submissions.c.status == "grading",
-                                               submissions.c.lease_owner == me)
-                     .values(status="queued", lease_owner=None, lease_until=None))
+        conn.execute(
+            update(submissions)
+            .where(submissions.c.id == sid, submissions.c.status == "grading", submissions.c.lease_owner == me)
+            .values(status="queued", lease_owner=None, lease_until=None)
+        )
 
 
 def requeue_abandoned(engine, me):
@@ -396,25 +475,42 @@ def requeue_abandoned(engine, me):
     t = now()
     back, given_up = [], []
     with engine.begin() as conn:
-        rows = conn.execute(select(submissions.c.id, submissions.c.lease_owner, submissions.c.lease_until,
-                                   submissions.c.claims).where(submissions.c.status == "grading")).all()
+        rows = conn.execute(
+            select(submissions.c.id, submissions.c.lease_owner, submissions.c.lease_until, submissions.c.claims).where(
+                submissions.c.status == "grading"
+            )
+        ).all()
         for r in rows:
             if r.lease_owner == me:
                 continue
             expired = r.lease_until is None or aware(r.lease_until) < t
             if not (expired or owner_gone(r.lease_owner or "", me)):
                 continue
-            guard = (submissions.c.id == r.id, submissions.c.status == "grading",
-                     submissions.c.lease_owner.is_(None) if r.lease_owner is None
-                     else submissions.c.lease_owner == r.lease_owner)
+            guard = (
+                submissions.c.id == r.id,
+                submissions.c.status == "grading",
+                submissions.c.lease_owner.is_(None)
+                if r.lease_owner is None
+                else submissions.c.lease_owner == r.lease_owner,
+            )
             if r.claims >= MAX_CLAIMS:
-                conn.execute(update(submissions).where(*guard).values(
-                    status="not_graded", charged=False, lease_owner=None, lease_until=None, finished_at=t,
-                    reason=f"grading was interrupted {r.claims} times (the grading process died each time)"))
+                conn.execute(
+                    update(submissions)
+                    .where(*guard)
+                    .values(
+                        status="not_graded",
+                        charged=False,
+                        lease_owner=None,
+                        lease_until=None,
+                        finished_at=t,
+                        reason=f"grading was interrupted {r.claims} times (the grading process died each time)",
+                    )
+                )
                 given_up.append(r.id)
             else:
-                conn.execute(update(submissions).where(*guard).values(status="queued", lease_owner=None,
-                                                                      lease_until=None))
+                conn.execute(
+                    update(submissions).where(*guard).values(status="queued", lease_owner=None, lease_until=None)
+                )
                 back.append(r.id)
     return back, given_up
 
@@ -445,17 +541,22 @@ def listing(engine, student=None, assignment=None, limit=1000):
 def latest_reports(engine, assignment):
     """{student: (submission row, report JSON)} of each student's newest submission of `assignment`
     that has a report (graded, or not graded with the report of why); only those reports are read."""
-    q = (select(submissions.c.id, submissions.c.student)
-         .join(results, results.c.submission_id == submissions.c.id)
-         .where(submissions.c.assignment == assignment).order_by(submissions.c.created_at, submissions.c.id))
+    q = (
+        select(submissions.c.id, submissions.c.student)
+        .join(results, results.c.submission_id == submissions.c.id)
+        .where(submissions.c.assignment == assignment)
+        .order_by(submissions.c.created_at, submissions.c.id)
+    )
     with engine.begin() as conn:
         newest = {r.student: r.id for r in conn.execute(q)}
         out = {}
         ids = list(newest.values())
         for start in range(0, len(ids), 500):
-            rows = conn.execute(select(submissions, results.c.report)
-                                .join(results, results.c.submission_id == submissions.c.id)
-                                .where(submissions.c.id.in_(ids[start:start + 500])))
+            rows = conn.execute(
+                select(submissions, results.c.report)
+                .join(results, results.c.submission_id == submissions.c.id)
+                .where(submissions.c.id.in_(ids[start : start + 500]))
+            )
             for r in rows:
                 m = _row(r)
                 out[m["student"]] = (m, m.pop("report"))
@@ -465,8 +566,9 @@ def latest_reports(engine, assignment):
 def queued_ahead(engine, row):
     """How many queued submissions came before `row`."""
     with engine.begin() as conn:
-        return conn.execute(select(func.count()).where(submissions.c.status == "queued",
-                                                       submissions.c.created_at < row["created_at"])).scalar_one()
+        return conn.execute(
+            select(func.count()).where(submissions.c.status == "queued", submissions.c.created_at < row["created_at"])
+        ).scalar_one()
 
 
 def counts(engine):

@@ -1,21 +1,31 @@
 """What a response may show of a report, and the checks of an upload (no FastAPI here).
 
-    shown_report(report, rules, filename, language)   the report a page or JSON answer carries:
-                   without the instructor's lines (sandbox, timing), with the file's name as
-                   uploaded instead of the path on disk, and the course's feedback rules applied
-                   (feedback "score": no why; hide_counterexamples: those tests' counterexamples
-                   removed, their feedback written again without them)
-    check_upload(name, data)   "py" | "ipynb" | "corrupt-ipynb", or UploadRefused: the content
-                   decides, not only the name
+shown_report(report, rules, filename, language)   the report a page or JSON answer carries:
+               without the instructor's lines (sandbox, timing), with the file's name as
+               uploaded instead of the path on disk, and the course's feedback rules applied
+               (feedback "score": no why; hide_counterexamples: those tests' counterexamples
+               removed, their feedback written again without them)
+check_upload(name, data)   "py" | "ipynb" | "corrupt-ipynb", or UploadRefused: the content
+               decides, not only the name
 """
+
 import copy
 import json
 
 from ..report.feedback import feedback_text
 
 HIDDEN_TEST_KEYS = ("details", "counterexample")  # what a hidden counterexample is made of
-SCORE_ONLY_KEYS = ("name", "function", "score", "max_score", "passed", "status", "property_zh", "property_en",
-                   "seconds")
+SCORE_ONLY_KEYS = (
+    "name",
+    "function",
+    "score",
+    "max_score",
+    "passed",
+    "status",
+    "property_zh",
+    "property_en",
+    "seconds",
+)
 
 
 def _matches(test_name, hidden):
@@ -62,31 +72,42 @@ def check_upload(name, data):
     elif lower.endswith(".py"):
         kind = "py"
     else:
-        raise UploadRefused("只接受 Jupyter 笔记本（.ipynb）或 Python 文件（.py）。",
-                            "Only a Jupyter notebook (.ipynb) or a Python file (.py) is accepted.")
+        raise UploadRefused(
+            "只接受 Jupyter 笔记本（.ipynb）或 Python 文件（.py）。",
+            "Only a Jupyter notebook (.ipynb) or a Python file (.py) is accepted.",
+        )
     if b"\0" in data:
-        raise UploadRefused("这个文件不是文本文件（可能是图片、压缩包或其他二进制文件）：请上传你的 .ipynb 或 .py 文件本身。",
-                            "This file is not text (an image, an archive or another binary file?): upload your "
-                            ".ipynb or .py file itself.")
+        raise UploadRefused(
+            "这个文件不是文本文件（可能是图片、压缩包或其他二进制文件）：请上传你的 .ipynb 或 .py 文件本身。",
+            "This file is not text (an image, an archive or another binary file?): upload your "
+            ".ipynb or .py file itself.",
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise UploadRefused("文件不是 UTF-8 编码的文本：请用 Jupyter 或编辑器另存为 UTF-8 后再上传。",
-                            "The file is not UTF-8 text: save it as UTF-8 (Jupyter and editors do) and upload it "
-                            "again.") from None
+        raise UploadRefused(
+            "文件不是 UTF-8 编码的文本：请用 Jupyter 或编辑器另存为 UTF-8 后再上传。",
+            "The file is not UTF-8 text: save it as UTF-8 (Jupyter and editors do) and upload it again.",
+        ) from None
     looks_like_notebook = _notebook(text)
     if kind == "py":
         if looks_like_notebook is True:
-            raise UploadRefused("这是一个 Jupyter 笔记本，却以 .py 命名：请把文件名改成 .ipynb 再上传。",
-                                "This is a Jupyter notebook named .py: rename it to .ipynb and upload it again.")
+            raise UploadRefused(
+                "这是一个 Jupyter 笔记本，却以 .py 命名：请把文件名改成 .ipynb 再上传。",
+                "This is a Jupyter notebook named .py: rename it to .ipynb and upload it again.",
+            )
         return "py"
     if not text.lstrip().startswith("{"):
-        raise UploadRefused("这个 .ipynb 文件的内容不是笔记本（笔记本是以 { 开头的 JSON）：它是不是 Python 代码？那就以 .py 上传。",
-                            "This .ipynb file does not hold a notebook (a notebook is JSON starting with {): is it "
-                            "Python code? Then upload it as .py.")
+        raise UploadRefused(
+            "这个 .ipynb 文件的内容不是笔记本（笔记本是以 { 开头的 JSON）：它是不是 Python 代码？那就以 .py 上传。",
+            "This .ipynb file does not hold a notebook (a notebook is JSON starting with {): is it "
+            "Python code? Then upload it as .py.",
+        )
     if looks_like_notebook is False:
-        raise UploadRefused("这个 .ipynb 文件是 JSON，但不是 Jupyter 笔记本（没有 cells）。",
-                            "This .ipynb file is JSON but not a Jupyter notebook (it has no cells).")
+        raise UploadRefused(
+            "这个 .ipynb 文件是 JSON，但不是 Jupyter 笔记本（没有 cells）。",
+            "This .ipynb file is JSON but not a Jupyter notebook (it has no cells).",
+        )
     return "ipynb" if looks_like_notebook else "corrupt-ipynb"  # a damaged notebook is graded: it says why
 
 
@@ -100,10 +121,14 @@ def _notebook(text):
     if isinstance(got, bool) or got is None:
         return got
     if "nested too deeply" in got:  # valid JSON nested deeper than Python can read: no notebook is
-        raise UploadRefused("这个文件的 JSON 嵌套太深，不是 Jupyter 笔记本。",
-                            "This file's JSON is nested too deeply to be a Jupyter notebook.")
-    raise UploadRefused("这个文件的 JSON 太大，无法读取：请清除笔记本的输出后再上传。",
-                        "This file's JSON is too large to read: clear the notebook's outputs and upload it again.")
+        raise UploadRefused(
+            "这个文件的 JSON 嵌套太深，不是 Jupyter 笔记本。",
+            "This file's JSON is nested too deeply to be a Jupyter notebook.",
+        )
+    raise UploadRefused(
+        "这个文件的 JSON 太大，无法读取：请清除笔记本的输出后再上传。",
+        "This file's JSON is too large to read: clear the notebook's outputs and upload it again.",
+    )
 
 
 def _notebook_keys(text):

@@ -18,6 +18,7 @@ submission's attempt is given back: a report where nothing could be graded (a co
 nothing loadable: report/model.not_graded_reason), or no report at all (the self-check failed here,
 a grading process died, the pool stopped).
 """
+
 import json
 import sys
 import threading
@@ -31,7 +32,6 @@ from ..report.model import not_graded_reason
 from ..store import one_line
 from . import store
 
-
 # how the reason of a submission the grader itself could not grade begins (the self-check failed
 # here, no grading process could start): the whole reason is for the instructor (their pages, the
 # CSV, the log); a student reads app.GRADER_FAULT_WORDS instead
@@ -40,8 +40,11 @@ GRADER_FAULT = "the grader cannot grade here"
 
 def log(message):
     """One line on stderr: safe to show (a path or a name a student sent holds no escape) and short."""
-    print(f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {safe.one_line(message, 2000)}",
-          file=sys.stderr, flush=True)
+    print(
+        f"{datetime.now().isoformat(timespec='seconds')} seqgrader serve: {safe.one_line(message, 2000)}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def budget(course, exercises):
@@ -68,8 +71,15 @@ class LocalGrader:
                 # cwd "/": nothing of the service's folders (the data, the course) is a grading
                 # process's own; it gets the course by its absolute path, and no secret of the
                 # service's environment (batch/pool.py's _child_env)
-                self.pools[assignment] = LocalPool(self.processes, 1, str(Path(self.course_file).resolve()), options,
-                                                   budget(self.course, exercises), self.log_path, cwd="/")
+                self.pools[assignment] = LocalPool(
+                    self.processes,
+                    1,
+                    str(Path(self.course_file).resolve()),
+                    options,
+                    budget(self.course, exercises),
+                    self.log_path,
+                    cwd="/",
+                )
             return self.pools[assignment]
 
     def warm_up(self, assignments):
@@ -128,8 +138,15 @@ class DaskGrader:
 
         exercises = self.course.assignment(assignment)
         options = {"language": None, "max_examples": None, "exercises": exercises, "share": True}
-        results = run_dask(self.address, [Item(student, Path(path))], self.course_file, self.course, options,
-                           budget(self.course, exercises), client=self._client())
+        results = run_dask(
+            self.address,
+            [Item(student, Path(path))],
+            self.course_file,
+            self.course,
+            options,
+            budget(self.course, exercises),
+            client=self._client(),
+        )
         try:
             for _item, res in results:
                 return res
@@ -162,8 +179,10 @@ class Worker:
     def start(self):
         back, given_up = store.requeue_abandoned(self.engine, self.owner)
         if back or given_up:
-            log(f"{len(back)} submission(s) left in grading by a stopped process queued again"
-                + (f", {len(given_up)} given up (interrupted {store.MAX_CLAIMS} times)" if given_up else ""))
+            log(
+                f"{len(back)} submission(s) left in grading by a stopped process queued again"
+                + (f", {len(given_up)} given up (interrupted {store.MAX_CLAIMS} times)" if given_up else "")
+            )
         for i in range(self.threads):
             t = threading.Thread(target=self._loop, name=f"grading-{i}", daemon=True)
             t.start()
@@ -206,8 +225,14 @@ class Worker:
                 continue
             try:
                 if row["claims"] > store.MAX_CLAIMS:  # released again and again: something here fails on it
-                    store.finish(self.engine, self.owner, row["id"], None, graded=False,
-                                 reason=f"grading was interrupted {row['claims'] - 1} times")
+                    store.finish(
+                        self.engine,
+                        self.owner,
+                        row["id"],
+                        None,
+                        graded=False,
+                        reason=f"grading was interrupted {row['claims'] - 1} times",
+                    )
                     continue
                 self.grade_one(row)
             except Exception as e:  # noqa: BLE001 - the database failed us: the row goes back to the queue
@@ -233,11 +258,21 @@ class Worker:
         if report is not None:
             report["student"] = row["student"]
             reason = not_graded_reason(report)
-            ok = store.finish(self.engine, self.owner, sid, json.dumps(report, ensure_ascii=False),
-                              graded=reason is None, score=report.get("score"), max_score=report.get("max_score"),
-                              reason=reason)
-            what = (f"graded {report.get('score', 0):g}/{report.get('max_score', 0):g}" if reason is None
-                    else f"not graded: {one_line(reason, 200)}")
+            ok = store.finish(
+                self.engine,
+                self.owner,
+                sid,
+                json.dumps(report, ensure_ascii=False),
+                graded=reason is None,
+                score=report.get("score"),
+                max_score=report.get("max_score"),
+                reason=reason,
+            )
+            what = (
+                f"graded {report.get('score', 0):g}/{report.get('max_score', 0):g}"
+                if reason is None
+                else f"not graded: {one_line(reason, 200)}"
+            )
         else:
             reason = res.get("fatal") or res.get("error") or "unknown failure"
             if res.get("fatal"):

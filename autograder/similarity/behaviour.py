@@ -16,6 +16,7 @@ catalogued mistake's outputs are what a whole class of honest students gets).  T
 when two students have those outputs, 2 / n when n students have them, as the rarity of a
 fingerprint (index.py).
 """
+
 import hashlib
 import json
 import math
@@ -64,8 +65,12 @@ class Behaviour:
                 if isinstance(data, dict) and isinstance(data.get("functions"), dict):
                     self.records[p.stem] = data["functions"]
         self.n = len(self.records)
-        self.df = Counter((f, r.get("outputs")) for fs in self.records.values() for f, r in fs.items()
-                          if isinstance(r, dict) and not r.get("named"))
+        self.df = Counter(
+            (f, r.get("outputs"))
+            for fs in self.records.values()
+            for f, r in fs.items()
+            if isinstance(r, dict) and not r.get("named")
+        )
 
     def __len__(self):
         return self.n

@@ -13,6 +13,7 @@ Nothing here runs a student's code: the submissions are parsed with ``ast``, and
 what grading recorded in the sandbox.  The output is the instructor's: grade-batch --similarity
 writes it beside grades.csv, never into a student's report.
 """
+
 import json
 import os
 from dataclasses import dataclass, field
@@ -35,13 +36,28 @@ class Similarity:
     behaviour: int = 0  # students whose recorded behaviour was used
 
     def to_dict(self):
-        return {"students": len(self.students), "compared": self.compared, "flag": FLAG,
-                "behaviour_of": self.behaviour,
-                "pairs": [p.to_dict() for p in self.pairs], "clusters": self.clusters, "excluded": self.excluded}
+        return {
+            "students": len(self.students),
+            "compared": self.compared,
+            "flag": FLAG,
+            "behaviour_of": self.behaviour,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "clusters": self.clusters,
+            "excluded": self.excluded,
+        }
 
 
-def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, layout="auto", skip=(),
-            exercises=None, workers=1):
+def analyse(
+    submissions,
+    course=None,
+    assignment=None,
+    exclude=(),
+    grades=None,
+    layout="auto",
+    skip=(),
+    exercises=None,
+    workers=1,
+):
     """The Similarity of a folder of submissions (see the module's docstring).  `assignment`: a
     course.yml assignment (its exercises' functions are compared) or, in nbgrader's layout, the
     assignment folder, as grade-batch reads it; `exercises` overrides the assignment's; `workers`:
@@ -57,7 +73,9 @@ def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, 
     known = assignment if assignment in course.assignments else None
     exercises = list(exercises or course.assignment(known))
     root = Path(submissions)
-    nbgrader = layout == "nbgrader" or (layout == "auto" and ((root / "submitted").is_dir() or root.name == "submitted"))
+    nbgrader = layout == "nbgrader" or (
+        layout == "auto" and ((root / "submitted").is_dir() or root.name == "submitted")
+    )
     _, items, _ = discover(submissions, layout, assignment if nbgrader else None, exclude=list(skip))
     functions = contract_functions(course, exercises)
     units, sources = [], {}
@@ -72,12 +90,19 @@ def analyse(submissions, course=None, assignment=None, exclude=(), grades=None, 
     if behaviour is not None:
         for group in behaviour.groups().values():
             group = sorted(s for s in group if s in sources)
-            candidates.update((a, b) for i, a in enumerate(group) for b in group[i + 1:])
+            candidates.update((a, b) for i, a in enumerate(group) for b in group[i + 1 :])
     pairs = [compare(index, a, b, behaviour) for a, b in sorted(candidates)]
     pairs = sorted((p for p in pairs if p.score >= REPORTED), key=lambda p: (-p.score, p.a, p.b))
-    return Similarity(students=[i.student for i in items], pairs=pairs, clusters=clusters(pairs),
-                      excluded=index.shared_counts, sources=sources, compared=len(candidates),
-                      functions=functions, behaviour=len(behaviour) if behaviour is not None else 0)
+    return Similarity(
+        students=[i.student for i in items],
+        pairs=pairs,
+        clusters=clusters(pairs),
+        excluded=index.shared_counts,
+        sources=sources,
+        compared=len(candidates),
+        functions=functions,
+        behaviour=len(behaviour) if behaviour is not None else 0,
+    )
 
 
 def write(result, out, language="both"):
@@ -99,14 +124,24 @@ def cmd_similarity(args):
     if args.grades and not Path(args.grades).is_dir():
         raise GraderError(f"--grades {args.grades}: no such folder (give grade-batch's --out folder)")
     out = Path(args.out)
-    result = analyse(args.submissions, args.course, args.assignment, args.exclude or (), args.grades,
-                     args.layout, skip=[out], workers=args.workers or os.cpu_count() or 1)
+    result = analyse(
+        args.submissions,
+        args.course,
+        args.assignment,
+        args.exclude or (),
+        args.grades,
+        args.layout,
+        skip=[out],
+        workers=args.workers or os.cpu_count() or 1,
+    )
     js, page = write(result, out, args.language)
     if not args.quiet:
         flagged = [p for p in result.pairs if p.score >= FLAG]
-        print(f"{len(result.students)} submission(s), {result.compared} pair(s) compared, {len(flagged)} flagged "
-              f"(score >= {FLAG:g}); {len(result.clusters)} cluster(s)"
-              + (f"; behaviour recorded by grading for {result.behaviour} student(s)" if args.grades else ""))
+        print(
+            f"{len(result.students)} submission(s), {result.compared} pair(s) compared, {len(flagged)} flagged "
+            f"(score >= {FLAG:g}); {len(result.clusters)} cluster(s)"
+            + (f"; behaviour recorded by grading for {result.behaviour} student(s)" if args.grades else "")
+        )
         for p in flagged[:10]:
             print(f"  {p.score:.2f}  {p.a} - {p.b}  ({', '.join(sorted(p.functions))})")
         print(f"written: {js}, {page}")
@@ -137,24 +172,52 @@ grade-batch --similarity does both at the end of a batch. Nothing is ever execut
 def add_parser(sub):
     import argparse
 
-    s = sub.add_parser("similarity", help="the instructor's similarity (plagiarism) report of a class",
-                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("submissions", metavar="SUBMISSIONS",
-                   help="the folder grade-batch reads: nbgrader's course root or submitted/, or a flat folder")
+    s = sub.add_parser(
+        "similarity",
+        help="the instructor's similarity (plagiarism) report of a class",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "submissions",
+        metavar="SUBMISSIONS",
+        help="the folder grade-batch reads: nbgrader's course root or submitted/, or a flat folder",
+    )
     s.add_argument("--out", metavar="DIR", default="similarity", help="output folder (default: ./similarity)")
-    s.add_argument("--assignment", metavar="NAME",
-                   help="the course.yml assignment whose functions are compared (default: the first), or "
-                        "nbgrader's assignment folder")
-    s.add_argument("--exclude", metavar="DIR", nargs="+", action="extend",
-                   help="folders (or files) of known public code: what they hold is never evidence")
-    s.add_argument("--grades", metavar="DIR",
-                   help="grade-batch's --out folder: also compare the wrong outputs grading recorded")
-    s.add_argument("--layout", choices=["auto", "nbgrader", "flat"], default="auto",
-                   help="how SUBMISSIONS is organised (default: auto-detect)")
-    s.add_argument("--course", metavar="DIR", help="course folder or its course.yml (default: the nearest "
-                                                    "course.yml in the current folder or above it, else the built-in course)")
-    s.add_argument("--workers", type=int, metavar="N",
-                   help="processes that read and fingerprint the functions (default: number of cores)")
+    s.add_argument(
+        "--assignment",
+        metavar="NAME",
+        help="the course.yml assignment whose functions are compared (default: the first), or "
+        "nbgrader's assignment folder",
+    )
+    s.add_argument(
+        "--exclude",
+        metavar="DIR",
+        nargs="+",
+        action="extend",
+        help="folders (or files) of known public code: what they hold is never evidence",
+    )
+    s.add_argument(
+        "--grades", metavar="DIR", help="grade-batch's --out folder: also compare the wrong outputs grading recorded"
+    )
+    s.add_argument(
+        "--layout",
+        choices=["auto", "nbgrader", "flat"],
+        default="auto",
+        help="how SUBMISSIONS is organised (default: auto-detect)",
+    )
+    s.add_argument(
+        "--course",
+        metavar="DIR",
+        help="course folder or its course.yml (default: the nearest "
+        "course.yml in the current folder or above it, else the built-in course)",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes that read and fingerprint the functions (default: number of cores)",
+    )
     s.add_argument("--language", choices=["zh", "en", "both"], default="both", help="language of the page")
     s.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     s.set_defaults(func=cmd_similarity)

@@ -15,6 +15,7 @@
                                            mistakes' code, and every .py / .ipynb under the
                                            folders given with --exclude (known public sources)
 """
+
 import ast
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ MAX_DEFINITION_CHARS = 16 << 10  # a definition longer than this is not compared
 @dataclass
 class Source:
     """One definition: its name, the text of the cell or file it is in, its node, where it is."""
+
     name: str
     text: str  # the definition's own lines
     node: ast.AST  # its tree, with the line numbers of `where`
@@ -80,9 +82,10 @@ def definitions(text, where, names=None, tree=None):
     lines = text.splitlines()
     for node in (tree if tree is not None else _parse(text)).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
-                names is None or node.name in names):
+            names is None or node.name in names
+        ):
             start = node.lineno - len(node.decorator_list)
-            body = "\n".join(lines[start - 1:node.end_lineno])
+            body = "\n".join(lines[start - 1 : node.end_lineno])
             if len(body) > MAX_DEFINITION_CHARS:
                 continue
             out[node.name] = Source(node.name, body, node, where, start)
@@ -139,6 +142,7 @@ def shared_sources(course, exercises, extra=()):
             ref.extend(_resolved([(f"solutions/{ex}.py", path.read_text(encoding="utf-8"))], None, contract).values())
     out.append(("reference", "solutions/*.py", ref))
     from ..catalogue import load_catalogue
+
     mistakes = []
     for ex in exercises:
         try:
@@ -146,8 +150,9 @@ def shared_sources(course, exercises, extra=()):
         except Exception:  # noqa: BLE001 - an exercise without a catalogue
             continue
         for _, entry in entries:
-            mistakes.extend(_resolved([(f"catalogue {entry.get('id')}", entry.get("code") or "")], None,
-                                      contract).values())
+            mistakes.extend(
+                _resolved([(f"catalogue {entry.get('id')}", entry.get("code") or "")], None, contract).values()
+            )
     out.append(("catalogue", "autograder/catalogue/*.yml", mistakes))
     for folder in extra:
         found = []

@@ -13,13 +13,14 @@
 
 Fingerprints are plain data: the index, the pairs and every renderer read them, none recomputes them.
 """
+
 import ast
 import hashlib
 import re
 from dataclasses import dataclass
 
 K = 12  # tokens per k-gram: about one short statement
-W = 4   # k-grams per winnowing window: a shared run of W + K - 1 = 15 tokens is always found
+W = 4  # k-grams per winnowing window: a shared run of W + K - 1 = 15 tokens is always found
 
 
 _SPACE = re.compile(r"\s+")
@@ -95,7 +96,7 @@ def kgrams(toks, k=K):
         return []
     if len(names) <= k:
         return [(_hash("\x1f".join(names)), 0)]
-    return [(_hash("\x1f".join(names[i:i + k])), i) for i in range(len(names) - k + 1)]
+    return [(_hash("\x1f".join(names[i : i + k])), i) for i in range(len(names) - k + 1)]
 
 
 def winnow(grams, w=W):
@@ -104,7 +105,7 @@ def winnow(grams, w=W):
         return sorted(set(grams), key=lambda g: g[1])
     kept, last = [], -1
     for i in range(len(grams) - w + 1):
-        window = grams[i:i + w]
+        window = grams[i : i + w]
         j = min(range(w), key=lambda m: (window[m][0], -m))
         if i + j != last:
             kept.append(grams[i + j])
@@ -117,6 +118,6 @@ def fingerprints(toks, k=K, w=W, offset=0):
     definition read from a file: its lines counted from its own first line)."""
     out = []
     for h, start in winnow(kgrams(toks, k), w):
-        lines = [ln - offset for _, ln in toks[start:start + k] if ln and ln > offset]
+        lines = [ln - offset for _, ln in toks[start : start + k] if ln and ln > offset]
         out.append(Fingerprint(h, start, (min(lines), max(lines)) if lines else (0, 0)))
     return out

@@ -6,6 +6,7 @@ Ranked pairs first (score, the functions and their part), then the clusters, the
 detail: the evidence in words (Chinese first, English beside it, as the other reports), and per
 function the two definitions side by side, each matched region (fragment) of one in the same row
 as the region it matches in the other, in the same colour, the lines nothing matched last."""
+
 from html import escape
 
 from ..report.messages import say
@@ -74,8 +75,10 @@ def _rest(text, covered, offset):
 
 def _side_by_side(pair, m, sources, language):
     sa, sb = sources[pair.a][m.function], sources[pair.b][m.function]
-    head = (f'<tr><th>{escape(pair.a)} <span class="where">{escape(sa.where)}</span></th>'
-            f'<th>{escape(pair.b)} <span class="where">{escape(sb.where)}</span></th></tr>')
+    head = (
+        f'<tr><th>{escape(pair.a)} <span class="where">{escape(sa.where)}</span></th>'
+        f'<th>{escape(pair.b)} <span class="where">{escape(sb.where)}</span></th></tr>'
+    )
     rows, cov_a, cov_b = [], set(), set()
     for k, f in enumerate(m.fragments, 1):
         colour = COLOURS[(k - 1) % len(COLOURS)]
@@ -83,17 +86,22 @@ def _side_by_side(pair, m, sources, language):
         rows.append(
             f'<tr class="fragment" data-k="{k}">'
             f'<td class="match" style="background:{colour}"><span class="tag">{tag}</span>'
-            f'<pre>{_lines(sa.text, f.a[0], f.a[1], sa.first_line)}</pre></td>'
+            f"<pre>{_lines(sa.text, f.a[0], f.a[1], sa.first_line)}</pre></td>"
             f'<td class="match" style="background:{colour}"><span class="tag">{tag}</span>'
-            f'<pre>{_lines(sb.text, f.b[0], f.b[1], sb.first_line)}</pre></td></tr>')
+            f"<pre>{_lines(sb.text, f.b[0], f.b[1], sb.first_line)}</pre></td></tr>"
+        )
         cov_a.update(range(f.a[0], f.a[1] + 1))
         cov_b.update(range(f.b[0], f.b[1] + 1))
     rest_a, rest_b = _rest(sa.text, cov_a, sa.first_line), _rest(sb.text, cov_b, sb.first_line)
     if rest_a or rest_b:
-        rows.append(f'<tr class="rest"><td colspan="2"><pre>{_t("similarity.unmatched", language)}</pre></td></tr>'
-                    f'<tr class="rest"><td><pre>{rest_a}</pre></td><td><pre>{rest_b}</pre></td></tr>')
-    return (f'<h3 class="function">{escape(m.function)} <span class="where">{m.strength:.2f}</span></h3>'
-            f'<table class="side" data-function="{escape(m.function)}">{head}{"".join(rows)}</table>')
+        rows.append(
+            f'<tr class="rest"><td colspan="2"><pre>{_t("similarity.unmatched", language)}</pre></td></tr>'
+            f'<tr class="rest"><td><pre>{rest_a}</pre></td><td><pre>{rest_b}</pre></td></tr>'
+        )
+    return (
+        f'<h3 class="function">{escape(m.function)} <span class="where">{m.strength:.2f}</span></h3>'
+        f'<table class="side" data-function="{escape(m.function)}">{head}{"".join(rows)}</table>'
+    )
 
 
 def _colour(score):
@@ -104,47 +112,70 @@ def render_similarity(result, language="both"):
     """The page of a cli.Similarity result."""
     pairs = result.pairs
     n_flag = sum(1 for p in pairs if p.score >= FLAG)
-    out = [f'<!DOCTYPE html><html lang="{"en" if language == "en" else "zh"}"><head><meta charset="utf-8">'
-           f'<title>{_t("similarity.title", language)}</title><style>{CSS}</style></head><body><main>',
-           f'<h1>{_t("similarity.title", language)}</h1>',
-           f'<p class="summary">{_t("similarity.summary", language, n=len(result.students), c=result.compared, f=n_flag, flag=FLAG)}</p>',
-           f'<h2>{_t("similarity.pairs", language)}</h2>']
+    out = [
+        f'<!DOCTYPE html><html lang="{"en" if language == "en" else "zh"}"><head><meta charset="utf-8">'
+        f"<title>{_t('similarity.title', language)}</title><style>{CSS}</style></head><body><main>",
+        f"<h1>{_t('similarity.title', language)}</h1>",
+        f'<p class="summary">{_t("similarity.summary", language, n=len(result.students), c=result.compared, f=n_flag, flag=FLAG)}</p>',
+        f"<h2>{_t('similarity.pairs', language)}</h2>",
+    ]
     if pairs:
-        out.append(f'<table class="ranked"><tr><th>#</th><th>{_t("similarity.pair", language)}</th>'
-                   f'<th>{_t("similarity.score", language)}</th><th>{_t("similarity.functions", language)}</th></tr>')
+        out.append(
+            f'<table class="ranked"><tr><th>#</th><th>{_t("similarity.pair", language)}</th>'
+            f"<th>{_t('similarity.score', language)}</th><th>{_t('similarity.functions', language)}</th></tr>"
+        )
         for i, p in enumerate(pairs, 1):
-            fns = " ".join(f'<span class="fn">{escape(f)} {m.strength:.2f}</span>'
-                           for f, m in sorted(p.functions.items(), key=lambda kv: -kv[1].strength))
-            link = f'<a href="#pair-{i}">{escape(p.a)} – {escape(p.b)}</a>' if i <= _detailed(pairs) else \
-                f'{escape(p.a)} – {escape(p.b)}'
-            out.append(f'<tr class="{"flagged" if p.score >= FLAG else ""}" data-a="{escape(p.a)}" data-b="{escape(p.b)}">'
-                       f'<td>{i}</td><td>{link}</td><td class="score"><span class="bar"><span style="width:{100 * p.score:.0f}%;'
-                       f'background:{_colour(p.score)}"></span></span>{p.score:.2f}</td><td>{fns}</td></tr>')
+            fns = " ".join(
+                f'<span class="fn">{escape(f)} {m.strength:.2f}</span>'
+                for f, m in sorted(p.functions.items(), key=lambda kv: -kv[1].strength)
+            )
+            link = (
+                f'<a href="#pair-{i}">{escape(p.a)} – {escape(p.b)}</a>'
+                if i <= _detailed(pairs)
+                else f"{escape(p.a)} – {escape(p.b)}"
+            )
+            out.append(
+                f'<tr class="{"flagged" if p.score >= FLAG else ""}" data-a="{escape(p.a)}" data-b="{escape(p.b)}">'
+                f'<td>{i}</td><td>{link}</td><td class="score"><span class="bar"><span style="width:{100 * p.score:.0f}%;'
+                f'background:{_colour(p.score)}"></span></span>{p.score:.2f}</td><td>{fns}</td></tr>'
+            )
         out.append("</table>")
     else:
-        out.append(f'<p>{_t("similarity.no_pairs", language)}</p>')
-    out.append(f'<h2>{_t("similarity.clusters", language)}</h2>')
+        out.append(f"<p>{_t('similarity.no_pairs', language)}</p>")
+    out.append(f"<h2>{_t('similarity.clusters', language)}</h2>")
     if result.clusters:
-        out.append('<ul class="clusters">' + "".join(
-            f'<li>{", ".join(escape(s) for s in c)}</li>' for c in result.clusters) + "</ul>")
+        out.append(
+            '<ul class="clusters">'
+            + "".join(f"<li>{', '.join(escape(s) for s in c)}</li>" for c in result.clusters)
+            + "</ul>"
+        )
     else:
-        out.append(f'<p>{_t("similarity.no_clusters", language)}</p>')
-    for i, p in enumerate(pairs[:_detailed(pairs)], 1):
-        out.append(f'<section class="pair" id="pair-{i}" data-a="{escape(p.a)}" data-b="{escape(p.b)}">'
-                   f'<h2>#{i} {escape(p.a)} – {escape(p.b)}: {p.score:.2f}'
-                   f'{" · " + _t("similarity.flagged", language) if p.score >= FLAG else ""}</h2>'
-                   + '<ul class="summary">' + "".join(f'<li>{_words(x, language)}</li>' for x in p.summary())
-                   + "</ul>"
-                   f'<h3>{_t("similarity.evidence", language)}</h3><ul class="evidence">'
-                   + "".join(f'<li data-kind="{e["kind"]}">{_words(e, language)}</li>' for e in p.evidence())
-                   + "</ul>")
+        out.append(f"<p>{_t('similarity.no_clusters', language)}</p>")
+    for i, p in enumerate(pairs[: _detailed(pairs)], 1):
+        out.append(
+            f'<section class="pair" id="pair-{i}" data-a="{escape(p.a)}" data-b="{escape(p.b)}">'
+            f"<h2>#{i} {escape(p.a)} – {escape(p.b)}: {p.score:.2f}"
+            f"{' · ' + _t('similarity.flagged', language) if p.score >= FLAG else ''}</h2>"
+            + '<ul class="summary">'
+            + "".join(f"<li>{_words(x, language)}</li>" for x in p.summary())
+            + "</ul>"
+            f'<h3>{_t("similarity.evidence", language)}</h3><ul class="evidence">'
+            + "".join(f'<li data-kind="{e["kind"]}">{_words(e, language)}</li>' for e in p.evidence())
+            + "</ul>"
+        )
         for m in sorted(p.functions.values(), key=lambda m: -m.strength):
             if m.fragments and m.function in result.sources.get(p.a, {}) and m.function in result.sources.get(p.b, {}):
                 out.append(_side_by_side(p, m, result.sources, language))
         out.append("</section>")
-    out.append(f'<h2>{_t("similarity.excluded", language)}</h2><ul class="excluded">' + "".join(
-        f'<li>{escape(e["what"])}: {escape(e["source"])} ({e["definitions"]} definitions, '
-        f'{e["fingerprints"]} fingerprints)</li>' for e in result.excluded) + "</ul>")
+    out.append(
+        f'<h2>{_t("similarity.excluded", language)}</h2><ul class="excluded">'
+        + "".join(
+            f"<li>{escape(e['what'])}: {escape(e['source'])} ({e['definitions']} definitions, "
+            f"{e['fingerprints']} fingerprints)</li>"
+            for e in result.excluded
+        )
+        + "</ul>"
+    )
     out.append("</main></body></html>")
     return "\n".join(out)
 

@@ -16,6 +16,7 @@ which pairs are worth a full comparison.
                     (the students who wrote most functions exactly alike); 1,000 students need about 13,000 MinHashes and their buckets, not
                     half a million full comparisons per function
 """
+
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ def _fingerprint_text(item):
     """fingerprint_source of a definition's text (parsed again: a worker process gets text only),
     or of its tree when the submission's aliases or helpers changed it (item: (text, tree or None))."""
     import ast
+
     text, tree = item
     if tree is not None:
         node = tree
@@ -66,6 +68,7 @@ def _fingerprint_text(item):
         except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
             return []
     from .extract import Source
+
     return fingerprint_source(Source("", text, node, "", 1))
 
 
@@ -108,8 +111,7 @@ class Index:
                 for fp in fingerprint_source(s, memo):
                     self.ignored.setdefault(fp.hash, what)
                     n += 1
-            self.shared_counts.append({"what": what, "source": label, "definitions": len(sources),
-                                       "fingerprints": n})
+            self.shared_counts.append({"what": what, "source": label, "definitions": len(sources), "fingerprints": n})
         self.units = defaultdict(dict)  # function -> {student: Unit}
         self.df = defaultdict(Counter)
         for u in units:

@@ -22,6 +22,7 @@ Line numbers are kept on every node that comes from the student's code, so that 
 the canonical tree still points at the lines it was made from (fingerprint.py).  Parsing only:
 nothing here ever runs the code it reads.
 """
+
 import ast
 import copy
 import math
@@ -54,11 +55,15 @@ def normalize(node):
 
 
 def _functions(tree):
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            and not isinstance(n, ast.Lambda)]
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and not isinstance(n, ast.Lambda)
+    ]
 
 
 # ---------------------------------------------------------------- no-ops and dead code
+
 
 def _is_noop(stmt):
     if isinstance(stmt, ast.Pass):
@@ -135,6 +140,7 @@ class _Simplify(ast.NodeTransformer):
 
 # ---------------------------------------------------------------- reads and writes
 
+
 def _stored(target):
     """Names a target writes (a subscript or attribute store writes its base name)."""
     out = set()
@@ -164,8 +170,24 @@ def _effects(stmt, local=None):
     return reads, writes
 
 
-MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update", "add",
-            "setdefault", "discard", "popitem", "fill_diagonal_", "requires_grad_", "backward"}
+MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "sort",
+    "reverse",
+    "update",
+    "add",
+    "setdefault",
+    "discard",
+    "popitem",
+    "fill_diagonal_",
+    "requires_grad_",
+    "backward",
+}
 
 
 def _mutates(method):
@@ -181,8 +203,9 @@ def _blocks(fn):
             block = getattr(node, name, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 out.append(block)
-                todo.extend(s for s in block if not isinstance(s, (ast.FunctionDef, ast.ClassDef,
-                                                                     ast.AsyncFunctionDef)))
+                todo.extend(
+                    s for s in block if not isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                )
         for h in getattr(node, "handlers", []) or []:
             out.append(h.body)
             todo.extend(h.body)
@@ -221,6 +244,7 @@ def _stores(fn, name):
 
 # ---------------------------------------------------------------- loops as comprehensions
 
+
 def _fresh(value):
     """'list' / 'dict' / 'set' when `value` builds an empty container, else None."""
     if isinstance(value, ast.List) and not value.elts:
@@ -251,8 +275,14 @@ def _accumulates(body, name, kind):
     if kind in ("list", "set") and isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
         c = s.value
         method = "append" if kind == "list" else "add"
-        if (isinstance(c.func, ast.Attribute) and c.func.attr == method and isinstance(c.func.value, ast.Name)
-                and c.func.value.id == name and len(c.args) == 1 and not c.keywords):
+        if (
+            isinstance(c.func, ast.Attribute)
+            and c.func.attr == method
+            and isinstance(c.func.value, ast.Name)
+            and c.func.value.id == name
+            and len(c.args) == 1
+            and not c.keywords
+        ):
             return (c.args[0],), conds, loops
     if kind == "dict" and isinstance(s, ast.Assign) and len(s.targets) == 1:
         t = s.targets[0]
@@ -270,19 +300,31 @@ def _loops_to_comprehensions(fn, names=None):
             a = block[i]
             j = i + 1  # the loop may come a few statements later, when they do not touch the list
             if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name):
-                while (j < len(block) - 1 and not isinstance(block[j], ast.For)
-                       and isinstance(block[j], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
-                       and a.targets[0].id not in set().union(*_effects(block[j], local))):
+                while (
+                    j < len(block) - 1
+                    and not isinstance(block[j], ast.For)
+                    and isinstance(block[j], (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+                    and a.targets[0].id not in set().union(*_effects(block[j], local))
+                ):
                     j += 1
             b = block[j]
-            if (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
-                    and _fresh(a.value) and isinstance(b, ast.For) and not b.orelse):
+            if (
+                isinstance(a, ast.Assign)
+                and len(a.targets) == 1
+                and isinstance(a.targets[0], ast.Name)
+                and _fresh(a.value)
+                and isinstance(b, ast.For)
+                and not b.orelse
+            ):
                 name, kind = a.targets[0].id, _fresh(a.value)
                 got = _accumulates(b.body, name, kind)
                 if got is not None:
                     elt, conds, loops = got
-                    if not any(n.id == name for n in ast.walk(ast.Module(body=[*elt, *conds], type_ignores=[]))
-                               if isinstance(n, ast.Name)):
+                    if not any(
+                        n.id == name
+                        for n in ast.walk(ast.Module(body=[*elt, *conds], type_ignores=[]))
+                        if isinstance(n, ast.Name)
+                    ):
                         gens = [ast.comprehension(target=b.target, iter=b.iter, ifs=[], is_async=0)]
                         for lp in loops:
                             gens.append(ast.comprehension(target=lp.target, iter=lp.iter, ifs=[], is_async=0))
@@ -303,6 +345,7 @@ def _loops_to_comprehensions(fn, names=None):
 
 
 # ---------------------------------------------------------------- temporaries
+
 
 def _inline_temporaries(fn, names=None):
     """Inline `x = expr` into the one later statement of the same block that reads x, when x is
@@ -339,8 +382,11 @@ def _inline_temporaries(fn, names=None):
                 _, w = _effects(block[j], params | local)
                 if w & reads:
                     break
-            if target is None or isinstance(block[target], (ast.For, ast.While)) and _inside_loop_body(
-                    block[target], uses[0]):
+            if (
+                target is None
+                or isinstance(block[target], (ast.For, ast.While))
+                and _inside_loop_body(block[target], uses[0])
+            ):
                 i += 1
                 continue
             replace_node(block[target], uses[0], s.value)
@@ -378,9 +424,10 @@ def _drop_dead_stores(fn, names=None):
     changed = False
     for block in _blocks(fn):
         for s in list(block):
-            if (isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and
-                    all(isinstance(t, ast.Name) and t.id in local and t.id not in read
-                        for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))):
+            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
+                isinstance(t, ast.Name) and t.id in local and t.id not in read
+                for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+            ):
                 if len(block) > 1:
                     block.remove(s)
                     changed = True
@@ -461,6 +508,7 @@ def _number(stmt, names, local):
 
 # ---------------------------------------------------------------- one name, one value
 
+
 def _versions(fn):
     """A name assigned several times, each time by a plain assignment in the function's own body
     (`x = x.float()`, later `x = x / 2`), becomes one name per value, as if the student had used
@@ -499,6 +547,7 @@ def _versions(fn):
 
 # ---------------------------------------------------------------- names
 
+
 def _rename(fn, names=None):
     params, local = names or _local_names(fn)
     mapping = {p: f"a{i}" for i, p in enumerate(_params(fn)) if p not in ("self", "cls")}
@@ -519,14 +568,73 @@ def _rename(fn, names=None):
 
 # ---------------------------------------------------------------- one spelling of each operation
 
-METHOD_FUNCTIONS = {"sum", "mean", "exp", "log", "tanh", "sigmoid", "relu", "abs", "sqrt", "masked_fill", "softmax",
-                    "log_softmax", "transpose", "matmul", "bmm", "mm", "max", "min", "argmax", "cumsum", "clamp",
-                    "where", "view", "reshape", "permute", "unsqueeze", "squeeze", "flatten", "tril", "triu",
-                    "pow", "norm", "std", "var", "prod", "logsumexp"}
-MODULES = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "nn.functional": "F", "math": "math",
-           "numpy": "np"}
-DIM_SECOND = {"softmax", "log_softmax", "cat", "stack", "sum", "mean", "cumsum", "argmax", "argmin", "logsumexp",
-              "unsqueeze", "squeeze", "flatten", "max", "min", "std", "var", "prod", "norm"}
+METHOD_FUNCTIONS = {
+    "sum",
+    "mean",
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "abs",
+    "sqrt",
+    "masked_fill",
+    "softmax",
+    "log_softmax",
+    "transpose",
+    "matmul",
+    "bmm",
+    "mm",
+    "max",
+    "min",
+    "argmax",
+    "cumsum",
+    "clamp",
+    "where",
+    "view",
+    "reshape",
+    "permute",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "tril",
+    "triu",
+    "pow",
+    "norm",
+    "std",
+    "var",
+    "prod",
+    "logsumexp",
+}
+MODULES = {
+    "torch": "torch",
+    "torch.nn": "nn",
+    "torch.nn.functional": "F",
+    "nn.functional": "F",
+    "math": "math",
+    "numpy": "np",
+}
+DIM_SECOND = {
+    "softmax",
+    "log_softmax",
+    "cat",
+    "stack",
+    "sum",
+    "mean",
+    "cumsum",
+    "argmax",
+    "argmin",
+    "logsumexp",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "max",
+    "min",
+    "std",
+    "var",
+    "prod",
+    "norm",
+}
 BIG = 1e4  # a constant this large or larger only says "very large" (a mask's fill value)
 
 
@@ -557,8 +665,9 @@ def resolve(node, names, helpers=None):
     returns an expression replaced by that expression: moving a piece into a helper function or
     back changes nothing."""
     stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    stored |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments)
-               for a in [*n.posonlyargs, *n.args, *n.kwonlyargs]}
+    stored |= {
+        a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in [*n.posonlyargs, *n.args, *n.kwonlyargs]
+    }
     if helpers:
         _inline_helpers(node, {k: h for k, h in helpers.items() if k not in stored})
     names = {k: v for k, v in names.items() if k not in stored}
@@ -584,8 +693,16 @@ def _dotted(path, where):
 def _returns_only(fn):
     body = [s for s in fn.body if not _is_noop(s)]
     a = fn.args
-    if (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and not a.vararg
-            and not a.kwarg and not a.kwonlyargs and not a.posonlyargs and not a.defaults):
+    if (
+        len(body) == 1
+        and isinstance(body[0], ast.Return)
+        and body[0].value is not None
+        and not a.vararg
+        and not a.kwarg
+        and not a.kwonlyargs
+        and not a.posonlyargs
+        and not a.defaults
+    ):
         return [x.arg for x in a.args], body[0].value
     return None
 
@@ -600,9 +717,14 @@ def _inline_helpers(node, helpers, depth=0):
         for field, value in ast.iter_fields(parent):
             items = value if isinstance(value, list) else [value]
             for i, v in enumerate(items):
-                if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in simple
-                        and not v.keywords and len(v.args) == len(simple[v.func.id][0])
-                        and not any(isinstance(x, ast.Starred) for x in v.args)):
+                if (
+                    isinstance(v, ast.Call)
+                    and isinstance(v.func, ast.Name)
+                    and v.func.id in simple
+                    and not v.keywords
+                    and len(v.args) == len(simple[v.func.id][0])
+                    and not any(isinstance(x, ast.Starred) for x in v.args)
+                ):
                     params, expr = simple[v.func.id]
                     new = copy.deepcopy(expr)
                     args = dict(zip(params, v.args))
@@ -641,17 +763,30 @@ def _number_value(node):
         try:
             if isinstance(node.op, ast.Pow):
                 return float(a) ** b if abs(b) < 400 else None
-            return {ast.Mult: a * b, ast.Add: a + b, ast.Sub: a - b}.get(type(node.op)) if not isinstance(
-                node.op, ast.Div) else (a / b if b else None)
+            return (
+                {ast.Mult: a * b, ast.Add: a + b, ast.Sub: a - b}.get(type(node.op))
+                if not isinstance(node.op, ast.Div)
+                else (a / b if b else None)
+            )
         except (OverflowError, ZeroDivisionError):
             return None
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         try:
             return float(node.args[0].value)
         except ValueError:
             return None
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("math", "torch", "np"):
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("math", "torch", "np")
+    ):
         return {"inf": float("inf"), "pi": math.pi, "e": math.e}.get(node.attr)
     return None
 
@@ -678,9 +813,16 @@ class _Canon(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         self.generic_visit(node)
         if isinstance(node.target, ast.Name):
-            return ast.copy_location(ast.Assign([node.target], ast.copy_location(
-                ast.BinOp(ast.copy_location(ast.Name(node.target.id, ast.Load()), node), node.op, node.value), node)),
-                node)
+            return ast.copy_location(
+                ast.Assign(
+                    [node.target],
+                    ast.copy_location(
+                        ast.BinOp(ast.copy_location(ast.Name(node.target.id, ast.Load()), node), node.op, node.value),
+                        node,
+                    ),
+                ),
+                node,
+            )
         return node
 
     def visit_AnnAssign(self, node):
@@ -694,8 +836,14 @@ class _Canon(ast.NodeTransformer):
 
     def visit_Try(self, node):
         self.generic_visit(node)
-        if (not node.orelse and not node.finalbody and node.handlers and all(
-                len(h.body) == 1 and isinstance(h.body[0], ast.Raise) and h.body[0].exc is None for h in node.handlers)):
+        if (
+            not node.orelse
+            and not node.finalbody
+            and node.handlers
+            and all(
+                len(h.body) == 1 and isinstance(h.body[0], ast.Raise) and h.body[0].exc is None for h in node.handlers
+            )
+        ):
             return node.body
         return node
 
@@ -759,11 +907,22 @@ class _Canon(ast.NodeTransformer):
             if f.attr == "matmul" and len(node.args) == 2 and not node.keywords:
                 return ast.copy_location(ast.BinOp(node.args[0], ast.MatMult(), node.args[1]), node)
             if f.attr in METHOD_FUNCTIONS and node.args and not isinstance(node.args[0], ast.Starred):
-                node = ast.copy_location(ast.Call(ast.copy_location(ast.Attribute(node.args[0], f.attr, ast.Load()), f),
-                                                  node.args[1:], node.keywords), node)
+                node = ast.copy_location(
+                    ast.Call(
+                        ast.copy_location(ast.Attribute(node.args[0], f.attr, ast.Load()), f),
+                        node.args[1:],
+                        node.keywords,
+                    ),
+                    node,
+                )
                 f = node.func
-        if isinstance(f, ast.Attribute) and f.attr == "matmul" and len(node.args) == 1 and not node.keywords \
-                and not _is_module(f.value):
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "matmul"
+            and len(node.args) == 1
+            and not node.keywords
+            and not _is_module(f.value)
+        ):
             return ast.copy_location(ast.BinOp(f.value, ast.MatMult(), node.args[0]), node)
         if isinstance(f, ast.Attribute) and f.attr == "transpose" and len(node.args) == 2 and not node.keywords:
             vals = [_number_value(a) for a in node.args]
@@ -792,8 +951,14 @@ class _Canon(ast.NodeTransformer):
             return ast.copy_location(ast.Name(MODULES[dotted], ast.Load()), node)
         self.generic_visit(node)
         if node.attr in ("mT", "T") and isinstance(node.ctx, ast.Load) and node.attr == "mT":
-            return ast.copy_location(ast.Call(ast.copy_location(ast.Attribute(node.value, "transpose", ast.Load()), node),
-                                              [ast.Constant(-2), ast.Constant(-1)], []), node)
+            return ast.copy_location(
+                ast.Call(
+                    ast.copy_location(ast.Attribute(node.value, "transpose", ast.Load()), node),
+                    [ast.Constant(-2), ast.Constant(-1)],
+                    [],
+                ),
+                node,
+            )
         return node
 
 
@@ -806,18 +971,37 @@ def _if_expressions(fn):
             if not isinstance(node, ast.If):
                 continue
             b, o = node.body, node.orelse
-            if (not o and len(b) == 1 and isinstance(b[0], ast.Return) and k + 2 == len(block)
-                    and isinstance(block[k + 1], ast.Return)):
+            if (
+                not o
+                and len(b) == 1
+                and isinstance(b[0], ast.Return)
+                and k + 2 == len(block)
+                and isinstance(block[k + 1], ast.Return)
+            ):
                 node.orelse = o = [block.pop(k + 1)]  # `if c: return a` then `return b`: an else
             new = None
-            if (len(b) == 1 and len(o) == 1 and isinstance(b[0], ast.Assign) and isinstance(o[0], ast.Assign)
-                    and len(b[0].targets) == len(o[0].targets) == 1
-                    and all(isinstance(x, (ast.Name, ast.Tuple, ast.Starred)) for x in ast.walk(b[0].targets[0])
-                            if not isinstance(x, ast.expr_context))
-                    and ast.dump(b[0].targets[0]) == ast.dump(o[0].targets[0])):
+            if (
+                len(b) == 1
+                and len(o) == 1
+                and isinstance(b[0], ast.Assign)
+                and isinstance(o[0], ast.Assign)
+                and len(b[0].targets) == len(o[0].targets) == 1
+                and all(
+                    isinstance(x, (ast.Name, ast.Tuple, ast.Starred))
+                    for x in ast.walk(b[0].targets[0])
+                    if not isinstance(x, ast.expr_context)
+                )
+                and ast.dump(b[0].targets[0]) == ast.dump(o[0].targets[0])
+            ):
                 new = ast.Assign(b[0].targets, ast.copy_location(ast.IfExp(node.test, b[0].value, o[0].value), node))
-            elif (len(b) == 1 and len(o) == 1 and isinstance(b[0], ast.Return) and isinstance(o[0], ast.Return)
-                  and b[0].value is not None and o[0].value is not None):
+            elif (
+                len(b) == 1
+                and len(o) == 1
+                and isinstance(b[0], ast.Return)
+                and isinstance(o[0], ast.Return)
+                and b[0].value is not None
+                and o[0].value is not None
+            ):
                 new = ast.Return(ast.copy_location(ast.IfExp(node.test, b[0].value, o[0].value), node))
             if new is not None:
                 block[k] = ast.copy_location(new, node)
@@ -849,31 +1033,68 @@ def _while_to_for(block):
     out = list(block)
     for k in range(len(out) - 1):
         a, w = out[k], out[k + 1]
-        if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
-                and isinstance(a.value, ast.Constant) and a.value.value == 0 and isinstance(w, ast.While)
-                and not w.orelse and w.body):
+        if not (
+            isinstance(a, ast.Assign)
+            and len(a.targets) == 1
+            and isinstance(a.targets[0], ast.Name)
+            and isinstance(a.value, ast.Constant)
+            and a.value.value == 0
+            and isinstance(w, ast.While)
+            and not w.orelse
+            and w.body
+        ):
             continue
         i = a.targets[0].id
         t = w.test
-        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Lt)
-                and isinstance(t.left, ast.Name) and t.left.id == i):
+        if not (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Lt)
+            and isinstance(t.left, ast.Name)
+            and t.left.id == i
+        ):
             continue
         last = w.body[-1]
-        step = (isinstance(last, ast.AugAssign) and isinstance(last.target, ast.Name) and last.target.id == i
-                and isinstance(last.op, ast.Add) and isinstance(last.value, ast.Constant) and last.value.value == 1)
-        step = step or (isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name)
-                        and last.targets[0].id == i and isinstance(last.value, ast.BinOp)
-                        and isinstance(last.value.op, ast.Add)
-                        and sorted(ast.dump(x) for x in (last.value.left, last.value.right)) == sorted(
-                            [ast.dump(ast.Name(i, ast.Load())), ast.dump(ast.Constant(1))]))
+        step = (
+            isinstance(last, ast.AugAssign)
+            and isinstance(last.target, ast.Name)
+            and last.target.id == i
+            and isinstance(last.op, ast.Add)
+            and isinstance(last.value, ast.Constant)
+            and last.value.value == 1
+        )
+        step = step or (
+            isinstance(last, ast.Assign)
+            and len(last.targets) == 1
+            and isinstance(last.targets[0], ast.Name)
+            and last.targets[0].id == i
+            and isinstance(last.value, ast.BinOp)
+            and isinstance(last.value.op, ast.Add)
+            and sorted(ast.dump(x) for x in (last.value.left, last.value.right))
+            == sorted([ast.dump(ast.Name(i, ast.Load())), ast.dump(ast.Constant(1))])
+        )
         rest = w.body[:-1]
-        if not step or not rest or any(isinstance(n, (ast.Continue, ast.Break)) for s in rest for n in ast.walk(s)) \
-                or any(isinstance(n, ast.Name) and n.id == i and not isinstance(n.ctx, ast.Load)
-                       for s in rest for n in ast.walk(s)):
+        if (
+            not step
+            or not rest
+            or any(isinstance(n, (ast.Continue, ast.Break)) for s in rest for n in ast.walk(s))
+            or any(
+                isinstance(n, ast.Name) and n.id == i and not isinstance(n.ctx, ast.Load)
+                for s in rest
+                for n in ast.walk(s)
+            )
+        ):
             continue
-        loop = ast.copy_location(ast.For(ast.copy_location(ast.Name(i, ast.Store()), a), ast.copy_location(
-            ast.Call(ast.Name("range", ast.Load()), list(t.comparators), []), w), rest, []), w)
-        out[k:k + 2] = [loop]
+        loop = ast.copy_location(
+            ast.For(
+                ast.copy_location(ast.Name(i, ast.Store()), a),
+                ast.copy_location(ast.Call(ast.Name("range", ast.Load()), list(t.comparators), []), w),
+                rest,
+                [],
+            ),
+            w,
+        )
+        out[k : k + 2] = [loop]
         return _while_to_for(out)
     return out
 

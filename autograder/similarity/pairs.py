@@ -36,6 +36,7 @@ everything rare is shared -- unless they share CASE (three) whole functions: a s
 three functions of another and writes the rest is a case however much else each wrote.  A pair is *flagged* at FLAG or more; flagged pairs joined by a student
 form a cluster.
 """
+
 import math
 from dataclasses import dataclass, field
 
@@ -121,26 +122,45 @@ class Pair:
         for m in sorted(self.functions.values(), key=lambda m: -m.strength):
             if m.behaviour > 0:
                 zh, en = words("similarity.same_wrong_outputs", fn=m.function)
-                out.append({"kind": "behaviour", "function": m.function, "weight": round(m.behaviour, 3),
-                            "zh": zh, "en": en})
+                out.append(
+                    {"kind": "behaviour", "function": m.function, "weight": round(m.behaviour, 3), "zh": zh, "en": en}
+                )
             if m.shared > 0 and m.score > 0 or m.exact > 0:
                 lines = sum(f.a[1] - f.a[0] + 1 for f in m.fragments)
-                zh, en = words("similarity.same_structure", fn=m.function, pct=round(100 * m.score),
-                               n=len(m.fragments), lines=lines)
+                zh, en = words(
+                    "similarity.same_structure",
+                    fn=m.function,
+                    pct=round(100 * m.score),
+                    n=len(m.fragments),
+                    lines=lines,
+                )
                 why = _say("rare", rare=m.rare, common=m.common)
                 zh, en = zh + "；" + why["zh"], en + "; " + why["en"]
                 if m.exact > 0 and m.exact_students:
                     exact = _say("exact_only" if m.exact_students <= 2 else "exact", k=m.exact_students)
                     zh, en = zh + "；" + exact["zh"], en + "; " + exact["en"]
-                out.append({"kind": "code", "function": m.function, "score": round(m.score, 3),
-                            "weight": round(min(1.0, m.shared / WHOLE), 3),
-                            "fragments": [f.to_dict() for f in m.fragments], "zh": zh, "en": en})
+                out.append(
+                    {
+                        "kind": "code",
+                        "function": m.function,
+                        "score": round(m.score, 3),
+                        "weight": round(min(1.0, m.shared / WHOLE), 3),
+                        "fragments": [f.to_dict() for f in m.fragments],
+                        "zh": zh,
+                        "en": en,
+                    }
+                )
         return out
 
     def to_dict(self):
-        return {"a": self.a, "b": self.b, "score": round(self.score, 4),
-                "functions": {f: round(m.strength, 4) for f, m in sorted(self.functions.items())},
-                "summary": self.summary(), "evidence": self.evidence()}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "score": round(self.score, 4),
+            "functions": {f: round(m.strength, 4) for f, m in sorted(self.functions.items())},
+            "summary": self.summary(),
+            "evidence": self.evidence(),
+        }
 
 
 def compare(index, a, b, behaviour=None):
@@ -193,34 +213,54 @@ def compare(index, a, b, behaviour=None):
     for m in functions.values():
         for what, n in m.discounted.items():
             discounted[what] = discounted.get(what, 0) + n
-    return Pair(a, b, evidence * part ** 2, keep, overlap, whole_fns, discounted,
-                sum(m.common for m in functions.values()))
+    return Pair(
+        a, b, evidence * part**2, keep, overlap, whole_fns, discounted, sum(m.common for m in functions.values())
+    )
 
 
 RARE_ENOUGH = 0.25  # a shared fingerprint of lower rarity (more than 8 students have it) counts little
 
-WHAT = {"starter": ("起始代码", "the starter code"), "reference": ("参考答案", "the reference solutions"),
-        "catalogue": ("错误目录中的常见错误", "the catalogue of common mistakes"),
-        "excluded": ("--exclude 给出的公开代码", "the public code given with --exclude")}
+WHAT = {
+    "starter": ("起始代码", "the starter code"),
+    "reference": ("参考答案", "the reference solutions"),
+    "catalogue": ("错误目录中的常见错误", "the catalogue of common mistakes"),
+    "excluded": ("--exclude 给出的公开代码", "the public code given with --exclude"),
+}
 
 SAY = {
-    "whole": ("两人有 {n} 个函数整体相同：{fns}（其中只有这两人有的片段共 {rare} 个）",
-              "{n} function(s) shared whole: {fns} ({rare} fingerprint(s) that no other student of the class has)"),
-    "case": ("按规则，{n} 个或更多完整函数相同即构成案例，与两人其余代码无关",
-             "{n} or more whole functions shared make a case, whatever else each wrote"),
-    "partly": ("没有整体相同的函数；部分相同：{fns}；两人所写内容中相同部分约占 {pct}%",
-               "no function shared whole; partly shared: {fns}; about {pct}% of what the two wrote is shared"),
-    "wrong": ("诊断探针上给出完全相同、且不在错误目录中的错误输出：{fns}",
-              "identical wrong outputs on the diagnosis probes, from a mistake the catalogue does not hold: {fns}"),
-    "discounted": ("两人都有、但已排除、不算证据的片段：{zh_list}",
-                   "shared but set aside, never evidence: {en_list}"),
-    "common": ("另有 {common} 个相同片段班上很多学生都有，只算很少",
-               "{common} more shared fingerprint(s) that many students of the class have count little"),
-    "rare": ("{rare} 个相同片段班上只有这两人有，{common} 个是常见写法",
-             "{rare} shared fingerprint(s) only these two of the class have, {common} common ones"),
-    "exact_only": ("班上没有别的学生把这个函数写成完全一样", "no other student of the class wrote this function exactly so"),
-    "exact": ("全班只有 {k} 人把这个函数写成完全一样",
-              "only {k} student(s) of the class wrote this function exactly so"),
+    "whole": (
+        "两人有 {n} 个函数整体相同：{fns}（其中只有这两人有的片段共 {rare} 个）",
+        "{n} function(s) shared whole: {fns} ({rare} fingerprint(s) that no other student of the class has)",
+    ),
+    "case": (
+        "按规则，{n} 个或更多完整函数相同即构成案例，与两人其余代码无关",
+        "{n} or more whole functions shared make a case, whatever else each wrote",
+    ),
+    "partly": (
+        "没有整体相同的函数；部分相同：{fns}；两人所写内容中相同部分约占 {pct}%",
+        "no function shared whole; partly shared: {fns}; about {pct}% of what the two wrote is shared",
+    ),
+    "wrong": (
+        "诊断探针上给出完全相同、且不在错误目录中的错误输出：{fns}",
+        "identical wrong outputs on the diagnosis probes, from a mistake the catalogue does not hold: {fns}",
+    ),
+    "discounted": ("两人都有、但已排除、不算证据的片段：{zh_list}", "shared but set aside, never evidence: {en_list}"),
+    "common": (
+        "另有 {common} 个相同片段班上很多学生都有，只算很少",
+        "{common} more shared fingerprint(s) that many students of the class have count little",
+    ),
+    "rare": (
+        "{rare} 个相同片段班上只有这两人有，{common} 个是常见写法",
+        "{rare} shared fingerprint(s) only these two of the class have, {common} common ones",
+    ),
+    "exact_only": (
+        "班上没有别的学生把这个函数写成完全一样",
+        "no other student of the class wrote this function exactly so",
+    ),
+    "exact": (
+        "全班只有 {k} 人把这个函数写成完全一样",
+        "only {k} student(s) of the class wrote this function exactly so",
+    ),
 }
 
 
@@ -258,8 +298,11 @@ def fragments(prints_a, prints_b, common):
     for run in out:
         la = [prints_a[i].lines for i, _ in run]
         lb = [prints_b[j].lines for _, j in run]
-        frags.append(Fragment((min(x[0] for x in la), max(x[1] for x in la)),
-                              (min(x[0] for x in lb), max(x[1] for x in lb)), len(run)))
+        frags.append(
+            Fragment(
+                (min(x[0] for x in la), max(x[1] for x in la)), (min(x[0] for x in lb), max(x[1] for x in lb)), len(run)
+            )
+        )
     return _merge(frags)
 
 
@@ -270,8 +313,11 @@ def _merge(frags):
     for f in frags:
         if out and f.a[0] <= out[-1].a[1] + 1 and (f.b[0] <= out[-1].b[1] + 1 and f.b[1] >= out[-1].b[0] - 1):
             g = out[-1]
-            out[-1] = Fragment((g.a[0], max(g.a[1], f.a[1])), (min(g.b[0], f.b[0]), max(g.b[1], f.b[1])),
-                               g.fingerprints + f.fingerprints)
+            out[-1] = Fragment(
+                (g.a[0], max(g.a[1], f.a[1])),
+                (min(g.b[0], f.b[0]), max(g.b[1], f.b[1])),
+                g.fingerprints + f.fingerprints,
+            )
         else:
             out.append(f)
     return out

@@ -285,8 +285,8 @@ try:
         outputs, _ = lstm_sequence(X, lengths, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)  # (B, T, d_h)
     fig, ax = plt.subplots(figsize=(5, 2.8), layout="constrained")
     im = ax.imshow(outputs[..., 0], cmap="RdBu", vmin=-0.5, vmax=0.5)
-    for b, l in enumerate(lengths.tolist()):
-        ax.plot([l - 0.5, l - 0.5], [b - 0.5, b + 0.5], color="red", linewidth=2)
+    for b, n in enumerate(lengths.tolist()):
+        ax.plot([n - 0.5, n - 0.5], [b - 0.5, b + 0.5], color="red", linewidth=2)
     ax.set(xlabel="step t", ylabel="sequence b", title=f"lstm_sequence, lengths={lengths.tolist()}")
     fig.colorbar(im, ax=ax)
     plt.show()

@@ -93,7 +93,7 @@ def chronological_split(series, n_train):
 # %% test_chronological_split nbgrader={"grade": true, "grade_id": "test_chronological_split", "locked": true, "points": 5, "schema_version": 3, "solution": false}
 s = torch.arange(10.0).reshape(10, 1)  # (N, F) = (10, 1), value = time step
 train, test = chronological_split(s, 6)
-assert train.shape == (6, 1) and test.shape == (4, 1), f"形状应为 (6, 1) 和 (4, 1) / shapes should be (6, 1) and (4, 1)"
+assert train.shape == (6, 1) and test.shape == (4, 1), "形状应为 (6, 1) 和 (4, 1) / shapes should be (6, 1) and (4, 1)"
 assert train.flatten().tolist() == [0, 1, 2, 3, 4, 5] and test.flatten().tolist() == [6, 7, 8, 9], \
     "按时间顺序切开，不要打乱 / cut in time order, never shuffle"
 for bad in (0, 10, -1):

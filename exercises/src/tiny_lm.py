@@ -168,7 +168,7 @@ print("init_tiny_lm：自测通过 / visible checks passed")
 # **公式 / Formula.** `tokens (B, T)` int64，`lengths (B,)`（每个在 $[1, T]$，右填充 / right padding）：
 #
 # $$\mathbf{X} = \sqrt{d}\,\mathbf{E}[\text{tokens}] + \mathbf{PE}_{0:T} \qquad (B, T, d)$$
-# $$\mathbf{A} = \operatorname{Attention}\big(\mathbf{X}\mathbf{W}_q^\top,\ \mathbf{X}\mathbf{W}_k^\top,\ \mathbf{X}\mathbf{W}_v^\top;\ 
+# $$\mathbf{A} = \operatorname{Attention}\big(\mathbf{X}\mathbf{W}_q^\top,\ \mathbf{X}\mathbf{W}_k^\top,\ \mathbf{X}\mathbf{W}_v^\top;\
 #   M_{b,i,j} = [\,j \le i\,] \wedge [\,j < \ell_b\,]\big)$$
 # $$\mathbf{H} = \mathbf{X} + \mathbf{A}\mathbf{W}_o^\top \ \text{（残差 / residual）},\qquad
 #   \text{logits} = \mathbf{H}\mathbf{W}_{out}^\top \quad (B, T, V)$$

@@ -24,6 +24,7 @@ student's values differ (only the diagonal, only the odd columns...), said only 
 every call.  What the student's values show beyond the claimed part is said too ("something else
 differs as well").  Nothing is said when nothing qualifies: a wrong claim is worse than silence.
 """
+
 import torch
 
 from ...report.messages import pair
@@ -109,8 +110,13 @@ def _student_outputs(student, calls, deadline):
 
 def _judge(S, R, calls, variants):
     """The variants claimed (see the module docstring): [(variant, tested cells, cells else)]."""
-    deviating = {(i, k) for i, (s, r) in enumerate(zip(S, R)) if s is not None
-                 for k in range(len(r)) if not (k < len(s) and _close(s[k], r[k]))}
+    deviating = {
+        (i, k)
+        for i, (s, r) in enumerate(zip(S, R))
+        if s is not None
+        for k in range(len(r))
+        if not (k < len(s) and _close(s[k], r[k]))
+    }
     deviating |= {(i, k) for i, s in enumerate(S) if s is None for k in range(len(R[i]))}
     if not deviating:
         return []
@@ -138,8 +144,10 @@ def _judge(S, R, calls, variants):
     # region that is all False in the reference: set to True or flipped, the same)
     distinct = []
     for v, tested in claimed:
-        if not any(t == tested and all(_same_outs(v.outs(i, c), w.outs(i, c)) for i, c in enumerate(calls))
-                   for w, t in distinct):
+        if not any(
+            t == tested and all(_same_outs(v.outs(i, c), w.outs(i, c)) for i, c in enumerate(calls))
+            for w, t in distinct
+        ):
             distinct.append((v, tested))
     claimed = distinct
     # the claims that explain most: of two whose tested outputs overlap, one that holds the other's
@@ -174,8 +182,12 @@ def _cell_params(kind, B, d_in, d_h, seed):
     x = _rnd((B, d_in), seed)
     h = _rnd((B, d_h), seed + 1)
     c = _rnd((B, d_h), seed + 2, 1.5)
-    W = [_rnd((n * d_h, d_in), seed + 3, 0.8), _rnd((n * d_h, d_h), seed + 4, 0.8),
-         _rnd((n * d_h,), seed + 5, 0.5), _rnd((n * d_h,), seed + 6, 0.5)]
+    W = [
+        _rnd((n * d_h, d_in), seed + 3, 0.8),
+        _rnd((n * d_h, d_h), seed + 4, 0.8),
+        _rnd((n * d_h,), seed + 5, 0.5),
+        _rnd((n * d_h,), seed + 6, 0.5),
+    ]
     return x, h, c, W
 
 
@@ -194,7 +206,11 @@ def _cell_calls(ref_ns, kind):
             args = [t.clone() for t in W]
             if kind == "lstm":
                 out = g.call(name, x.clone(), (h.clone(), c.clone()), *args)
-                return [_value(o) for o in out] if isinstance(out, (tuple, list)) and len(out) == 2 else [_value(out), None]
+                return (
+                    [_value(o) for o in out]
+                    if isinstance(out, (tuple, list)) and len(out) == 2
+                    else [_value(out), None]
+                )
             return [_value(g.call(name, x.clone(), h.clone(), *args))]
 
         def reference(x=x, h=h, c=c, W=W, fn=ref_ns[name]):
@@ -225,22 +241,38 @@ def _cell_variants(ref_ns, kind):
             x2, h2, c2, W2 = x.clone(), h.clone(), c.clone(), [t.clone() for t in W]
             change(x2, h2, c2, W2, d_h)
             return _cell_ref(kind, fn, x2, h2, c2, W2)
+
         out.append(Variant(vid, key, outs, **fields))
 
     def block(t, k, d_h):
-        return t[k * d_h:(k + 1) * d_h]
+        return t[k * d_h : (k + 1) * d_h]
 
     for p, name in enumerate(PARAMS):
         variant(f"{name}=0", "part.cell_zero", lambda x, h, c, W, d, p=p: W[p].zero_(), param=name)
         variant(f"{name}*2", "part.cell_double", lambda x, h, c, W, d, p=p: W[p].mul_(2), param=name)
         variant(f"{name}*-1", "part.cell_negate", lambda x, h, c, W, d, p=p: W[p].neg_(), param=name)
         for k, gate in enumerate(gates):
-            variant(f"{name}[{gate}]=0", "part.cell_block_zero",
-                    lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).zero_(), param=name, gate=gate)
-            variant(f"{name}[{gate}]*2", "part.cell_block_double",
-                    lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).mul_(2), param=name, gate=gate)
-            variant(f"{name}[{gate}]*-1", "part.cell_block_negate",
-                    lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).neg_(), param=name, gate=gate)
+            variant(
+                f"{name}[{gate}]=0",
+                "part.cell_block_zero",
+                lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).zero_(),
+                param=name,
+                gate=gate,
+            )
+            variant(
+                f"{name}[{gate}]*2",
+                "part.cell_block_double",
+                lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).mul_(2),
+                param=name,
+                gate=gate,
+            )
+            variant(
+                f"{name}[{gate}]*-1",
+                "part.cell_block_negate",
+                lambda x, h, c, W, d, p=p, k=k: block(W[p], k, d).neg_(),
+                param=name,
+                gate=gate,
+            )
     variant("b_hh<-b_ih", "part.cell_replaced", lambda x, h, c, W, d: W[3].copy_(W[2]), a="b_hh", b="b_ih")
     variant("b_ih<-b_hh", "part.cell_replaced", lambda x, h, c, W, d: W[2].copy_(W[3]), a="b_ih", b="b_hh")
 
@@ -251,26 +283,52 @@ def _cell_variants(ref_ns, kind):
 
     for k in range(len(gates)):
         for m in range(k + 1, len(gates)):
-            variant(f"swap[{gates[k]},{gates[m]}]", "part.cell_swap_all",
-                    lambda x, h, c, W, d, k=k, m=m: [swap(t, k, m, d) for t in W], g1=gates[k], g2=gates[m])
+            variant(
+                f"swap[{gates[k]},{gates[m]}]",
+                "part.cell_swap_all",
+                lambda x, h, c, W, d, k=k, m=m: [swap(t, k, m, d) for t in W],
+                g1=gates[k],
+                g2=gates[m],
+            )
             for p, name in enumerate(PARAMS):
-                variant(f"{name}swap[{gates[k]},{gates[m]}]", "part.cell_swap_one",
-                        lambda x, h, c, W, d, p=p, k=k, m=m: swap(W[p], k, m, d),
-                        param=name, g1=gates[k], g2=gates[m])
+                variant(
+                    f"{name}swap[{gates[k]},{gates[m]}]",
+                    "part.cell_swap_one",
+                    lambda x, h, c, W, d, p=p, k=k, m=m: swap(W[p], k, m, d),
+                    param=name,
+                    g1=gates[k],
+                    g2=gates[m],
+                )
     for k in range(len(gates)):  # one gate's block a copy of another gate's
         for m in range(len(gates)):
             if k != m:
                 for p, name in enumerate(PARAMS):
-                    variant(f"{name}[{gates[k]}]<-[{gates[m]}]", "part.cell_block_copied",
-                            lambda x, h, c, W, d, p=p, k=k, m=m: block(W[p], k, d).copy_(block(W[p], m, d).clone()),
-                            param=name, gate=gates[k], other=gates[m])
+                    variant(
+                        f"{name}[{gates[k]}]<-[{gates[m]}]",
+                        "part.cell_block_copied",
+                        lambda x, h, c, W, d, p=p, k=k, m=m: block(W[p], k, d).copy_(block(W[p], m, d).clone()),
+                        param=name,
+                        gate=gates[k],
+                        other=gates[m],
+                    )
     for k, gate in enumerate(gates):  # one gate through the other activation (sigmoid <-> tanh)
         acts = [GATE_ACTS[kind][j] if j != k else OTHER_ACT[GATE_ACTS[kind][j]] for j in range(len(gates))]
-        out.append(Variant(f"act[{gate}]={acts[k]}", "part.cell_activation", _manual_cell(kind, acts),
-                           gate=gate, got=acts[k], want=GATE_ACTS[kind][k]))
+        out.append(
+            Variant(
+                f"act[{gate}]={acts[k]}",
+                "part.cell_activation",
+                _manual_cell(kind, acts),
+                gate=gate,
+                got=acts[k],
+                want=GATE_ACTS[kind][k],
+            )
+        )
     if kind == "gru":
-        out.append(Variant("b_hn outside r", "part.gru_b_hn_outside", _manual_cell(kind, list(GATE_ACTS[kind]),
-                                                                                  b_hn_outside=True)))
+        out.append(
+            Variant(
+                "b_hn outside r", "part.gru_b_hn_outside", _manual_cell(kind, list(GATE_ACTS[kind]), b_hn_outside=True)
+            )
+        )
     if kind == "lstm":
         variant("c=0", "part.cell_state_zero", lambda x, h, c, W, d: c.zero_(), state="c")
 
@@ -278,11 +336,13 @@ def _cell_variants(ref_ns, kind):
             x, h, c, W, d_h = call.inputs
             h_new, c_new = _cell_ref(kind, fn, x, h, c, W)
             return [c_new, h_new]
+
         out.append(Variant("h_new, c_new swapped", "part.swapped", swapped, a="h_new", b="c_new"))
 
         def state_swapped(i, call):  # the state read as (c, h)
             x, h, c, W, d_h = call.inputs
             return _cell_ref(kind, fn, x, c, h, W)
+
         out.append(Variant("state read as (c, h)", "part.swapped_in", state_swapped, a="h", b="c"))
     else:
         variant("h=0", "part.cell_state_zero", lambda x, h, c, W, d: h.zero_(), state="h")
@@ -297,45 +357,59 @@ OTHER_ACT = {"sigmoid": "tanh", "tanh": "sigmoid"}
 
 def _manual_cell(kind, acts, b_hn_outside=False):
     """The cell written out with an activation per gate (and, for the GRU, b_hn inside or outside r)."""
+
     def outs(i, call):
         x, h, c, W, d_h = call.inputs
         f = [getattr(torch, a) for a in acts]
         with torch.no_grad():
             gx, gh = x @ W[0].T + W[2], h @ W[1].T + W[3]
             if kind == "lstm":
-                i_, f_, g_, o_ = [f[k]((gx + gh)[:, k * d_h:(k + 1) * d_h]) for k in range(4)]
+                i_, f_, g_, o_ = [f[k]((gx + gh)[:, k * d_h : (k + 1) * d_h]) for k in range(4)]
                 c_new = f_ * c + i_ * g_
                 return [_value(o_ * torch.tanh(c_new)), _value(c_new)]
             r = f[0](gx[:, :d_h] + gh[:, :d_h])
-            z = f[1](gx[:, d_h:2 * d_h] + gh[:, d_h:2 * d_h])
+            z = f[1](gx[:, d_h : 2 * d_h] + gh[:, d_h : 2 * d_h])
             if b_hn_outside:
-                pre = gx[:, 2 * d_h:] + r * (h @ W[1][2 * d_h:].T) + W[3][2 * d_h:]
+                pre = gx[:, 2 * d_h :] + r * (h @ W[1][2 * d_h :].T) + W[3][2 * d_h :]
             else:
-                pre = gx[:, 2 * d_h:] + r * gh[:, 2 * d_h:]
+                pre = gx[:, 2 * d_h :] + r * gh[:, 2 * d_h :]
             n = f[2](pre)
             return [_value((1 - z) * n + z * h)]
+
     return outs
 
 
 def _gru_without_carry(fn):
     """h_new = (1 - z) * n: the carried h left out of the update (z * h)."""
+
     def outs(i, call):
         x, h, _, W, d_h = call.inputs
         with torch.no_grad():
             full = fn(x, h, *W)
-            z = torch.sigmoid((x @ W[0].T + W[2])[:, d_h:2 * d_h] + (h @ W[1].T + W[3])[:, d_h:2 * d_h])
+            z = torch.sigmoid((x @ W[0].T + W[2])[:, d_h : 2 * d_h] + (h @ W[1].T + W[3])[:, d_h : 2 * d_h])
             return [_value(full - z * h)]
+
     return outs
 
 
 # ---------------------------------------------------------------- lstm_sequence
 
-SEQ_CASES = [([4, 2, 1], 4, 2, 3, False), ([3, 1], 5, 3, 2, True), ([2, 3], 3, 2, 2, False),
-             ([3, 3], 3, 2, 3, True), ([1, 4, 2], 4, 3, 2, True), ([5, 2], 5, 2, 3, False),
-             # lengths unsorted: [2, 3] and [1, 4, 2] above; the same sequences sorted and unsorted
-             ([4, 3, 1], 4, 2, 2, False), ([1, 3, 4], 4, 2, 2, False), ([3, 2], 3, 2, 3, True), ([2, 3], 3, 2, 3, True),
-             # long sequences, lengths sorted: wrong only past some number of steps
-             ([150, 97], 150, 2, 2, False), ([131, 131, 70], 131, 2, 2, True)]
+SEQ_CASES = [
+    ([4, 2, 1], 4, 2, 3, False),
+    ([3, 1], 5, 3, 2, True),
+    ([2, 3], 3, 2, 2, False),
+    ([3, 3], 3, 2, 3, True),
+    ([1, 4, 2], 4, 3, 2, True),
+    ([5, 2], 5, 2, 3, False),
+    # lengths unsorted: [2, 3] and [1, 4, 2] above; the same sequences sorted and unsorted
+    ([4, 3, 1], 4, 2, 2, False),
+    ([1, 3, 4], 4, 2, 2, False),
+    ([3, 2], 3, 2, 3, True),
+    ([2, 3], 3, 2, 3, True),
+    # long sequences, lengths sorted: wrong only past some number of steps
+    ([150, 97], 150, 2, 2, False),
+    ([131, 131, 70], 131, 2, 2, True),
+]
 SEQ_LONG = 100  # a call with T at least this long is tagged "long"
 
 
@@ -372,10 +446,12 @@ def _sequence(cell, X, lengths, W, state, knobs):
             run.append(hc[0])
         valid = torch.arange(T)[None, :, None] < lengths[:, None, None]
         out = torch.where(valid, out, torch.stack(run, 1))
-    for which, idx in (("h", 1), ("c", 2)):
+    for which in ("h", "c"):
         for step in ("early", "late"):
             if f"{which} {step}" in knobs:  # the state after step length - 1 (early) or length + 1 (late)
-                states = torch.stack(hs if which == "h" else cs, 1)  # (B, T + 1, d): [state before step 0, after 0, ...]
+                states = torch.stack(
+                    hs if which == "h" else cs, 1
+                )  # (B, T + 1, d): [state before step 0, after 0, ...]
                 at = (lengths - 1 if step == "early" else torch.clamp(lengths + 1, max=T)).long()
                 pick = states[torch.arange(B), at]
                 h, c = (pick, c) if which == "h" else (h, pick)
@@ -388,8 +464,12 @@ def _sequence_calls(ref_ns):
         seed = 7000 + 41 * j
         B = len(lengths)
         X = _rnd((B, T, d_in), seed)
-        W = [_rnd((4 * d_h, d_in), seed + 3, 0.8), _rnd((4 * d_h, d_h), seed + 4, 0.8),
-             _rnd((4 * d_h,), seed + 5, 0.5), _rnd((4 * d_h,), seed + 6, 0.5)]
+        W = [
+            _rnd((4 * d_h, d_in), seed + 3, 0.8),
+            _rnd((4 * d_h, d_h), seed + 4, 0.8),
+            _rnd((4 * d_h,), seed + 5, 0.5),
+            _rnd((4 * d_h,), seed + 6, 0.5),
+        ]
         state = (_rnd((B, d_h), seed + 1), _rnd((B, d_h), seed + 2)) if with_state else None
         L = torch.tensor(lengths)
 
@@ -414,7 +494,7 @@ def _sequence_calls(ref_ns):
             call.condition, call.where = "long", _first_wrong_step
         elif lengths != sorted(lengths, reverse=True):
             call.condition = "unsorted"
-        call.ref = (lambda call=call, ns=ref_ns: _seq_outs(ns, call, ()))
+        call.ref = lambda call=call, ns=ref_ns: _seq_outs(ns, call, ())
         calls.append(call)
     return calls
 
@@ -423,11 +503,16 @@ def first_wrong(axis):
     """where(S, R, calls) -> {"t"}: the first index along `axis` (steps, positions) at which the
     first output differs, the same on every call it is given and not 0 ("skip" otherwise: then the
     positions say nothing simple)."""
+
     def where(S, R, calls):
         firsts = set()
         for s, r in zip(S, R):
-            if s is None or not isinstance(s[0], torch.Tensor) or not isinstance(r[0], torch.Tensor) \
-                    or s[0].shape != r[0].shape:
+            if (
+                s is None
+                or not isinstance(s[0], torch.Tensor)
+                or not isinstance(r[0], torch.Tensor)
+                or s[0].shape != r[0].shape
+            ):
                 return {"skip": True}
             bad = ~torch.isclose(s[0], r[0], atol=ATOL, rtol=RTOL, equal_nan=True)
             a = axis % bad.dim()
@@ -436,6 +521,7 @@ def first_wrong(axis):
                 return {"skip": True}
             firsts.add(int(steps[0]))
         return {"t": firsts.pop()} if len(firsts) == 1 and min(firsts) > 0 else {"skip": True}
+
     return where
 
 
@@ -477,17 +563,21 @@ SEQ_VARIANTS = [  # (knobs, message key, fields)
 def _sequence_variants(ref_ns):
     out = []
     for knobs, key, fields in SEQ_VARIANTS:
+
         def outs(i, call, knobs=knobs):
             return _seq_outs(ref_ns, call, knobs)
+
         out.append(Variant("+".join(knobs), key, outs, **fields))
 
     def inplace(i, call):  # it writes into the initial state it is given
         return [INPLACE] * 3 if call.inputs[3] is not None else None
+
     out.append(Variant("state in place", "part.seq_state_in_place", inplace))
 
     def swapped(i, call):  # (outputs, (c_n, h_n))
         o, h, c = _seq_outs(ref_ns, call, ())
         return [o, c, h]
+
     out.append(Variant("h_n, c_n swapped", "part.swapped", swapped, a="h_n", b="c_n"))
     return out
 
@@ -496,8 +586,14 @@ def _sequence_variants(ref_ns):
 
 PAD_CASES = [([3, 0, 2], None), ([1, 4, 2], 6), ([2, 2], 2), ([5], None), ([4, 1, 3, 2], 5), ([2, 0], 3)]
 CAUSAL_CASES = [1, 2, 3, 4, 6]
-ATT_CASES = [([3, 1, 2], None, False), ([3, 1, 2], None, True), ([2, 4], 5, True), ([1, 3], 4, False),
-             ([4, 2, 3], 5, False), ([2, 3, 1], 4, True)]
+ATT_CASES = [
+    ([3, 1, 2], None, False),
+    ([3, 1, 2], None, True),
+    ([2, 4], 5, True),
+    ([1, 3], 4, False),
+    ([4, 2, 3], 5, False),
+    ([2, 3, 1], 4, True),
+]
 
 
 def _causal_grid(a):
@@ -518,33 +614,42 @@ def _attention_grid(a):
 
 
 CONDITIONS = {  # function -> [(id, (grid's values) -> bool tensor)], the more specific first
-    "causal_mask": (_causal_grid, [
-        ("diagonal", lambda i, j, T: i == j),
-        ("future", lambda i, j, T: j > i),
-        ("next key", lambda i, j, T: j == i + 1),
-        ("previous key", lambda i, j, T: j == i - 1),
-        ("first row", lambda i, j, T: (i == 0) & (j >= 0)),
-        ("last row", lambda i, j, T: (i == T - 1) & (j >= 0)),
-        ("first column", lambda i, j, T: (j == 0) & (i >= 0)),
-        ("last column", lambda i, j, T: (j == T - 1) & (i >= 0)),
-    ]),
-    "padding_mask": (_padding_grid, [
-        ("first padded", lambda t, L, T: t == L),
-        ("last valid", lambda t, L, T: t == L - 1),
-        ("first position", lambda t, L, T: (t == 0) & (L >= 0)),
-        ("last position", lambda t, L, T: (t == T - 1) & (L >= 0)),
-        ("empty rows", lambda t, L, T: (L == 0) & (t >= 0)),
-        ("full rows", lambda t, L, T: (L == T) & (t >= 0)),
-    ]),
-    "attention_mask": (_attention_grid, [
-        ("padded queries", lambda i, j, L, c: (i >= L) & (j >= 0)),
-        ("padded keys", lambda i, j, L, c: (j >= L) & (i >= 0)),
-        ("padded diagonal", lambda i, j, L, c: (i == j) & (i >= L)),
-        ("diagonal", lambda i, j, L, c: (i == j) & (L >= 0)),
-        ("first key", lambda i, j, L, c: (j == 0) & (i >= 0) & (L >= 0)),
-        ("future", lambda i, j, L, c: (j > i) & (L >= 0) & c),
-        ("last valid key", lambda i, j, L, c: (j == L - 1) & (i >= 0)),
-    ]),
+    "causal_mask": (
+        _causal_grid,
+        [
+            ("diagonal", lambda i, j, T: i == j),
+            ("future", lambda i, j, T: j > i),
+            ("next key", lambda i, j, T: j == i + 1),
+            ("previous key", lambda i, j, T: j == i - 1),
+            ("first row", lambda i, j, T: (i == 0) & (j >= 0)),
+            ("last row", lambda i, j, T: (i == T - 1) & (j >= 0)),
+            ("first column", lambda i, j, T: (j == 0) & (i >= 0)),
+            ("last column", lambda i, j, T: (j == T - 1) & (i >= 0)),
+        ],
+    ),
+    "padding_mask": (
+        _padding_grid,
+        [
+            ("first padded", lambda t, L, T: t == L),
+            ("last valid", lambda t, L, T: t == L - 1),
+            ("first position", lambda t, L, T: (t == 0) & (L >= 0)),
+            ("last position", lambda t, L, T: (t == T - 1) & (L >= 0)),
+            ("empty rows", lambda t, L, T: (L == 0) & (t >= 0)),
+            ("full rows", lambda t, L, T: (L == T) & (t >= 0)),
+        ],
+    ),
+    "attention_mask": (
+        _attention_grid,
+        [
+            ("padded queries", lambda i, j, L, c: (i >= L) & (j >= 0)),
+            ("padded keys", lambda i, j, L, c: (j >= L) & (i >= 0)),
+            ("padded diagonal", lambda i, j, L, c: (i == j) & (i >= L)),
+            ("diagonal", lambda i, j, L, c: (i == j) & (L >= 0)),
+            ("first key", lambda i, j, L, c: (j == 0) & (i >= 0) & (L >= 0)),
+            ("future", lambda i, j, L, c: (j > i) & (L >= 0) & c),
+            ("last valid key", lambda i, j, L, c: (j == L - 1) & (i >= 0)),
+        ],
+    ),
 }
 
 
@@ -564,14 +669,20 @@ COND_WORDS = {  # condition id -> (zh, en)
     "first column": ("第一列 (j == 0)", "the first column (j == 0)"),
     "last column": ("最后一列 (j == T - 1)", "the last column (j == T - 1)"),
     "first padded": ("每行第一个填充位置 (t == lengths[b])", "the first padded position of each row (t == lengths[b])"),
-    "last valid": ("每行最后一个有效位置 (t == lengths[b] - 1)", "the last valid position of each row (t == lengths[b] - 1)"),
+    "last valid": (
+        "每行最后一个有效位置 (t == lengths[b] - 1)",
+        "the last valid position of each row (t == lengths[b] - 1)",
+    ),
     "first position": ("第一个位置 (t == 0)", "the first position (t == 0)"),
     "last position": ("最后一个位置 (t == T - 1)", "the last position (t == T - 1)"),
     "empty rows": ("长度为 0 的行", "the rows of length 0"),
     "full rows": ("没有填充的行 (lengths[b] == T)", "the rows without padding (lengths[b] == T)"),
     "padded queries": ("填充的查询行 (i >= lengths[b])", "the padded query rows (i >= lengths[b])"),
     "padded keys": ("填充的键列 (j >= lengths[b])", "the padded key columns (j >= lengths[b])"),
-    "padded diagonal": ("填充查询行的对角线 (i == j >= lengths[b])", "the diagonal of the padded query rows (i == j >= lengths[b])"),
+    "padded diagonal": (
+        "填充查询行的对角线 (i == j >= lengths[b])",
+        "the diagonal of the padded query rows (i == j >= lengths[b])",
+    ),
     "first key": ("第一个键 (j == 0)", "the first key (j == 0)"),
     "last valid key": ("最后一个有效的键 (j == lengths[b] - 1)", "the last valid key (j == lengths[b] - 1)"),
 }
@@ -589,6 +700,7 @@ def _mask_calls(ref_ns, function):
         cases, tags = cases + more, tags + [cond] * len(more)
     calls = []
     for a, tag in zip(cases, tags):
+
         def args(a=a):
             if function == "causal_mask":
                 return (a[0],), {}
@@ -606,15 +718,28 @@ def _mask_calls(ref_ns, function):
             return [_value(ref_ns[function](*p, **kw))]
 
         p, kw = args()
-        shown = ", ".join([repr(x) if not isinstance(x, torch.Tensor) else
-                           f"tensor({x.tolist()})" if x.numel() <= 8 else f"lengths of {x.numel()} sequences {x.tolist()[:6]}…"
-                           for x in p] + [f"{k}={v!r}" for k, v in kw.items()])
+        shown = ", ".join(
+            [
+                repr(x)
+                if not isinstance(x, torch.Tensor)
+                else f"tensor({x.tolist()})"
+                if x.numel() <= 8
+                else f"lengths of {x.numel()} sequences {x.tolist()[:6]}…"
+                for x in p
+            ]
+            + [f"{k}={v!r}" for k, v in kw.items()]
+        )
         call = Call(f"{function}({shown})", run, reference)
         call.case = a
         if tag is not None:
             call.condition = tag
-            call.where = first_wrong(0) if tag == "big_batch" else first_wrong(-1) if function == "padding_mask" \
+            call.where = (
+                first_wrong(0)
+                if tag == "big_batch"
+                else first_wrong(-1)
+                if function == "padding_mask"
                 else _first_wrong_square
+            )
         calls.append(call)
     return calls
 
@@ -625,10 +750,14 @@ def _lengths(n, T, seed):
 
 MASK_CONDITIONS = {  # function -> [(condition, [case])]: past the positions and batch sizes of the cases above
     "causal_mask": [("long_positions", [(100,), (150,)])],
-    "padding_mask": [("long_positions", [([150, 3, 97], None), ([130, 130, 1], 140)]),
-                     ("big_batch", [(_lengths(40, 6, 1), 6), (_lengths(33, 5, 2), None)])],
-    "attention_mask": [("long_positions", [([130, 70], None, True), ([100, 100, 5], 120, False)]),
-                       ("big_batch", [(_lengths(40, 4, 3), 4, False), (_lengths(24, 3, 4) + [3], None, True)])],
+    "padding_mask": [
+        ("long_positions", [([150, 3, 97], None), ([130, 130, 1], 140)]),
+        ("big_batch", [(_lengths(40, 6, 1), 6), (_lengths(33, 5, 2), None)]),
+    ],
+    "attention_mask": [
+        ("long_positions", [([130, 70], None, True), ([100, 100, 5], 120, False)]),
+        ("big_batch", [(_lengths(40, 4, 3), 4, False), (_lengths(24, 3, 4) + [3], None, True)]),
+    ],
 }
 
 
@@ -636,6 +765,7 @@ def _mask_variants(function):
     out = []
     for cid, cond in _mask_conditions(function):
         for op in ("on", "off", "flip"):
+
             def outs(i, call, cond=cond, op=op):
                 r = call.ref()[0]
                 if r is None:
@@ -646,6 +776,7 @@ def _mask_variants(function):
                 rb = r != 0
                 v = rb | m if op == "on" else rb & ~m if op == "off" else rb ^ m
                 return [v.to(torch.float64)]
+
             zh, en = COND_WORDS[cid]
             out.append(Variant(f"{cid}:{op}", f"part.mask_{op}", outs, where_zh=zh, where_en=en))
     return out
@@ -654,8 +785,13 @@ def _mask_variants(function):
 # ---------------------------------------------------------------- positional encoding
 
 PE_CASES = [(5, 6, None), (4, 8, 100.0), (3, 4, 50.0), (7, 10, None), (6, 4, None), (2, 2, None)]
-ADD_CASES = [((2, 4, 6), torch.float32), ((3, 5, 4), torch.float32), ((1, 6, 2), torch.float32),
-             ((2, 3, 4), torch.float64), ((4, 2, 8), torch.float32)]
+ADD_CASES = [
+    ((2, 4, 6), torch.float32),
+    ((3, 5, 4), torch.float32),
+    ((1, 6, 2), torch.float32),
+    ((2, 3, 4), torch.float64),
+    ((4, 2, 8), torch.float32),
+]
 
 
 def _pe_calls(ref_ns, function):
@@ -668,9 +804,10 @@ def _pe_calls(ref_ns, function):
                 out = g.call(function, *args)
                 return [_value(out)], out
 
-            call = Call(f"{function}({', '.join(map(repr, args))})", run,
-                        (lambda args=args: [_value(ref_ns[function](*args))]))
-            call.table = (lambda args=args: ref_ns[function](*args))
+            call = Call(
+                f"{function}({', '.join(map(repr, args))})", run, (lambda args=args: [_value(ref_ns[function](*args))])
+            )
+            call.table = lambda args=args: ref_ns[function](*args)
             call.dtype = torch.float32
             calls.append(call)
         return calls
@@ -682,8 +819,11 @@ def _pe_calls(ref_ns, function):
             v = _value(out)
             return [None if v is None or v is INPLACE or v.shape != X.shape else v - X.double()], out
 
-        call = Call(f"{function}(X {'×'.join(map(str, shape))}, {str(dtype).replace('torch.', '')})", run,
-                    (lambda X=X: [_value(ref_ns[function](X)) - X.double()]))
+        call = Call(
+            f"{function}(X {'×'.join(map(str, shape))}, {str(dtype).replace('torch.', '')})",
+            run,
+            (lambda X=X: [_value(ref_ns[function](X)) - X.double()]),
+        )
         call.dtype = dtype
         calls.append(call)
     return calls
@@ -714,8 +854,13 @@ def _pe_conditions(student, ref_ns, function, deadline):
         def ref():
             with torch.no_grad():
                 return [_value(fn(X)) - X.double()] if X is not None else [_value(fn(T, d))]
+
         what = f"X 2×{T}×{d}" if X is not None else f"{T}, {d}"
-        pre = "" if before is None else f"after {function}({'2×' + '×'.join(map(str, before)) if X is not None else ', '.join(map(str, before))}): "
+        pre = (
+            ""
+            if before is None
+            else f"after {function}({'2×' + '×'.join(map(str, before)) if X is not None else ', '.join(map(str, before))}): "
+        )
         return Call(f"{pre}{function}({what})", run, ref)
 
     calls = [make(T, d, seed=k) for k, (T, d, _) in enumerate(PE_CASES[:4])]
@@ -785,8 +930,11 @@ def _pe_explain(student, ref_ns, function, deadline):
         if wrong_dtypes and tensors == len(calls):
             got = sorted({g_ for g_, _ in wrong_dtypes})
             want = sorted({w for _, w in wrong_dtypes})
-            zh, en = pair("part.pe_dtype_only", got=", ".join(got).replace("torch.", ""),
-                          want=", ".join(want).replace("torch.", ""))
+            zh, en = pair(
+                "part.pe_dtype_only",
+                got=", ".join(got).replace("torch.", ""),
+                want=", ".join(want).replace("torch.", ""),
+            )
             return [_claim(function, "dtype", zh, en, calls[0].shows, False)]
         return []
     if len(diffs) != len(calls):
@@ -844,16 +992,20 @@ def _loss_calls(ref_ns):
         def run(g, logits=logits, targets=targets, m=m):
             return [_value(g.call("masked_cross_entropy", logits.clone(), targets.clone(), m.clone()))]
 
-        call = Call(f"masked_cross_entropy(logits {B}×{T}×{V}, targets, mask={[list(map(int, r)) for r in mask]})",
-                    run, (lambda logits=logits, targets=targets, m=m:
-                          [_value(ref_ns["masked_cross_entropy"](logits, targets, m))]))
-        ce = torch.nn.functional.cross_entropy(logits.double().reshape(-1, V), targets.reshape(-1),
-                                               reduction="none").reshape(B, T)
+        call = Call(
+            f"masked_cross_entropy(logits {B}×{T}×{V}, targets, mask={[list(map(int, r)) for r in mask]})",
+            run,
+            (lambda logits=logits, targets=targets, m=m: [_value(ref_ns["masked_cross_entropy"](logits, targets, m))]),
+        )
+        ce = torch.nn.functional.cross_entropy(
+            logits.double().reshape(-1, V), targets.reshape(-1), reduction="none"
+        ).reshape(B, T)
         call.inputs = (ce, m)
         call.logits, call.targets = logits, targets
         # the cross-entropy of softmax(logits) taken as the scores: log_softmax applied twice
         call.ce_softmax = torch.nn.functional.cross_entropy(
-            torch.softmax(logits.double(), -1).reshape(-1, V), targets.reshape(-1), reduction="none").reshape(B, T)
+            torch.softmax(logits.double(), -1).reshape(-1, V), targets.reshape(-1), reduction="none"
+        ).reshape(B, T)
         calls.append(call)
     return calls
 
@@ -903,9 +1055,18 @@ DENOM_WORDS = {
     "valid+1": ("有效词元数 + 1", "the number of valid tokens + 1"),
     "valid-1": ("有效词元数 - 1", "the number of valid tokens - 1"),
     "padded": ("填充位置数", "the number of padded positions"),
-    "per sequence": ("每个序列各自的词元数（再对序列取平均）", "each sequence's own count (then the mean over sequences)"),
-    "per sequence, summed": ("每个序列各自的词元数（再对序列求和）", "each sequence's own count (then summed over sequences)"),
-    "per sequence + 1": ("每个序列各自的词元数 + 1（再对序列取平均）", "each sequence's own count + 1 (then the mean over sequences)"),
+    "per sequence": (
+        "每个序列各自的词元数（再对序列取平均）",
+        "each sequence's own count (then the mean over sequences)",
+    ),
+    "per sequence, summed": (
+        "每个序列各自的词元数（再对序列求和）",
+        "each sequence's own count (then summed over sequences)",
+    ),
+    "per sequence + 1": (
+        "每个序列各自的词元数 + 1（再对序列取平均）",
+        "each sequence's own count + 1 (then the mean over sequences)",
+    ),
 }
 
 
@@ -931,30 +1092,39 @@ def _loss_variants():
                         return None
                     v = (ce * sel).sum() / n
                 return [v.to(torch.float64)]
+
             tz, te = TOKEN_WORDS[tid]
             dz, de = DENOM_WORDS[did]
-            out.append(Variant(f"{tid}/{did}", "part.loss", outs, tokens_zh=tz, tokens_en=te, denom_zh=dz,
-                               denom_en=de))
+            out.append(Variant(f"{tid}/{did}", "part.loss", outs, tokens_zh=tz, tokens_en=te, denom_zh=dz, denom_en=de))
 
     def softmaxed(i, call):
         m = call.inputs[1]
         return [((call.ce_softmax * m).sum() / m.sum()).to(torch.float64)]
+
     out.append(Variant("softmax before cross_entropy", "part.loss_softmax_first", softmaxed))
     for k in range(3):  # the tokens whose target is class k left out, as ignore_index=k does
         for did in ("kept", "valid"):
+
             def ignored(i, call, k=k, did=did):
                 ce, m = call.inputs
                 keep = m & (call.targets != k)
                 n = float(keep.sum() if did == "kept" else m.sum())
                 return None if n == 0 else [((ce * keep).sum() / n).to(torch.float64)]
+
             out.append(Variant(f"ignore class {k}/{did}", f"part.loss_ignore_{did}", ignored, k=k))
     for c in CLAMPS:  # the logits clamped to [-c, c] first
         out.append(Variant(f"clamp {c:g}", "part.loss_clamp", _loss_of(lambda x, c=c: x.clamp(-c, c)), c=f"{c:g}"))
     for dtype, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
         out.append(Variant(f"in {name}", "part.loss_precision", _loss_in(dtype), dtype=name))
         out.append(Variant(f"in {name}, mean too", "part.loss_precision", _loss_in(dtype, True), dtype=name))
-        out.append(Variant(f"logits rounded to {name}", "part.loss_rounded",
-                           _loss_of(lambda x, dtype=dtype: x.to(dtype).to(torch.float64)), dtype=name))
+        out.append(
+            Variant(
+                f"logits rounded to {name}",
+                "part.loss_rounded",
+                _loss_of(lambda x, dtype=dtype: x.to(dtype).to(torch.float64)),
+                dtype=name,
+            )
+        )
     return out
 
 
@@ -963,23 +1133,27 @@ CLAMPS = (1, 2, 3, 5, 10, 15, 20, 25, 30, 40, 50, 64, 80, 100, 128, 200, 256, 50
 
 def _loss_of(change, smoothing=0.0):
     """The reference loss with the logits changed first (and label smoothing), in float64."""
+
     def outs(i, call):
         m = call.inputs[1]
         x = change(call.logits.double())[m]
         v = torch.nn.functional.cross_entropy(x, call.targets[m], label_smoothing=smoothing, reduction="sum")
         return [(v / m.sum()).to(torch.float64)]
+
     return outs
 
 
 def _loss_in(dtype, mean=False):
     """The reference loss computed in a lower precision (cross_entropy on the valid logits cast to it;
     the mean taken in it too when `mean`)."""
+
     def outs(i, call):
         m = call.inputs[1]
         if mean:
             return [_value(torch.nn.functional.cross_entropy(call.logits[m].to(dtype), call.targets[m]))]
         ce = torch.nn.functional.cross_entropy(call.logits[m].to(dtype), call.targets[m], reduction="none")
         return [(ce.double().sum() / m.sum()).to(torch.float64)]
+
     return outs
 
 
@@ -998,8 +1172,9 @@ def _loss_fits(S, calls):
         if not 0.0 < eps < 1.0:
             return out
         eps = _simple(eps)
-        out.append(Variant(f"label smoothing {eps:g}", "part.loss_smoothing",
-                           _loss_of(lambda x: x, eps), eps=f"{eps:g}"))
+        out.append(
+            Variant(f"label smoothing {eps:g}", "part.loss_smoothing", _loss_of(lambda x: x, eps), eps=f"{eps:g}")
+        )
         return out
     return out
 
@@ -1096,7 +1271,9 @@ def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):
     R = [c.ref() for c in calls]
     found = _judge(S, R, calls, variants)
     if not found:
-        return _conditions(function, calls, S, R) or _which_outputs(function, S, R, calls) or _near(function, S, R, calls)
+        return (
+            _conditions(function, calls, S, R) or _which_outputs(function, S, R, calls) or _near(function, S, R, calls)
+        )
     out = []
     for v, tested, else_ in found:
         if deadline is not None and deadline():
@@ -1204,8 +1381,12 @@ def _near(function, S, R, calls):
         for a, b in zip(s, r):
             if b is None or not isinstance(b, torch.Tensor):
                 continue
-            if not isinstance(a, torch.Tensor) or a.shape != b.shape or not bool(torch.isfinite(a).all()) \
-                    or not bool(torch.isfinite(b).all()):
+            if (
+                not isinstance(a, torch.Tensor)
+                or a.shape != b.shape
+                or not bool(torch.isfinite(a).all())
+                or not bool(torch.isfinite(b).all())
+            ):
                 return []
             rel = float(((a - b).abs() / b.abs().clamp_min(1.0)).max()) if a.numel() else 0.0
             if rel > NEAR:
@@ -1228,8 +1409,7 @@ def _catalogued(v, tested, calls, catalogued, deadline):
         got = _student_outputs(mistake, calls, None)
         if got is None:
             continue
-        if all(got[i] is not None and k < len(got[i]) and _close(got[i][k], v.outs(i, calls[i])[k])
-               for i, k in tested):
+        if all(got[i] is not None and k < len(got[i]) and _close(got[i][k], v.outs(i, calls[i])[k]) for i, k in tested):
             return True
     return False
 

@@ -14,6 +14,7 @@
 A fact is said only when every call shows it, and no catalogued mistake of the function shows the
 same (that one is the diagnosis' business).
 """
+
 import copy
 
 from ...report.messages import pair
@@ -47,8 +48,12 @@ def _make_facts(student):
     for factor, values in MAKE_CASES:
         base = _base()
         res = g.call("make_ablation", copy.deepcopy(base), factor, list(values))
-        if isinstance(res, CallFailed) or not isinstance(res, (list, tuple)) or len(res) != len(values) \
-                or not all(isinstance(c, dict) for c in res):
+        if (
+            isinstance(res, CallFailed)
+            or not isinstance(res, (list, tuple))
+            or len(res) != len(values)
+            or not all(isinstance(c, dict) for c in res)
+        ):
             return None, None
         facts = set()
         got = [_get(c, factor) for c in res]
@@ -89,7 +94,7 @@ def _explain_make(student, catalogued, deadline):
         said.append(("whole" if all("last value whole" in f for f in top) else "nested",))
     shared = sorted({x for f in facts for x in f if x.startswith("shared ")})
     if shared and not said:
-        said.append(("identity", shared[0][len("shared "):]))
+        said.append(("identity", shared[0][len("shared ") :]))
     if not said:
         return []
     for mistake in catalogued:
@@ -106,10 +111,14 @@ def _explain_make(student, catalogued, deadline):
             zh, en = pair("part.abl_nested_shared")
         else:
             which = fact[1]
-            zh, en = pair("part.abl_identity", what=("整个配置" if which == "whole" else f"嵌套字典 `{which}`"),
-                          what_en=("the whole config" if which == "whole" else f"the nested dict `{which}`"))
-        claims.append({"function": "make_ablation", "part": "shared " + ":".join(fact), "zh": zh, "en": en,
-                       "probe": shows})
+            zh, en = pair(
+                "part.abl_identity",
+                what=("整个配置" if which == "whole" else f"嵌套字典 `{which}`"),
+                what_en=("the whole config" if which == "whole" else f"the nested dict `{which}`"),
+            )
+        claims.append(
+            {"function": "make_ablation", "part": "shared " + ":".join(fact), "zh": zh, "en": en, "probe": shows}
+        )
     return claims
 
 
@@ -130,8 +139,11 @@ def _grid_seeds(student, deadline=None):
     g = Guarded(student)
     base = _base(seed=BASE_SEED)
     res = g.call("run_ablation", copy.deepcopy(base), FACTOR, list(VALUES), list(SEEDS))
-    if not isinstance(res, (list, tuple)) or len(res) != len(VALUES) \
-            or not all(isinstance(r, (list, tuple)) and len(r) == len(SEEDS) for r in res):
+    if (
+        not isinstance(res, (list, tuple))
+        or len(res) != len(VALUES)
+        or not all(isinstance(r, (list, tuple)) and len(r) == len(SEEDS) for r in res)
+    ):
         return None
     known = {}
 
@@ -151,8 +163,9 @@ def _grid_seeds(student, deadline=None):
             except Exception:  # noqa: BLE001 - not a result
                 got = None
             # the first candidate that gives it (two seeds giving one result: never, in practice)
-            line.append(next((s for s in _candidates(i, SEEDS[j]) if got is not None and _same(got, run(VALUES[i], s))),
-                             None))
+            line.append(
+                next((s for s in _candidates(i, SEEDS[j]) if got is not None and _same(got, run(VALUES[i], s))), None)
+            )
         grid.append(line)
     return grid
 
@@ -164,8 +177,9 @@ def _explain_run(student, catalogued, deadline):
     fact = None
     if all(s == BASE_SEED for row in grid for s in row):
         fact = ("base seed",)
-    elif all(grid[0][j] == SEEDS[j] for j in range(len(SEEDS))) \
-            and all(grid[i][j] != SEEDS[j] for i in range(1, len(VALUES)) for j in range(len(SEEDS))):
+    elif all(grid[0][j] == SEEDS[j] for j in range(len(SEEDS))) and all(
+        grid[i][j] != SEEDS[j] for i in range(1, len(VALUES)) for j in range(len(SEEDS))
+    ):
         fact = ("offset", tuple(tuple(row) for row in grid))
     if fact is None:
         return []

@@ -2,6 +2,7 @@
 the mask ignored, inverted or filled with 0, the softmax over the queries), a temperature read off
 the student's weights, and, for MultiHeadAttention, the reference's projections and heads around the
 student's own scaled_dot_product_attention.  Same rules as the package's variants."""
+
 import math
 
 import torch
@@ -12,8 +13,14 @@ SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
 
 # (lead, Tq, Tk, dk, dv, mask shape or None or "causal"): Tq, Tk, dk and dv told apart across the calls
-SDPA_CASES = [((), 3, 5, 4, 2, None), ((2,), 4, 4, 9, 3, "causal"), ((2, 2), 2, 6, 3, 4, (2, 1, 1, 6)),
-              ((1,), 5, 3, 6, 2, (5, 3)), ((2,), 3, 7, 2, 5, (2, 3, 7)), ((), 6, 2, 5, 3, None)]
+SDPA_CASES = [
+    ((), 3, 5, 4, 2, None),
+    ((2,), 4, 4, 9, 3, "causal"),
+    ((2, 2), 2, 6, 3, 4, (2, 1, 1, 6)),
+    ((1,), 5, 3, 6, 2, (5, 3)),
+    ((2,), 3, 7, 2, 5, (2, 3, 7)),
+    ((), 6, 2, 5, 3, None),
+]
 
 
 def _mask(shape, seed):
@@ -37,7 +44,11 @@ def _sdpa_calls(ref_ns):
     cases = [(c, None) for c in SDPA_CASES] + [(c, "far") for c in FAR_CASES] + [(c, "above") for c in ABOVE_CASES]
     for j, ((lead, Tq, Tk, dk, dv, mshape), kind) in enumerate(cases):
         seed = 8800 + 17 * j
-        Q, K, V = _rnd(lead + (Tq, dk), seed, 1.5), _rnd(lead + (Tk, dk), seed + 1, 1.5), _rnd(lead + (Tk, dv), seed + 2)
+        Q, K, V = (
+            _rnd(lead + (Tq, dk), seed, 1.5),
+            _rnd(lead + (Tk, dk), seed + 1, 1.5),
+            _rnd(lead + (Tk, dv), seed + 2),
+        )
         far = kind == "far"
         if far:
             Q, K = Q / 3 - 15, K / 3 + 15
@@ -57,10 +68,15 @@ def _sdpa_calls(ref_ns):
             v = _value(out)
             return [v, v] if v is INPLACE else None
 
-        call = Call(f"{SDPA}(Q {'×'.join(map(str, lead + (Tq, dk)))}, K …×{Tk}×{dk}, V …×{Tk}×{dv}"
-                    + ("" if m is None else f", mask {'×'.join(map(str, m.shape))}") + ")", run, None)
+        call = Call(
+            f"{SDPA}(Q {'×'.join(map(str, lead + (Tq, dk)))}, K …×{Tk}×{dk}, V …×{Tk}×{dv}"
+            + ("" if m is None else f", mask {'×'.join(map(str, m.shape))}")
+            + ")",
+            run,
+            None,
+        )
         call.inputs = (Q.double(), K.double(), V.double(), m)
-        call.ref = (lambda call=call: _attend(*call.inputs))
+        call.ref = lambda call=call: _attend(*call.inputs)
         if far:
             call.condition, call.where = "far", _highest_score
         elif kind == "above":
@@ -92,36 +108,52 @@ def _attend(Q, K, V, m, scale=None, mask="as given", axis=-1):
 
 def _highest_score(S, R, calls):
     """{"s"}: the highest score QK^T / sqrt(dk) of the calls, rounded down to a round number."""
-    top = max(float((Q @ K.transpose(-2, -1)).max() / math.sqrt(Q.shape[-1])) for Q, K, V, m in (c.inputs for c in calls))
+    top = max(
+        float((Q @ K.transpose(-2, -1)).max() / math.sqrt(Q.shape[-1])) for Q, K, V, m in (c.inputs for c in calls)
+    )
     return {"s": f"{math.floor(top / 10) * 10:g}"}
 
 
 SCALES = {  # id -> (the divisor of the scores from (Tq, Tk, dk, dv), words)
-    "sqrt(Tk)": (lambda Tq, Tk, dk, dv: math.sqrt(Tk), ("键的个数的平方根 sqrt(Tk)", "the square root of the number of keys, sqrt(Tk)")),
-    "sqrt(Tq)": (lambda Tq, Tk, dk, dv: math.sqrt(Tq), ("查询个数的平方根 sqrt(Tq)", "the square root of the number of queries, sqrt(Tq)")),
+    "sqrt(Tk)": (
+        lambda Tq, Tk, dk, dv: math.sqrt(Tk),
+        ("键的个数的平方根 sqrt(Tk)", "the square root of the number of keys, sqrt(Tk)"),
+    ),
+    "sqrt(Tq)": (
+        lambda Tq, Tk, dk, dv: math.sqrt(Tq),
+        ("查询个数的平方根 sqrt(Tq)", "the square root of the number of queries, sqrt(Tq)"),
+    ),
     "sqrt(dv)": (lambda Tq, Tk, dk, dv: math.sqrt(dv), ("sqrt(dv)（V 的宽度）", "sqrt(dv) (the width of V)")),
     "dk": (lambda Tq, Tk, dk, dv: dk, ("dk 本身（没有开平方）", "dk itself (no square root)")),
     "1": (lambda Tq, Tk, dk, dv: 1.0, ("1（没有缩放）", "1 (no scaling)")),
-    "1/sqrt(dk)": (lambda Tq, Tk, dk, dv: 1 / math.sqrt(dk), ("1/sqrt(dk)（乘而不是除）", "1/sqrt(dk) (multiplied instead of divided)")),
+    "1/sqrt(dk)": (
+        lambda Tq, Tk, dk, dv: 1 / math.sqrt(dk),
+        ("1/sqrt(dk)（乘而不是除）", "1/sqrt(dk) (multiplied instead of divided)"),
+    ),
 }
 
 
 def _sdpa_variants():
     out = []
     for sid, (divisor, (zh, en)) in SCALES.items():
+
         def outs(i, call, divisor=divisor):
             Q, K, V, m = call.inputs
             return _attend(Q, K, V, m, scale=divisor(Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]))
+
         out.append(Variant(f"scale {sid}", "part.attn_scale", outs, by_zh=zh, by_en=en))
     for how in ("ignored", "inverted", "zero"):
+
         def outs(i, call, how=how):
             Q, K, V, m = call.inputs
             return None if m is None else _attend(Q, K, V, m, mask=how)
+
         out.append(Variant(f"mask {how}", f"part.attn_mask_{how}", outs))
 
     def queries(i, call):
         Q, K, V, m = call.inputs
         return _attend(Q, K, V, m, axis=-2)
+
     out.append(Variant("softmax over queries", "part.attn_softmax_queries", queries))
     return out
 
@@ -155,19 +187,27 @@ def _sdpa_fits(S, calls):
         def outs(j, call, t=t):
             Q, K, V, m = call.inputs
             return _attend(Q, K, V, m, scale=math.sqrt(Q.shape[-1]) * t)
+
         return [Variant(f"temperature {t:g}", "part.attn_temperature", outs, t=f"{t:g}")]
     return []
 
 
 # ---------------------------------------------------------------- MultiHeadAttention
 
-MHA_CASES = [(4, 2, 2, 3, 5, None), (6, 3, 2, 4, 4, "causal"), (6, 2, 2, 3, 4, (2, 1, 3, 4)),
-             (8, 4, 1, 2, 3, (1, 1, 2, 3)), (4, 2, 3, 2, 2, None)]  # d, H, B, Tq, Tk, mask
+MHA_CASES = [
+    (4, 2, 2, 3, 5, None),
+    (6, 3, 2, 4, 4, "causal"),
+    (6, 2, 2, 3, 4, (2, 1, 3, 4)),
+    (8, 4, 1, 2, 3, (1, 1, 2, 3)),
+    (4, 2, 3, 2, 2, None),
+]  # d, H, B, Tq, Tk, mask
 
 
 def _mha_params(d, seed):
-    return {name: (_rnd((d, d), seed + j, 0.6), _rnd((d,), seed + 10 + j, 0.3))
-            for j, name in enumerate(("W_q", "W_k", "W_v", "W_o"))}
+    return {
+        name: (_rnd((d, d), seed + j, 0.6), _rnd((d,), seed + 10 + j, 0.3))
+        for j, name in enumerate(("W_q", "W_k", "W_v", "W_o"))
+    }
 
 
 def _load(mha, P):
@@ -185,9 +225,11 @@ def _load(mha, P):
 
 def _heads(P, x_q, x_kv, H):
     """The reference's projections split into heads: q, k, v (B, H, T, dh)."""
+
     def split(x):
         B, T, d = x.shape
         return x.view(B, T, H, d // H).transpose(1, 2)
+
     lin = {n: (lambda x, w=w, b=b: x @ w.double().T + b.double()) for n, (w, b) in P.items()}
     return split(lin["W_q"](x_q)), split(lin["W_k"](x_kv)), split(lin["W_v"](x_kv)), lin["W_o"]
 
@@ -212,8 +254,9 @@ def _mha_calls(ref_ns):
         x_q, x_kv = _rnd((B, Tq, d), seed + 20), _rnd((B, Tk, d), seed + 21)
         calls.append(_mha_call(P, x_q, x_kv, _mask(mshape, seed + 30), d, H))
     # the same module called twice: first on other inputs (of the same and of other sizes), then on these
-    for j, (first, (d, H, B, Tq, Tk, mshape)) in enumerate([((2, 3, 5), MHA_CASES[0]), ((2, 2, 2), MHA_CASES[4]),
-                                                            ((2, 4, 4), MHA_CASES[2])]):
+    for j, (first, (d, H, B, Tq, Tk, mshape)) in enumerate(
+        [((2, 3, 5), MHA_CASES[0]), ((2, 2, 2), MHA_CASES[4]), ((2, 4, 4), MHA_CASES[2])]
+    ):
         seed = 8900 + 31 * [0, 4, 2][j]
         P = _mha_params(d, seed)
         x_q, x_kv = _rnd((B, Tq, d), seed + 20), _rnd((B, Tk, d), seed + 21)
@@ -233,10 +276,21 @@ def _mha_call(P, x_q, x_kv, m, d, H, before=None):
     B, Tq, Tk = x_q.shape[0], x_q.shape[1], x_kv.shape[1]
     if m == "causal":
         m = torch.ones(Tq, Tk, dtype=torch.bool).tril()
-    pre = "" if before is None else (f"after .forward(x_q {'×'.join(map(str, before[0].shape))}, "
-                                     f"x_kv {'×'.join(map(str, before[1].shape))}): ")
-    call = Call(pre + f"{MHA}({d}, {H}).forward(x_q {B}×{Tq}×{d}, x_kv {B}×{Tk}×{d}"
-                + ("" if m is None else f", mask {'×'.join(map(str, m.shape))}") + ")", None, None)
+    pre = (
+        ""
+        if before is None
+        else (
+            f"after .forward(x_q {'×'.join(map(str, before[0].shape))}, x_kv {'×'.join(map(str, before[1].shape))}): "
+        )
+    )
+    call = Call(
+        pre
+        + f"{MHA}({d}, {H}).forward(x_q {B}×{Tq}×{d}, x_kv {B}×{Tk}×{d}"
+        + ("" if m is None else f", mask {'×'.join(map(str, m.shape))}")
+        + ")",
+        None,
+        None,
+    )
     call.via, call.ran = None, False
 
     def run(g, P=P, x_q=x_q, x_kv=x_kv, m=m, d=d, H=H, call=call):
@@ -261,7 +315,7 @@ def _mha_call(P, x_q, x_kv, m, d, H, before=None):
 
     call.run = run
     call.args = (P, x_q, x_kv, m, d, H)
-    call.ref = (lambda P=P, x_q=x_q, x_kv=x_kv, m=m, H=H: _mha_ref(P, x_q, x_kv, m, H, _attend))
+    call.ref = lambda P=P, x_q=x_q, x_kv=x_kv, m=m, H=H: _mha_ref(P, x_q, x_kv, m, H, _attend)
     return call
 
 
@@ -271,11 +325,19 @@ def _mha_variants():
         if m is not None:
             return None
         return _mha_ref(P, x_kv, x_q, None, H, _attend)
-    return [Variant("x_q, x_kv swapped", "part.swapped_in", swapped, a="x_q", b="x_kv"), Variant("its own attention function", "part.mha_attention_function", lambda i, call: call.via,
-                    function=SDPA,
-                    hint_zh=f"问题出在 `{SDPA}`：先让它通过自己的测试；MultiHeadAttention 的投影和分头是对的。",
-                    hint_en=f"The difference comes from `{SDPA}`: make it pass its own tests first; "
-                            "MultiHeadAttention's projections and heads are right.")]
+
+    return [
+        Variant("x_q, x_kv swapped", "part.swapped_in", swapped, a="x_q", b="x_kv"),
+        Variant(
+            "its own attention function",
+            "part.mha_attention_function",
+            lambda i, call: call.via,
+            function=SDPA,
+            hint_zh=f"问题出在 `{SDPA}`：先让它通过自己的测试；MultiHeadAttention 的投影和分头是对的。",
+            hint_en=f"The difference comes from `{SDPA}`: make it pass its own tests first; "
+            "MultiHeadAttention's projections and heads are right.",
+        ),
+    ]
 
 
 FUNCTIONS = {"attention": (SDPA, MHA)}

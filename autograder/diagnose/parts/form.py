@@ -19,6 +19,7 @@ said for the function diagnosed, when nothing catalogued is named, at most three
 "something else differs as well" when the values differ too (beyond the dtype's precision, or the
 relation between the shapes), or a probe deviates where no form differs.
 """
+
 import difflib
 import inspect
 
@@ -181,7 +182,7 @@ def facts(function, s_log, r_log, ref_ns):
     matcher = difflib.SequenceMatcher(a=[_key(e) for e in S], b=[_key(e) for e in R], autojunk=False)
     random = function in RANDOM
     for a, b, n in matcher.get_matching_blocks():
-        for s, r in zip(S[a:a + n], R[b:b + n]):
+        for s, r in zip(S[a : a + n], R[b : b + n]):
             method, name, args, kwargs, so = s
             ro = r[4]
             text = _call_text(name, args, kwargs)
@@ -264,8 +265,15 @@ def explain(function, s_logs, r_logs, deviating, ref_ns):
         for fact, fields, text in got:
             kind = fact[0]
             # one claim per kind of fact: outputs of one wrong dtype together, one argument written
-            group = (kind,) + fact[2:4] if kind == "dtype" else fact[:2] if kind in ("shape", "type", "nograd") \
-                else (kind,) if kind == "inplace" else fact
+            group = (
+                (kind,) + fact[2:4]
+                if kind == "dtype"
+                else fact[:2]
+                if kind in ("shape", "type", "nograd")
+                else (kind,)
+                if kind == "inplace"
+                else fact
+            )
             entry = found.setdefault(group, [fact, fields, text, []])
             if kind == "dtype" and fact[1] not in entry[3]:
                 entry[3].append(fact[1])
@@ -279,7 +287,7 @@ def explain(function, s_logs, r_logs, deviating, ref_ns):
     # a probe deviating without any form fact: something else differs
     differ |= any(i not in shown for i in deviating)
     claims = []
-    for fact, fields, text, paths in list(found.values())[:MAX_CLAIMS]:
+    for fact, _fields, text, paths in list(found.values())[:MAX_CLAIMS]:
         key, f = _words(function, fact)
         if fact[0] == "dtype" and len(paths) > 1:
             names = [_out_name(function, p, None) for p in paths]
@@ -300,11 +308,15 @@ def _half(shape, seed, dtype):
 
 
 EXTRA = {  # function -> [(args, kwargs)]: calls of the form experiment beyond the probes' (other dtypes)
-    "add_positional_encoding": lambda: [((_half((2, 3, 4), 11, torch.float16),), {}),
-                                        ((_half((2, 3, 4), 12, torch.bfloat16),), {})],
-    "apply_rope": lambda: [((_half((2, 3, 4), 13, torch.float16),), {}),
-                           ((_half((1, 2, 3, 4), 14, torch.bfloat16),), {})],
-    "scaled_dot_product_attention": lambda: [tuple(_half((2, 3, 4), 15 + k, torch.float16) for k in range(3)), ],
+    "add_positional_encoding": lambda: [
+        ((_half((2, 3, 4), 11, torch.float16),), {}),
+        ((_half((2, 3, 4), 12, torch.bfloat16),), {}),
+    ],
+    "apply_rope": lambda: [
+        ((_half((2, 3, 4), 13, torch.float16),), {}),
+        ((_half((1, 2, 3, 4), 14, torch.bfloat16),), {}),
+    ],
+    "scaled_dot_product_attention": lambda: [tuple(_half((2, 3, 4), 15 + k, torch.float16) for k in range(3))],
     "fit_standardizer": lambda: [((_half((6, 2), 18, torch.float64),), {})],
     "sliding_windows": lambda: [((_half((9, 2), 19, torch.float64), 3, 2), {})],
 }

@@ -12,6 +12,7 @@ A fact is said only when every call shows it the same way, the selection itself 
 contract's (15% of the ordinary tokens, read the same way), and no catalogued mistake of `mlm_mask`
 shows the same fact (that one is the diagnosis' business).
 """
+
 import torch
 
 from ...report.messages import pair
@@ -33,8 +34,9 @@ def _rows(B, T, seed, mask_token=True):
 def _result(ids, out):
     if isinstance(out, CallFailed) or not isinstance(out, (tuple, list)) or len(out) != 2:
         return None
-    if not all(isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(ids.shape) and not x.is_floating_point()
-               for x in out):
+    if not all(
+        isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(ids.shape) and not x.is_floating_point() for x in out
+    ):
         return None
     return out[0].detach().cpu().to(torch.int64), out[1].detach().cpu().to(torch.int64)
 
@@ -165,8 +167,9 @@ def explain(student, catalogued=(), deadline=None):
     if "rates" in found:
         m, r, k = found["rates"]
         zh, en = pair("part.mlm_rates", mask=m, random=r, keep=k)
-        claims.append(_claim(f"rates {m}/{r}/{k}", zh, en, _shows(RATE_CASE[0], RATE_CASE[1], RATE_CASE[3]),
-                             something_else))
+        claims.append(
+            _claim(f"rates {m}/{r}/{k}", zh, en, _shows(RATE_CASE[0], RATE_CASE[1], RATE_CASE[3]), something_else)
+        )
     return claims
 
 

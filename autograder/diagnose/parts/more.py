@@ -1,14 +1,22 @@
 """Experiments for rope and timeseries: the reference computed with one argument or one index
 altered (the offset taken as 0, positions counted along another axis, the horizon taken as 1,
 windows taken across the boundary between the periods).  Same rules as the package's variants."""
+
 import torch
 
 from . import CRASHED, Call, Variant, _rnd, _value, first_wrong
 
 # ---------------------------------------------------------------- rope
 
-ROPE_CASES = [((2, 5, 4), 3), ((1, 2, 4, 6), 2), ((2, 3, 6), 0), ((2, 1, 4, 4), 1), ((3, 4, 2), 5),
-              ((1, 3, 3, 4), 4), ((2, 2, 3, 4), 0)]
+ROPE_CASES = [
+    ((2, 5, 4), 3),
+    ((1, 2, 4, 6), 2),
+    ((2, 3, 6), 0),
+    ((2, 1, 4, 4), 1),
+    ((3, 4, 2), 5),
+    ((1, 3, 3, 4), 4),
+    ((2, 2, 3, 4), 0),
+]
 
 
 def _rotate(x, theta):
@@ -27,8 +35,11 @@ def _rope_calls(ref_ns):
             kw = {"offset": offset} if offset else {}
             return [_value(g.call("apply_rope", x.clone(), **kw))]
 
-        call = Call(f"apply_rope(x {'×'.join(map(str, shape))}" + (f", offset={offset})" if offset else ")"), run,
-                    (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]))
+        call = Call(
+            f"apply_rope(x {'×'.join(map(str, shape))}" + (f", offset={offset})" if offset else ")"),
+            run,
+            (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]),
+        )
         call.inputs = (x, offset)
         calls.append(call)
     # past some position (a cos / sin table of fixed length), and a second call of another size (a kept table)
@@ -43,8 +54,11 @@ def _rope_calls(ref_ns):
             return [_value(g.call("apply_rope", x.clone(), **kw))]
 
         pre = "" if b is None else f"after apply_rope(x {'×'.join(map(str, before))}): "
-        call = Call(pre + f"apply_rope(x {'×'.join(map(str, shape))}" + (f", offset={offset})" if offset else ")"), run,
-                    (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]))
+        call = Call(
+            pre + f"apply_rope(x {'×'.join(map(str, shape))}" + (f", offset={offset})" if offset else ")"),
+            run,
+            (lambda x=x, offset=offset: [_value(ref_ns["apply_rope"](x, offset=offset))]),
+        )
         call.inputs = (x, offset)
         if b is None:
             call.condition, call.where = "long_positions", first_wrong(-2)
@@ -54,8 +68,13 @@ def _rope_calls(ref_ns):
     return calls
 
 
-ROPE_CONDITIONS = [((1, 200, 4), 0, None), ((2, 150, 6), 0, None),
-                   ((2, 9, 4), 0, (2, 3, 4)), ((1, 4, 6), 0, (1, 12, 6)), ((2, 5, 8), 0, (2, 5, 2))]
+ROPE_CONDITIONS = [
+    ((1, 200, 4), 0, None),
+    ((2, 150, 6), 0, None),
+    ((2, 9, 4), 0, (2, 3, 4)),
+    ((1, 4, 6), 0, (1, 12, 6)),
+    ((2, 5, 8), 0, (2, 5, 2)),
+]
 
 
 def _rope_variants(ref_ns):
@@ -75,6 +94,7 @@ def _rope_variants(ref_ns):
             shape[a] = x.shape[a]
             theta = angles(x.shape[a], x.shape[-1], offset).double().reshape(shape)
             return [_value(_rotate(x, theta))]
+
         return outs
 
     def t_from(axis):  # rope_angles(x.shape[axis]) broadcast against the (T, d/2) axes
@@ -88,6 +108,7 @@ def _rope_variants(ref_ns):
                 return [_value(_rotate(x, theta))]
             except RuntimeError:
                 return [CRASHED]
+
         return outs
 
     out = [Variant("offset ignored", "part.rope_offset_ignored", offset_zero)]
@@ -116,8 +137,11 @@ def _window_calls(ref_ns):
             out = g.call("sliding_windows", s.clone(), w, h)
             return [_value(o) for o in out] if isinstance(out, (tuple, list)) and len(out) == 2 else [_value(out), None]
 
-        call = Call(f"sliding_windows(series {N}×{F}, window={w}, horizon={h})", run,
-                    (lambda s=s, w=w, h=h: [_value(o) for o in ref_ns["sliding_windows"](s, w, h)]))
+        call = Call(
+            f"sliding_windows(series {N}×{F}, window={w}, horizon={h})",
+            run,
+            (lambda s=s, w=w, h=h: [_value(o) for o in ref_ns["sliding_windows"](s, w, h)]),
+        )
         call.inputs = (s, w, h)
         calls.append(call)
     return calls
@@ -134,9 +158,13 @@ def _window_variants(ref_ns):
                 M = s.shape[0] - w - h + 1
                 X, y = X[:M], y[:M]
             return [_value(X), _value(y)]
+
         return outs
-    return [Variant("horizon ignored", "part.ts_horizon_ignored", next_step(True)),
-            Variant("horizon 1", "part.ts_horizon_one", next_step(False))]
+
+    return [
+        Variant("horizon ignored", "part.ts_horizon_ignored", next_step(True)),
+        Variant("horizon 1", "part.ts_horizon_one", next_step(False)),
+    ]
 
 
 def _dataset_calls(ref_ns):
@@ -150,8 +178,11 @@ def _dataset_calls(ref_ns):
                 return [_value(o) for o in out]
             return [_value(out)] + [None] * 5
 
-        call = Call(f"make_datasets(series {N}×{F}, n_train={n}, window={w}, horizon={h})", run,
-                    (lambda s=s, n=n, w=w, h=h: [_value(o) for o in ref_ns["make_datasets"](s, n, w, h)]))
+        call = Call(
+            f"make_datasets(series {N}×{F}, n_train={n}, window={w}, horizon={h})",
+            run,
+            (lambda s=s, n=n, w=w, h=h: [_value(o) for o in ref_ns["make_datasets"](s, n, w, h)]),
+        )
         call.inputs = (s, n, w, h)
         calls.append(call)
     return calls
@@ -168,13 +199,20 @@ def _dataset_variants(ref_ns):
             test = target >= n  # every window whose target lies in the test period, inputs in training too
             train = target < n  # (the reference's training windows)
             return [_value(X[train]), _value(y[train]), _value(X[test]), _value(y[test]), _value(mean), _value(std)]
+
         return outs
+
     return [Variant("test windows across the boundary", "part.ts_across_boundary", across("test by target"))]
 
 
 # ---------------------------------------------------------------- tiny_lm
 
-LM_CASES = [(3, 6, 7, 4, [6, 3, 4]), (2, 5, 6, 4, [2, 5]), (2, 7, 5, 2, [4, 7]), (3, 4, 6, 2, [3, 2, 4])]  # B, T, V, d, lengths
+LM_CASES = [
+    (3, 6, 7, 4, [6, 3, 4]),
+    (2, 5, 6, 4, [2, 5]),
+    (2, 7, 5, 2, [4, 7]),
+    (3, 4, 6, 2, [3, 2, 4]),
+]  # B, T, V, d, lengths
 
 
 def _lm_calls(ref_ns):
@@ -189,8 +227,11 @@ def _lm_calls(ref_ns):
         def run(g, tokens=tokens, L=L, params=params):
             return [_value(g.call("tiny_lm_loss", tokens.clone(), L.clone(), tuple(p.clone() for p in params)))]
 
-        call = Call(f"tiny_lm_loss(tokens {B}×{T}, lengths={lengths}, params)", run,
-                    (lambda tokens=tokens, L=L, params=params: [_value(ref_ns["tiny_lm_loss"](tokens, L, params))]))
+        call = Call(
+            f"tiny_lm_loss(tokens {B}×{T}, lengths={lengths}, params)",
+            run,
+            (lambda tokens=tokens, L=L, params=params: [_value(ref_ns["tiny_lm_loss"](tokens, L, params))]),
+        )
         call.inputs = (tokens, L, params)
         calls.append(call)
     return calls
@@ -204,16 +245,16 @@ def _lm_variants(ref_ns):
             with torch.no_grad():
                 logits = ref_ns["tiny_lm_logits"](tokens, nonzero.sum(1) if lengths_too else L, params)
                 return [_value(ref_ns["masked_cross_entropy"](logits[:, :-1], tokens[:, 1:], nonzero[:, 1:]))]
+
         return outs
-    return [Variant("padding by token 0", "part.lm_padding_by_token", by_token_zero(False)),
-            Variant("padding by token 0, lengths too", "part.lm_padding_by_token", by_token_zero(True))]
+
+    return [
+        Variant("padding by token 0", "part.lm_padding_by_token", by_token_zero(False)),
+        Variant("padding by token 0, lengths too", "part.lm_padding_by_token", by_token_zero(True)),
+    ]
 
 
-FUNCTIONS = {
-    "rope": ("apply_rope",),
-    "timeseries": ("sliding_windows", "make_datasets"),
-    "tiny_lm": ("tiny_lm_loss",),
-}
+FUNCTIONS = {"rope": ("apply_rope",), "timeseries": ("sliding_windows", "make_datasets"), "tiny_lm": ("tiny_lm_loss",)}
 
 
 def setup(exercise, function, ref_ns):

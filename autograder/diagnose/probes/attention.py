@@ -1,4 +1,5 @@
 """Probes of the `attention` exercise: scaled_dot_product_attention, MultiHeadAttention."""
+
 import torch
 
 from ..inputs import bools, finite, gradients, prefix, query_rows, rnd
@@ -13,6 +14,7 @@ def attention_call(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, g
     """One call of the attention function.  mask: None, a shape (random, every row kept) or 'causal';
     empty: a query row left with no allowed key (its values are free: only finiteness is read);
     far: every score far below 0 (Q ~ -15, K ~ +15), where exp underflows in float32."""
+
     def run(s):
         Q, K, V = (rnd(lead + (T, d), seed + j, dtype=dtype) for j, (T, d) in enumerate([(Tq, dk), (Tk, dk), (Tk, dv)]))
         if far:
@@ -39,19 +41,27 @@ def attention_call(lead, Tq, Tk, dk, dv, seed, mask=None, dtype=torch.float32, g
             return obs
         keep = torch.ones(Tq, dtype=torch.bool)
         keep[empty] = False
-        obs = {"out": query_rows(out, keep), "weights": query_rows(w, keep),
-               "finite out (a query with no allowed key)": finite(out),
-               "finite weights (a query with no allowed key)": finite(w)}
+        obs = {
+            "out": query_rows(out, keep),
+            "weights": query_rows(w, keep),
+            "finite out (a query with no allowed key)": finite(out),
+            "finite weights (a query with no allowed key)": finite(w),
+        }
         if grad:
             g = gradients([out, w], leaves)
             obs["finite gradient (a query with no allowed key)"] = g if isinstance(g, str) else finite(g)
         return obs
-    run.__name__ = f"attention_{Tq}x{Tk}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "") \
+
+    run.__name__ = (
+        f"attention_{Tq}x{Tk}"
+        + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "")
         + ("_far_below_0" if far else "")
+    )
     return run
 
 
-for _i, _kw in enumerate([
+for _i, _kw in enumerate(
+    [
         dict(lead=(), Tq=3, Tk=5, dk=4, dv=2),
         dict(lead=(2,), Tq=4, Tk=4, dk=3, dv=5, mask="causal"),
         dict(lead=(2, 2), Tq=3, Tk=5, dk=4, dv=3, mask=(2, 1, 1, 5)),
@@ -62,7 +72,8 @@ for _i, _kw in enumerate([
         dict(lead=(2,), Tq=3, Tk=4, dk=2, dv=3, mask=(2, 3, 4), empty=1),
         dict(lead=(2,), Tq=3, Tk=3, dk=2, dv=2, mask=(3, 3), empty=0, grad=True),
         dict(lead=(2,), Tq=3, Tk=4, dk=4, dv=2, mask=(2, 3, 4), far=True),
-]):
+    ]
+):
     probe(EX, SDPA)(attention_call(seed=100 + 10 * _i, **_kw))
 
 
@@ -80,6 +91,7 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
     respect to x_q and x_kv (a mistake in the student's own attention function that shows only in
     gradients shows here too).  zero_q: x_q is 0 (queries are W_q's bias alone), so that whatever
     adds x_q to a result (a residual) cannot matter."""
+
     def run(s):
         P = mha_params(d, bias, seed)
         mha = s.new(MHA, d, H, bias=bias)
@@ -88,8 +100,12 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
             for name in ("W_q", "W_k", "W_v", "W_o"):
                 lin = getattr(mha, name, None)
                 w, b = getattr(lin, "weight", None), getattr(lin, "bias", None)
-                layout.append((tuple(w.shape) if isinstance(w, torch.Tensor) else None,
-                               tuple(b.shape) if isinstance(b, torch.Tensor) else None))
+                layout.append(
+                    (
+                        tuple(w.shape) if isinstance(w, torch.Tensor) else None,
+                        tuple(b.shape) if isinstance(b, torch.Tensor) else None,
+                    )
+                )
                 if isinstance(w, torch.Tensor) and tuple(w.shape) == (d, d):
                     w.copy_(P[name])
                 if isinstance(b, torch.Tensor) and tuple(b.shape) == (d,):
@@ -117,12 +133,18 @@ def mha_call(d, H, bias, B, Tq, Tk, seed, mask=None, self_attn=False, grad=False
         else:
             obs["result"] = res
         return obs
-    run.__name__ = f"multi_head_{d}_{H}" + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "") \
-        + ("_zero_queries" if zero_q else "") + (f"_after_a_call_{before[0]}x{before[1]}" if before else "")
+
+    run.__name__ = (
+        f"multi_head_{d}_{H}"
+        + (f"_{mask if isinstance(mask, str) else 'mask'}" if mask else "")
+        + ("_zero_queries" if zero_q else "")
+        + (f"_after_a_call_{before[0]}x{before[1]}" if before else "")
+    )
     return run
 
 
-for _i, _kw in enumerate([
+for _i, _kw in enumerate(
+    [
         dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=5),
         dict(d=6, H=3, bias=False, B=2, Tq=4, Tk=4, mask="causal", self_attn=True),
         dict(d=4, H=2, bias=True, B=2, Tq=4, Tk=4, mask="padding", self_attn=True),
@@ -131,7 +153,8 @@ for _i, _kw in enumerate([
         dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=4, mask=(2, 1, 1, 4), grad=True),
         dict(d=4, H=2, bias=True, B=2, Tq=3, Tk=5, before=(3, 5)),
         dict(d=6, H=3, bias=True, B=2, Tq=2, Tk=4, before=(4, 2)),
-]):
+    ]
+):
     probe(EX, MHA)(mha_call(seed=300 + 100 * _i, **_kw))
 
 # x_q = 0: a residual x_q + ... (or anything else scaling or adding x_q) cannot matter, so that a

@@ -2,10 +2,11 @@
 
 mlm_mask is random: its probes compare only what the contract fixes (structure, rates read through
 exact binomial bounds, seeding), never the draws."""
+
 import torch
 
-from ..inputs import generator, global_state_moves, kind_of
-from ..registry import CallFailed, probe
+from ..inputs import generator, global_state_moves
+from ..registry import probe
 
 EX = "bert_masking"
 MLM = "mlm_mask"
@@ -15,10 +16,12 @@ IGNORE = -100
 
 @probe(EX, "special_tokens_mask")
 def _bm_special(s):
-    return [s.call("special_tokens_mask", torch.tensor([[1, 7, 8, 2, 0, 0]]), [0, 1, 2, 3]),
-            s.call("special_tokens_mask", torch.tensor([[101, 2003, 103, 102, 0], [101, 100, 104, 102, 0]]), BERT_IDS),
-            s.call("special_tokens_mask", torch.tensor([[5, 0, 9, 5], [3, 9, 9, 4]]), [9, 5, 3]),
-            s.call("special_tokens_mask", torch.tensor([[0, 6, 7, 6]]), [6])]
+    return [
+        s.call("special_tokens_mask", torch.tensor([[1, 7, 8, 2, 0, 0]]), [0, 1, 2, 3]),
+        s.call("special_tokens_mask", torch.tensor([[101, 2003, 103, 102, 0], [101, 100, 104, 102, 0]]), BERT_IDS),
+        s.call("special_tokens_mask", torch.tensor([[5, 0, 9, 5], [3, 9, 9, 4]]), [9, 5, 3]),
+        s.call("special_tokens_mask", torch.tensor([[0, 6, 7, 6]]), [6]),
+    ]
 
 
 def bert_rows(B, T, V, seed, min_len, with_mask_token=False):
@@ -40,8 +43,9 @@ def inputs_and_labels(ids, res):
     """(inputs, labels) detached, or None when the result is not two (B, T) integer tensors."""
     if not isinstance(res, (tuple, list)) or len(res) != 2:
         return None
-    if not all(isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(ids.shape) and not x.is_floating_point()
-               for x in res):
+    if not all(
+        isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(ids.shape) and not x.is_floating_point() for x in res
+    ):
         return None
     return res[0].detach().to(torch.int64), res[1].detach().to(torch.int64)
 
@@ -49,8 +53,14 @@ def inputs_and_labels(ids, res):
 def kind_of(res):
     """What came back, as types, shapes and dtypes (for results that are not two (B, T) tensors)."""
     if isinstance(res, (tuple, list)):
-        return ("kind", tuple((type(x).__name__, tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor)
-                              else type(x).__name__ for x in res[:3]), len(res))
+        return (
+            "kind",
+            tuple(
+                (type(x).__name__, tuple(x.shape), str(x.dtype)) if isinstance(x, torch.Tensor) else type(x).__name__
+                for x in res[:3]
+            ),
+            len(res),
+        )
     return ("kind", type(res).__name__)
 
 
@@ -92,15 +102,18 @@ def masking_facts(s):
     other = inputs_and_labels(ids, s.call(MLM, ids, *args, 6))
     same = again is not None and all(torch.equal(x, y) for x, y in zip(got, again))
     same_other = other is not None and all(torch.equal(x, y) for x, y in zip(got, other))
-    return [[str(x.dtype) for x in res],
-            tuple(sorted(set(ids[touched].tolist()))),  # special ids ever selected or changed
-            bool((labels[lab] == ids[lab]).all()),  # labels hold the original tokens
-            # labels hold the replaced inputs ([MASK] where the original was another token)
-            bool((labels[lab] == inputs[lab]).all()) and bool((labels[lab & (ids != 103)] == 103).any()),
-            tuple(foreign) if len(foreign) <= 3 else "many",  # label values that are neither -100 nor the original
-            bool((~lab & (inputs != ids)).any()),  # an unlabelled token changed
-            bool(((inputs < 0) | (inputs >= 200)).any()),
-            same, same_other]
+    return [
+        [str(x.dtype) for x in res],
+        tuple(sorted(set(ids[touched].tolist()))),  # special ids ever selected or changed
+        bool((labels[lab] == ids[lab]).all()),  # labels hold the original tokens
+        # labels hold the replaced inputs ([MASK] where the original was another token)
+        bool((labels[lab] == inputs[lab]).all()) and bool((labels[lab & (ids != 103)] == 103).any()),
+        tuple(foreign) if len(foreign) <= 3 else "many",  # label values that are neither -100 nor the original
+        bool((~lab & (inputs != ids)).any()),  # an unlabelled token changed
+        bool(((inputs < 0) | (inputs >= 200)).any()),
+        same,
+        same_other,
+    ]
 
 
 @probe(EX, MLM)
@@ -136,11 +149,13 @@ def masking_rates(s):
     rate = read_rate(S, n, (0.12, 0.15, 0.8, 1.0))  # labelled: 0.15 (0.12 = 0.15 x 0.8: [MASK] only)
     if rate not in (0.12, 0.15, 0.8):  # labels everywhere (or nowhere): the mix means nothing
         return [rate]
-    return [rate,
-            read_rate(n_mask, S, (0.15, 0.8, 1.0)),
-            read_rate(S - n_mask - n_keep, S, (0.0, 0.02, 0.1)),  # 0.02 = 0.2 x 0.1
-            read_rate(n_keep, S, (0.0, 0.1, 0.18, 0.75)),
-            uniform]
+    return [
+        rate,
+        read_rate(n_mask, S, (0.15, 0.8, 1.0)),
+        read_rate(S - n_mask - n_keep, S, (0.0, 0.02, 0.1)),  # 0.02 = 0.2 x 0.1
+        read_rate(n_keep, S, (0.0, 0.1, 0.18, 0.75)),
+        uniform,
+    ]
 
 
 @probe(EX, MLM)

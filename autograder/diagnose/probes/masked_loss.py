@@ -1,4 +1,5 @@
 """Probes of the `masked_loss` exercise: masked_cross_entropy."""
+
 import torch
 
 from ..inputs import finite, generator, gradients, rnd
@@ -12,6 +13,7 @@ def loss_call(B, T, V, seed, mask, pad_targets=None, pad_logits=None, scale=3.0,
     """One call: padded targets / logits set to a value (pad_targets, pad_logits), logits up to
     `scale`; grad: also the gradient at valid positions, and whether it is finite and exactly 0
     at padded ones."""
+
     def run(s):
         logits = rnd((B, T, V), seed, scale)
         targets = torch.randint(0, V, (B, T), generator=generator(seed + 1))
@@ -33,19 +35,30 @@ def loss_call(B, T, V, seed, mask, pad_targets=None, pad_logits=None, scale=3.0,
         if isinstance(g, str):
             return {"loss": loss, "gradient": g}
         g = g[0]
-        return {"loss": loss, "gradient at valid positions": g.masked_fill(~m[..., None], 0.0),
-                "finite gradient at padded positions": finite(g[~m]),
-                "gradient exactly 0 at padded positions": bool((g[~m] == 0).all())}
+        return {
+            "loss": loss,
+            "gradient at valid positions": g.masked_fill(~m[..., None], 0.0),
+            "finite gradient at padded positions": finite(g[~m]),
+            "gradient exactly 0 at padded positions": bool((g[~m] == 0).all()),
+        }
+
     what = "_".join(f"{k}" for k, v in (("pad_targets", pad_targets), ("pad_logits", pad_logits)) if v is not None)
-    run.__name__ = f"loss_{B}x{T}x{V}" + (f"_{what}" if what else "") + ("_large" if scale > 100 else "") \
+    run.__name__ = (
+        f"loss_{B}x{T}x{V}"
+        + (f"_{what}" if what else "")
+        + ("_large" if scale > 100 else "")
         + ("_gradient" if grad else "")
+    )
     return run
 
 
-MASKS = [[[True, True, True, True], [True, True, False, False]],
-         [[True, False, True, False], [False, True, True, True], [True, True, True, True]],
-         [[True, True, False], [True, False, False]]]
-for _i, _kw in enumerate([
+MASKS = [
+    [[True, True, True, True], [True, True, False, False]],
+    [[True, False, True, False], [False, True, True, True], [True, True, True, True]],
+    [[True, True, False], [True, False, False]],
+]
+for _i, _kw in enumerate(
+    [
         dict(B=2, T=4, V=5, mask=MASKS[0]),
         dict(B=3, T=4, V=3, mask=MASKS[1]),
         dict(B=2, T=3, V=4, mask=MASKS[2], pad_targets=7),
@@ -55,7 +68,8 @@ for _i, _kw in enumerate([
         dict(B=3, T=4, V=3, mask=MASKS[1], grad=True),
         dict(B=2, T=3, V=4, mask=MASKS[2], pad_logits=float("nan"), grad=True),
         dict(B=2, T=3, V=4, mask=MASKS[2], pad_logits=float("inf"), grad=True),
-]):
+    ]
+):
     probe(EX, CE)(loss_call(seed=800 + 10 * _i, **_kw))
 
 
@@ -63,10 +77,12 @@ def uniform_logits(B, T, V, seed, mask):
     """Logits equal across the vocabulary at every position (each position its own constant):
     every token's loss is log V, so that how the log-probabilities are formed (smoothed, through
     a softmax...) cannot matter and only how the losses are summed and divided shows."""
+
     def run(s):
         logits = rnd((B, T, 1), seed, 2.0).expand(B, T, V).contiguous()
         targets = torch.randint(0, V, (B, T), generator=generator(seed + 1))
         return s.call(CE, logits, targets, torch.as_tensor(mask))
+
     run.__name__ = f"loss_{B}x{T}x{V}_uniform_logits"
     return run
 
@@ -77,5 +93,6 @@ for _i, (_shape, _mask) in enumerate([((3, 4, 3), MASKS[1]), ((2, 4, 5), MASKS[0
 
 @probe(EX, CE)
 def loss_rejects_empty_mask(s):
-    return s.raises(ValueError, CE, rnd((2, 3, 4), 890), torch.zeros(2, 3, dtype=torch.long),
-                    torch.zeros(2, 3, dtype=torch.bool))
+    return s.raises(
+        ValueError, CE, rnd((2, 3, 4), 890), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool)
+    )

@@ -1,4 +1,5 @@
 """Probes of the `masks` exercise: padding_mask, causal_mask, attention_mask."""
+
 import torch
 
 from ...checks.elsewhere import ELSEWHERE, device_of, put_elsewhere
@@ -10,17 +11,21 @@ EX = "masks"
 
 @probe(EX, "padding_mask")
 def padding_mask_values(s):
-    return [s.call("padding_mask", torch.tensor([3, 0, 2])),
-            s.call("padding_mask", torch.tensor([1, 4, 2]), 6),
-            s.call("padding_mask", torch.tensor([2, 2]), max_len=2),
-            s.call("padding_mask", torch.tensor([5]))]
+    return [
+        s.call("padding_mask", torch.tensor([3, 0, 2])),
+        s.call("padding_mask", torch.tensor([1, 4, 2]), 6),
+        s.call("padding_mask", torch.tensor([2, 2]), max_len=2),
+        s.call("padding_mask", torch.tensor([5])),
+    ]
 
 
 @probe(EX, "padding_mask")
 def padding_mask_rejects_bad_lengths(s):
-    return [s.raises(ValueError, "padding_mask", torch.tensor([-1, 2])),
-            s.raises(ValueError, "padding_mask", torch.tensor([5, 1]), 3),
-            s.raises(ValueError, "padding_mask", torch.tensor([2, 1]), 2)]
+    return [
+        s.raises(ValueError, "padding_mask", torch.tensor([-1, 2])),
+        s.raises(ValueError, "padding_mask", torch.tensor([5, 1]), 3),
+        s.raises(ValueError, "padding_mask", torch.tensor([2, 1]), 2),
+    ]
 
 
 @probe(EX, "causal_mask")
@@ -30,10 +35,12 @@ def causal_mask_values(s):
 
 @probe(EX, "attention_mask")
 def attention_mask_values(s):
-    return [s.call("attention_mask", torch.tensor([3, 1, 2])),
-            s.call("attention_mask", torch.tensor([3, 1, 2]), causal=True),
-            s.call("attention_mask", torch.tensor([2, 4]), 5, causal=True),
-            s.call("attention_mask", torch.tensor([1, 3]), 4)]
+    return [
+        s.call("attention_mask", torch.tensor([3, 1, 2])),
+        s.call("attention_mask", torch.tensor([3, 1, 2]), causal=True),
+        s.call("attention_mask", torch.tensor([2, 4]), 5, causal=True),
+        s.call("attention_mask", torch.tensor([1, 3]), 4),
+    ]
 
 
 @probe(EX, "causal_mask", on_device=True)
@@ -52,7 +59,7 @@ def padding_mask_elsewhere(s):
 
 
 def where(s, out):
-    """"device" if `out` is on the device the call asked for, "cpu" if on the CPU (the same
+    """ "device" if `out` is on the device the call asked for, "cpu" if on the CPU (the same
     observation on a GPU and on the simulated device); what it is otherwise."""
     if not isinstance(out, torch.Tensor):
         return kind_of(out)
@@ -65,8 +72,10 @@ def where(s, out):
 @probe(EX, "attention_mask")
 def attention_mask_zero_length(s):
     """A sequence of length 0 among others: its rows have no allowed key."""
-    return [s.call("attention_mask", torch.tensor([2, 0, 3])),
-            s.call("attention_mask", torch.tensor([0, 2]), 3, causal=True)]
+    return [
+        s.call("attention_mask", torch.tensor([2, 0, 3])),
+        s.call("attention_mask", torch.tensor([0, 2]), 3, causal=True),
+    ]
 
 
 @probe(EX, "causal_mask")

@@ -1,4 +1,5 @@
 """Probes of the `positional_encoding` exercise: sinusoidal_encoding, add_positional_encoding."""
+
 import torch
 
 from ...checks.elsewhere import put_elsewhere
@@ -11,9 +12,13 @@ EX = "positional_encoding"
 
 @probe(EX, "sinusoidal_encoding")
 def encoding_values(s):
-    return [s.call("sinusoidal_encoding", 5, 6), s.call("sinusoidal_encoding", 1, 2),
-            s.call("sinusoidal_encoding", 4, 8, 100.0), s.call("sinusoidal_encoding", 3, 4, base=50.0),
-            s.call("sinusoidal_encoding", 7, 10)]
+    return [
+        s.call("sinusoidal_encoding", 5, 6),
+        s.call("sinusoidal_encoding", 1, 2),
+        s.call("sinusoidal_encoding", 4, 8, 100.0),
+        s.call("sinusoidal_encoding", 3, 4, base=50.0),
+        s.call("sinusoidal_encoding", 7, 10),
+    ]
 
 
 @probe(EX, "sinusoidal_encoding")
@@ -24,14 +29,21 @@ def encoding_rejects_odd_d(s):
 def added_encoding(shape, seed, dtype=torch.float32):
     def run(s):
         return s.call("add_positional_encoding", rnd(shape, seed, dtype=dtype))
+
     run.__name__ = f"added_encoding_{'x'.join(map(str, shape))}"
     return run
 
 
 # (B, T, d): B != T, B == T (an encoding added along the batch axis runs only there), B == 1, float64
-for _i, (_shape, _dtype) in enumerate([((2, 4, 6), torch.float32), ((3, 3, 4), torch.float32),
-                                       ((1, 5, 2), torch.float32), ((2, 3, 4), torch.float64),
-                                       ((4, 2, 4), torch.float32)]):
+for _i, (_shape, _dtype) in enumerate(
+    [
+        ((2, 4, 6), torch.float32),
+        ((3, 3, 4), torch.float32),
+        ((1, 5, 2), torch.float32),
+        ((2, 3, 4), torch.float64),
+        ((4, 2, 4), torch.float32),
+    ]
+):
     probe(EX, "add_positional_encoding")(added_encoding(_shape, 10 + _i, _dtype))
 
 

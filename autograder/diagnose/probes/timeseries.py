@@ -1,5 +1,6 @@
 """Probes of the `timeseries` exercise: chronological_split, fit_standardizer, sliding_windows,
 make_datasets."""
+
 from ..inputs import outcome, rnd
 from ..registry import probe
 
@@ -21,9 +22,15 @@ def split_facts(series_, n, res):
     train, test = res
     rows = [tuple(r) for r in series_.tolist()]
     idx = [rows.index(tuple(r)) if tuple(r) in rows else -1 for r in torch.cat([train, test]).tolist()]
-    return [tuple(train.shape), tuple(test.shape), train.dtype == series_.dtype,
-            bool(torch.equal(train, series_[:n])), bool(torch.equal(test, series_[n:])),
-            sorted(idx) == list(range(len(rows))), idx == sorted(idx)]
+    return [
+        tuple(train.shape),
+        tuple(test.shape),
+        train.dtype == series_.dtype,
+        bool(torch.equal(train, series_[:n])),
+        bool(torch.equal(test, series_[n:])),
+        sorted(idx) == list(range(len(rows))),
+        idx == sorted(idx),
+    ]
 
 
 @probe(EX, "chronological_split")
@@ -46,35 +53,47 @@ def split_rejects_empty_periods(s):
 
 @probe(EX, "fit_standardizer")
 def standardizer_values(s):
-    return [s.call("fit_standardizer", series(6, 3, 1110)), s.call("fit_standardizer", series(5, 2, 1111, constant=0)),
-            s.call("fit_standardizer", series(4, 1, 1112)), s.call("fit_standardizer", series(3, 4, 1113, constant=3))]
+    return [
+        s.call("fit_standardizer", series(6, 3, 1110)),
+        s.call("fit_standardizer", series(5, 2, 1111, constant=0)),
+        s.call("fit_standardizer", series(4, 1, 1112)),
+        s.call("fit_standardizer", series(3, 4, 1113, constant=3)),
+    ]
 
 
 @probe(EX, "sliding_windows")
 def window_values(s):
-    return [s.call("sliding_windows", series(N, F, 1120 + N), w, h)
-            for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (5, 2, 4, 1), (6, 3, 1, 1), (7, 2, 2, 5)]]
+    return [
+        s.call("sliding_windows", series(N, F, 1120 + N), w, h)
+        for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (5, 2, 4, 1), (6, 3, 1, 1), (7, 2, 2, 5)]
+    ]
 
 
 @probe(EX, "sliding_windows", isolates=True)
 def windows_of_long_enough_series(s):
     """Every series long enough for two windows or more: a length check (however it is written)
     cannot matter, so that a mistake in the windows themselves is seen alone."""
-    return [s.call("sliding_windows", series(N, F, 1150 + N), w, h)
-            for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (6, 3, 1, 1), (7, 2, 2, 2)]]
+    return [
+        s.call("sliding_windows", series(N, F, 1150 + N), w, h)
+        for N, F, w, h in [(8, 2, 3, 1), (9, 1, 2, 3), (6, 3, 1, 1), (7, 2, 2, 2)]
+    ]
 
 
 @probe(EX, "sliding_windows")
 def windows_reject_bad_arguments(s):
-    return [s.raises(ValueError, "sliding_windows", series(N, 2, 1130), w, h)
-            for N, w, h in [(6, 2, 0), (6, 0, 1), (3, 3, 1), (4, 2, 3)]]
+    return [
+        s.raises(ValueError, "sliding_windows", series(N, 2, 1130), w, h)
+        for N, w, h in [(6, 2, 0), (6, 0, 1), (3, 3, 1), (4, 2, 3)]
+    ]
 
 
 @probe(EX, "make_datasets")
 def dataset_values(s):
-    return [s.call("make_datasets", series(12, 2, 1140), 8, 3, 1),
-            s.call("make_datasets", series(14, 1, 1141), 9, 2, 2),
-            s.call("make_datasets", series(11, 3, 1142, constant=1), 7, 2, 1)]
+    return [
+        s.call("make_datasets", series(12, 2, 1140), 8, 3, 1),
+        s.call("make_datasets", series(14, 1, 1141), 9, 2, 2),
+        s.call("make_datasets", series(11, 3, 1142, constant=1), 7, 2, 1),
+    ]
 
 
 def unit_std_series(N, F, n_train, seed):
@@ -92,13 +111,17 @@ def unit_std_series(N, F, n_train, seed):
 
 @probe(EX, "make_datasets", isolates=True)
 def datasets_with_unit_training_std(s):
-    return [s.call("make_datasets", unit_std_series(12, 2, 8, 1160), 8, 3, 1),
-            s.call("make_datasets", unit_std_series(13, 1, 6, 1161), 6, 2, 2)]
+    return [
+        s.call("make_datasets", unit_std_series(12, 2, 8, 1160), 8, 3, 1),
+        s.call("make_datasets", unit_std_series(13, 1, 6, 1161), 6, 2, 2),
+    ]
 
 
 @probe(EX, "make_datasets")
 def datasets_reject_bad_arguments(s):
     """ValueError as the functions it calls: a test period, then a training period, too short for one
     window; a horizon of 0, a window of 0; an empty test period."""
-    return [outcome(s, "make_datasets", series(N, 2, 1143), n, w, h)
-            for N, n, w, h in [(11, 8, 3, 1), (12, 3, 2, 2), (10, 6, 2, 0), (10, 6, 0, 1), (9, 9, 2, 1)]]
+    return [
+        outcome(s, "make_datasets", series(N, 2, 1143), n, w, h)
+        for N, n, w, h in [(11, 8, 3, 1), (12, 3, 2, 2), (10, 6, 2, 0), (10, 6, 0, 1), (9, 9, 2, 1)]
+    ]

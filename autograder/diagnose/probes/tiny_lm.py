@@ -3,6 +3,7 @@ the parts the student pastes into it (padding_mask, causal_mask, sinusoidal_enco
 scaled_dot_product_attention, masked_cross_entropy), probed as in their own exercises.
 
 init_tiny_lm and train_tiny_lm are random: their probes compare only what the contract fixes."""
+
 import math
 
 import torch
@@ -34,13 +35,20 @@ def init_facts(s):
         torch.manual_seed(54321)
         b = s.call("init_tiny_lm", V, d, seed)
         c = s.call("init_tiny_lm", V, d, seed + 1)
-        if not all(isinstance(p, (tuple, list)) and len(p) == 6 and all(isinstance(x, torch.Tensor) for x in p)
-                   for p in (a, b, c)):
+        if not all(
+            isinstance(p, (tuple, list)) and len(p) == 6 and all(isinstance(x, torch.Tensor) for x in p)
+            for p in (a, b, c)
+        ):
             out.append(kind_of(a))
             continue
-        out.append([[(tuple(x.shape), str(x.dtype)) for x in a], finite(list(a)),
-                    all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b)),
-                    all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, c))])
+        out.append(
+            [
+                [(tuple(x.shape), str(x.dtype)) for x in a],
+                finite(list(a)),
+                all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b)),
+                all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, c)),
+            ]
+        )
     return out
 
 
@@ -55,15 +63,21 @@ def valid_logits(out, lengths):
 def logits_call(B, T, V, d, lengths, seed):
     def run(s):
         lengths_t = torch.tensor(lengths)
-        return valid_logits(s.call("tiny_lm_logits", tokens(B, T, V, seed), lengths_t, model_params(V, d, seed + 1)),
-                         lengths_t)
+        return valid_logits(
+            s.call("tiny_lm_logits", tokens(B, T, V, seed), lengths_t, model_params(V, d, seed + 1)), lengths_t
+        )
+
     return run
 
 
-for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
-                          dict(B=3, T=5, V=5, d=6, lengths=[1, 5, 3]),
-                          dict(B=1, T=3, V=4, d=2, lengths=[3]),
-                          dict(B=2, T=6, V=9, d=8, lengths=[6, 6])]):
+for _i, _kw in enumerate(
+    [
+        dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
+        dict(B=3, T=5, V=5, d=6, lengths=[1, 5, 3]),
+        dict(B=1, T=3, V=4, d=2, lengths=[3]),
+        dict(B=2, T=6, V=9, d=8, lengths=[6, 6]),
+    ]
+):
     probe(EX, "tiny_lm_logits")(logits_call(seed=1300 + 10 * _i, **_kw))
 
 
@@ -84,13 +98,18 @@ def logits_with_extra_padding(s):
 def loss_call(B, T, V, d, lengths, seed):
     def run(s):
         return s.call("tiny_lm_loss", tokens(B, T, V, seed), torch.tensor(lengths), model_params(V, d, seed + 1))
+
     return run
 
 
-for _i, _kw in enumerate([dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
-                          dict(B=3, T=5, V=5, d=2, lengths=[2, 5, 3]),
-                          dict(B=2, T=6, V=7, d=4, lengths=[3, 4]),
-                          dict(B=1, T=3, V=4, d=6, lengths=[3])]):
+for _i, _kw in enumerate(
+    [
+        dict(B=2, T=4, V=6, d=4, lengths=[4, 2]),
+        dict(B=3, T=5, V=5, d=2, lengths=[2, 5, 3]),
+        dict(B=2, T=6, V=7, d=4, lengths=[3, 4]),
+        dict(B=1, T=3, V=4, d=6, lengths=[3]),
+    ]
+):
     probe(EX, "tiny_lm_loss")(loss_call(seed=1400 + 10 * _i, **_kw))
 
 
@@ -121,8 +140,12 @@ def trend(losses):
 
 
 def same_losses(a, b):
-    return a is not None and b is not None and len(a) == len(b) and \
-        all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+    return (
+        a is not None
+        and b is not None
+        and len(a) == len(b)
+        and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+    )
 
 
 @probe(EX, "train_tiny_lm")
@@ -159,16 +182,19 @@ def training_init_is_seeded(s):
         return [a, b]
 
 
-
-
 # ---------------------------------------------------------------- the pasted parts
 
 # A part is probed exactly as in its own exercise: a mistake in it is then named after that
 # exercise's catalogue entry (engine.part_mistakes), and preferred to a model mistake that only
 # looks the same from outside (an off-by-one padding mask looks like a loss counting one position
 # too many).
-PARTS = {"padding_mask": "masks", "causal_mask": "masks", "sinusoidal_encoding": "positional_encoding",
-         "scaled_dot_product_attention": "attention", "masked_cross_entropy": "masked_loss"}
+PARTS = {
+    "padding_mask": "masks",
+    "causal_mask": "masks",
+    "sinusoidal_encoding": "positional_encoding",
+    "scaled_dot_product_attention": "attention",
+    "masked_cross_entropy": "masked_loss",
+}
 
 
 def _register_parts():

@@ -3,6 +3,7 @@
 Revision ID: 0001
 Revises:
 """
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -25,9 +26,7 @@ def upgrade():
         sa.Column("created_at", TZ, nullable=False),
     )
     op.create_table(
-        "keys",
-        sa.Column("name", sa.String(50), primary_key=True),
-        sa.Column("value", sa.String(200), nullable=False),
+        "keys", sa.Column("name", sa.String(50), primary_key=True), sa.Column("value", sa.String(200), nullable=False)
     )
     op.create_table(
         "submissions",
