@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .options import add_course_option
 
 
 def cmd_grade(args):
@@ -157,12 +158,6 @@ def cmd_dashboard(args):
     return 0
 
 
-COURSE_HELP = (
-    "course folder (course.yml, solutions/, exercises/) or its course.yml (default: the nearest "
-    "course.yml in the current folder or above it, else the built-in course)"
-)
-
-
 def cmd_init_course(args):
     import shutil
 
@@ -242,7 +237,7 @@ def build_parser():
     )
     g.add_argument("submission", help="a .py file, an .ipynb notebook, or a folder of them")
     g.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
-    g.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    add_course_option(g)
     g.add_argument(
         "--assignment", metavar="NAME", help="grade the exercises of this course.yml assignment (default: the first)"
     )
@@ -288,7 +283,7 @@ def build_parser():
         "remembered. Exit status 0: full marks; 2: the reference loses points here (the "
         "graders refuse to grade).",
     )
-    c.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    add_course_option(c)
     c.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
     c.add_argument("--exercise", action="append", metavar="ID", help="only this exercise (repeatable)")
     c.add_argument("--workers", type=int, help="exercises graded in parallel (default: number of cores)")
@@ -339,7 +334,7 @@ def build_parser():
         "pytest and nbformat installed. Neither the properties nor the solutions are in it.",
     )
     k.add_argument("dir", metavar="DIR", help="the kit folder (created)")
-    k.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    add_course_option(k)
     k.add_argument("--assignment", metavar="NAME", help="the course.yml assignment (default: the first)")
     k.add_argument("--force", action="store_true", help="write into a folder that is not empty")
     k.add_argument(

@@ -5,25 +5,11 @@ import time
 from pathlib import Path
 
 from . import safe
-from .errors import ConfigError
-from .properties import load_all
-from .properties._harness import grading_profile
+from .plan import known_exercises, run_plan
 from .report.feedback import feedback_text
 from .report.messages import pair
 from .report.model import ExerciseResult, Report, Status, TestResult, exercise_not_graded_reason, not_graded_reason
-
-
-def check_course(course, exercises=None):
-    """course.yml and the registered properties must name exactly the same tests."""
-    registry = load_all()
-    ids = set(exercises or course.exercises)
-    listed = {f"{ex}/{name}" for ex, cfg in course.exercises.items() if ex in ids for name in cfg.tests}
-    known = {n for n in registry if n.split("/", 1)[0] in ids}
-    if listed - known:
-        raise ConfigError(f"course.yml lists tests that no property implements: {sorted(listed - known)}")
-    if known - listed:
-        raise ConfigError(f"properties missing from course.yml (no points): {sorted(known - listed)}")
-    return registry
+from .selfcheck import verify as verify_errors
 
 
 def grade(path, course, runner, exercises=None, progress=None, verify=True, behaviour=None):
@@ -41,41 +27,12 @@ def grade(path, course, runner, exercises=None, progress=None, verify=True, beha
     known_exercises(course, ids)
     registry, raw = run_plan(path, course, runner, {ex: list(course.exercises[ex].tests) for ex in ids}, progress)
     if verify:
-        from .selfcheck import verify as verify_errors
-
         verify_errors(course, runner, raw, student=str(path))
     if behaviour is not None:
         for got in raw.values():
             if isinstance(got.get("behaviour"), dict):
                 behaviour.update(got["behaviour"])
     return build_report(path, course, ids, registry, raw, start)
-
-
-def run_plan(path, course, runner, plan, progress=None):
-    """(the property registry, the runner's raw outcomes {exercise: {"tests", "load_errors", ...}})
-    of the tests of `plan` ({exercise: [test names]}) on the submission at `path`."""
-    from .load import find_files
-
-    known_exercises(course, plan)
-    grading_profile(course.max_examples)  # before the property modules are imported: @given keeps it
-    registry = check_course(course, list(plan))
-    for ex in plan:  # the diagnosis compares with the course's reference: missing is an error
-        course.reference(ex)
-    from .catalogue import use_solutions
-
-    use_solutions(course.solutions_dir)
-    find_files(path)  # raises SubmissionNotFound early, with a clear message
-    if hasattr(runner, "run_many"):
-        raw = runner.run_many(str(path), plan, progress=progress)
-    else:
-        raw = {ex: runner.run(str(path), ex, tests, progress=progress) for ex, tests in plan.items()}
-    return registry, raw
-
-
-def known_exercises(course, ids):
-    for ex in ids:
-        if ex not in course.exercises:
-            raise ConfigError(f"unknown exercise {ex!r}; course.yml has {list(course.exercises)}")
 
 
 def build_report(path, course, ids, registry, raw, start):

@@ -145,7 +145,7 @@ def ensure(course, runner, exercises, refresh=False, runner_kind=None):
     """Make sure the reference solutions of `exercises` get full marks with `runner` here; raises
     GraderEnvironmentError if not.  Returns what was found: {"cached": bool, "seconds", "score",
     "max_score", "environment"}."""
-    from .grading import known_exercises
+    from .plan import known_exercises
 
     known_exercises(course, exercises)  # an unknown one: the ConfigError that says so
     kind = runner_kind or ("in-process" if type(runner).__name__ == "InProcessRunner" else "sandbox")
@@ -204,7 +204,7 @@ def _points(course, plan):
 def run_reference(course, runner, plan):
     """(the runner's raw outcomes of `plan` on the reference solutions, seconds): run exactly as a
     student's would be."""
-    from .grading import run_plan
+    from .plan import run_plan
 
     start = time.monotonic()
     _registry, raw = run_plan(course.solutions_dir, course, runner, plan)

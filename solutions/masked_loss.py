@@ -3,6 +3,7 @@
 loss = sum over valid tokens of -log softmax(logits)[target] / number of valid tokens.
 Logits go straight to cross_entropy (log-softmax inside is stable); padding never enters.
 """
+import torch  # noqa: F401 - the catalogued mistakes and probes appended to this file use it
 import torch.nn.functional as F
 
 

@@ -2,6 +2,7 @@
 that names the function it broke; every correct implementation written differently gets full marks."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,9 @@ def test_mistake_is_caught_in_its_own_exercise(exercise, entry, graded):
         assert "Traceback" not in t["feedback"]
         # a hint never blames a cause that its own counterexample does not show (properties/claims.py)
         assert not violations(t["hint_en"], t["counterexample"]), (t["name"], t["hint_en"], t["counterexample"])
+        # the inputs of a counterexample carry the reference's parameter names, never a position
+        unnamed = [k for k in (t["counterexample"].get("inputs") or {}) if re.fullmatch(r"arg\d+(\[\d+\])?", k)]
+        assert not unnamed, (t["name"], unnamed)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from autograder import EXERCISES
 from autograder.config import load_course
 from autograder.errors import ConfigError
-from autograder.grading import check_course
+from autograder.plan import check_course
 
 
 def test_course_has_every_exercise_and_100_points():

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import ConfigError, GraderError
+from ..options import add_course_option
 from ..store import fingerprint, grader_version, one_line, remove_stale_temp_files, settings_digest, write_atomic
 from ..store import lock_folder as _lock
 from ..store import now as _now
@@ -511,12 +512,7 @@ def add_parser(sub):
     b.add_argument(
         "--dask-scheduler", metavar="ADDRESS", help="grade on a Dask cluster (e.g. tcp://HOST:8786) instead of locally"
     )
-    b.add_argument(
-        "--course",
-        metavar="DIR",
-        help="course folder or its course.yml (default: the nearest course.yml "
-        "in the current folder or above it, else the built-in course)",
-    )
+    add_course_option(b)
     b.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
     b.add_argument("--language", choices=["zh", "en", "both"], help="feedback language (overrides course.yml)")
     b.add_argument("--max-examples", type=int, help="hypothesis examples per property (overrides course.yml)")

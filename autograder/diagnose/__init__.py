@@ -4,6 +4,7 @@
     inputs.py         small seeded inputs for the probes
     probes/<ex>.py    each exercise's probes (as autograder/properties/ has each exercise's tests)
     engine.py         observations -> aspects -> the mistakes that account for them; the budget
+    values.py         when two values are the same: one tolerance, one rule
 
 The runner calls ``diagnose_outcomes`` (judge/runner.py); the tests also use ``diagnose``,
 ``observations``, ``signatures``, ``agree`` and ``describe``.  See engine.py for how a mistake is
@@ -11,9 +12,7 @@ matched.
 """
 
 from .engine import (  # noqa: F401
-    ATOL,
     FAILED,
-    RTOL,
     _trusted,
     _trusted_student,
     agree,
@@ -30,3 +29,4 @@ from .engine import (  # noqa: F401
     uses,
 )
 from .registry import PROBES, CallFailed, Guarded, probe  # noqa: F401
+from .values import ATOL, RTOL, close, near  # noqa: F401

@@ -63,7 +63,6 @@ after every test of an exercise has its result (judge/runner.py), under its own 
 and only adds to them.
 """
 
-import ast
 import difflib
 import functools
 import math
@@ -76,11 +75,12 @@ import torch
 
 from ..catalogue import load_catalogue, reference_solution
 from ..errors import PropertyFailure, TestTimeout
+from ..load import source
 from . import probes as _probes  # noqa: F401 - registers every exercise's probes
 from .probes.tiny_lm import PARTS
 from .registry import PROBES, CallFailed, Guarded, failure_kind, probe  # noqa: F401 - probe: the public decorator
+from .values import close_numbers, near
 
-ATOL = RTOL = 1e-4
 # The diagnosis' own time (its budget, the pair search's, how slow a function's probes are) is the
 # judge's CPU time, not the wall clock: on a loaded machine the wall clock runs several times faster
 # than the work done, and a diagnosis cut short there would differ from the same one on a quiet
@@ -119,7 +119,7 @@ def same(a, b):
         if a[1] != b[1] or a[2] != b[2]:
             return False
         if a[3].dtype == torch.float64:
-            return bool(torch.isclose(a[3], b[3], atol=ATOL, rtol=RTOL, equal_nan=True).all())
+            return bool(near(a[3], b[3]).all())
         return bool((a[3] == b[3]).all())
     if a[0] == "L":
         return len(a[2]) == len(b[2]) and all(same(x, y) for x, y in zip(a[2], b[2]))
@@ -130,7 +130,7 @@ def same(a, b):
             return False
         if a[1] == "float":
             x, y = a[2], b[2]
-            return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL)
+            return close_numbers(x, y)
         return a[2] == b[2]
     return a == b
 
@@ -285,7 +285,7 @@ def _equal(a, b, shape):
     if a[0] == "R" and b[0] == "R" and a[1].shape == b[1].shape:
         x, y = a[1], b[1]
         if x.is_floating_point() or y.is_floating_point():
-            return torch.isclose(x.double(), y.double(), atol=ATOL, rtol=RTOL, equal_nan=True)
+            return near(x.double(), y.double())
         return x == y
     if a[0] == "Q" and b[0] == "Q" and len(a[1]) == len(b[1]) == shape[1]:
         return torch.tensor([[same(x, y) for x, y in zip(a[1], b[1])]], dtype=torch.bool)
@@ -309,7 +309,7 @@ def _clearly_apart(a, b, where, factor=CLEAR):
         and (a[1].is_floating_point() or b[1].is_floating_point())
     ):
         x, y = a[1].double(), b[1].double()
-        apart = ~torch.isclose(x, y, atol=ATOL * factor, rtol=RTOL * factor, equal_nan=True)
+        apart = ~near(x, y, factor)
         return apart if where is None else where & apart
     if where is not None:
         return where
@@ -392,11 +392,7 @@ def _trusted_student(exercise, code=None):
 def redefined(code):
     """The top-level functions and classes a catalogue entry's code (re)defines (a frozenset: kept
     per code, since the diagnosis asks again and again)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return frozenset()
-    return frozenset(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    return frozenset(source.definitions(source.parse(code)))
 
 
 # The same mistake written another way: a blocked score of -inf, -1e9 or the dtype's minimum; an

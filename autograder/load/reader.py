@@ -26,6 +26,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from . import source
+
 READ_MEMORY_MB = 512  # address space the reading child may add to what the process already maps
 READ_SECONDS = 30.0
 MAX_REPLY = 16 << 20  # bytes of JSON the child may send back (the code caps keep it far below)
@@ -99,12 +101,8 @@ def calls_between(sources, functions):
     uses = {}
     for _label, _mod, _filename, chunks in sources:
         for _chunk, _fn, code in chunks:
-            try:
-                body = ast.parse(code).body
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            for node in body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for node in source.parse(code).body:
+                if isinstance(node, source.DEFINITIONS):
                     uses.setdefault(node.name, set()).update(names_used(node))
     wanted = set(functions)
     out = {}

@@ -42,6 +42,7 @@ from pathlib import Path
 import nbformat
 
 from ..errors import ConfigError
+from ..load import source
 from . import HIDDEN_MARKER, VISIBLE_MARKER
 
 KIT_CONFTEST = Path(__file__).resolve().parent / "kit_conftest.py"
@@ -85,20 +86,6 @@ def _body_source(lines, fn, already=()):
     return textwrap.dedent("\n".join(lines[start : fn.end_lineno]))
 
 
-def _defs(tree):
-    """{qualified name: FunctionDef} for top-level functions and methods of top-level classes."""
-    out = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out[node.name] = node
-        elif isinstance(node, ast.ClassDef):
-            out[node.name] = node
-            for sub in node.body:
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    out[f"{node.name}.{sub.name}"] = sub
-    return out
-
-
 def _region(code, indent):
     pad = " " * indent
     inner = textwrap.indent(code, pad)
@@ -110,7 +97,7 @@ def with_solution(stub_src, solution_src, name):
     every `raise NotImplementedError` replaced by the solution's body inside a solution region.
     Methods the solution has and the stub lacks (helpers) are added, their bodies in regions."""
     s_lines, r_lines = stub_src.splitlines(), solution_src.splitlines()
-    stub, ref = _defs(ast.parse(stub_src)), _defs(ast.parse(solution_src))
+    stub, ref = source.qualified(ast.parse(stub_src)), source.qualified(ast.parse(solution_src))
     if name not in stub or name not in ref:
         raise ConfigError(f"{name}: not defined in both the exercise's stub cell and solutions/")
     edits = []  # (first line index, last line index exclusive, replacement lines)

@@ -151,7 +151,7 @@ def cmd_nbgrader_gradebook(args):
 
 
 def add_parser(sub):
-    from ..cli import COURSE_HELP
+    from ..options import add_course_option
 
     p = sub.add_parser(
         "nbgrader-course",
@@ -162,7 +162,7 @@ def add_parser(sub):
         "conftest.py for the students' pytest). Prints the next commands.",
     )
     p.add_argument("dir", metavar="DIR", help="the course folder (created; nbgrader's CourseDirectory.root)")
-    p.add_argument("--course", metavar="DIR", help=COURSE_HELP)
+    add_course_option(p)
     p.add_argument(
         "--assignment",
         action="append",

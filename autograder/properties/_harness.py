@@ -7,12 +7,15 @@ the call for the counterexample) and reports a broken property by raising ``Prop
 through ``fail`` or the ``check_*`` helpers.  Hypothesis shrinks the failing input, so the
 counterexample in the report is the smallest one found.
 """
+import ast
+import functools
 import inspect
 import json
 import math
 import sys
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -21,6 +24,7 @@ from hypothesis.errors import InvalidArgument
 
 from ..checks.elsewhere import Place, bring_back, device_of, uses_elsewhere
 from ..errors import MissingFunction, PropertyFailure, StudentCrash, TestTimeout
+from ..load import source
 from ..sandbox.protocol import container_snapshot, same_values
 
 # ---------------------------------------------------------------- registry
@@ -297,27 +301,37 @@ CX_ROWS, CX_COLS = 24, 16  # otherwise a window of one 2-D slice, around the fir
 CX_BYTES = 40_000  # the whole counterexample, as JSON; input values are dropped first beyond it
 
 # The contract's parameter names (docs/contract.md), to name the arguments of the last call.
-PARAMS = {
-    "padding_mask": ["lengths", "max_len"],
-    "causal_mask": ["T", "device"],
-    "attention_mask": ["lengths", "max_len", "causal"],
-    "sinusoidal_encoding": ["T", "d", "base"],
-    "add_positional_encoding": ["X"],
-    "scaled_dot_product_attention": ["Q", "K", "V", "mask"],
-    "MultiHeadAttention": ["d_model", "num_heads", "bias"],
-    "forward": ["x_q", "x_kv", "mask"],
-    "lstm_cell": ["x", "state", "W_ih", "W_hh", "b_ih", "b_hh"],
-    "gru_cell": ["x", "h", "W_ih", "W_hh", "b_ih", "b_hh"],
-    "lstm_sequence": ["X", "lengths", "W_ih", "W_hh", "b_ih", "b_hh", "state"],
-    "masked_cross_entropy": ["logits", "targets", "mask"],
-    "init_tiny_lm": ["vocab_size", "d_model", "seed"],
-    "tiny_lm_logits": ["tokens", "lengths", "params"],
-    "tiny_lm_loss": ["tokens", "lengths", "params"],
-    "train_tiny_lm": ["seed", "steps"],
-    "make_ablation": ["base", "factor", "values"],
-    "run_experiment": ["config"],
-    "run_ablation": ["base", "factor", "values", "seeds"],
-}
+@functools.lru_cache(maxsize=64)
+def _signatures(path, mtime):
+    """{name: [parameter names]} of the reference solution at `path`: its functions', a class's
+    (its constructor's, without self) and its methods' (without self; the first class that has one)."""
+    tree = source.parse(Path(path).read_text(encoding="utf-8"))
+    out = {}
+    for name, node in source.qualified(tree).items():
+        if isinstance(node, ast.ClassDef):
+            continue
+        owner, _, method = name.rpartition(".")
+        if not owner:
+            out[name] = source.parameters(node)
+        elif method == "__init__":
+            out[owner] = source.parameters(node)[1:]
+        else:
+            out.setdefault(method, source.parameters(node)[1:])
+    return out
+
+
+def parameter_names(exercise, name):
+    """The parameter names of `name` (a function, a class: its constructor's, or a method) in the
+    reference solution of `exercise`, as the contract spells them; [] where there is none."""
+    from ..catalogue import reference_solution
+
+    try:
+        path = reference_solution(exercise)
+        return list(_signatures(str(path), path.stat().st_mtime_ns).get(name, []))
+    except OSError:
+        return []
+
+
 PAIRS = [("期望 expected ", "实际 got ", ["expected", "got"]), ("之前 before ", "之后 after ", ["before", "after"]),
          ("原来的 before ", "改变后的 after ", ["before", "after"])]
 
@@ -371,7 +385,7 @@ def _inputs(student, show, skip):
     call = getattr(student, "last_call", None) if student is not None else None
     if isinstance(call, CallText):
         base = call.label.rsplit(".", 1)[-1] if call.label.endswith(".forward") else call.label
-        names = PARAMS.get(base, [])
+        names = parameter_names(getattr(student, "exercise", None), base)
         for i, a in enumerate(call.args):
             name = names[i] if i < len(names) else f"arg{i}"
             if isinstance(a, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in a):

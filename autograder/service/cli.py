@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from ..errors import ConfigError, GraderError
+from ..options import add_course_option
 
 DATA_DEFAULT = "seqgrader-data"
 
@@ -311,12 +312,7 @@ def add_parser(sub):
         description=SERVE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument(
-        "--course",
-        metavar="DIR",
-        help="course folder or its course.yml (default: the nearest course.yml "
-        "in the current folder or above it, else the built-in course)",
-    )
+    add_course_option(s)
     s.add_argument(
         "--data",
         metavar="DIR",

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..options import add_course_option
 from .pairs import FLAG
 
 REPORTED = 0.1  # pairs below this score are left out of similarity.json and the page
@@ -206,12 +207,7 @@ def add_parser(sub):
         default="auto",
         help="how SUBMISSIONS is organised (default: auto-detect)",
     )
-    s.add_argument(
-        "--course",
-        metavar="DIR",
-        help="course folder or its course.yml (default: the nearest "
-        "course.yml in the current folder or above it, else the built-in course)",
-    )
+    add_course_option(s)
     s.add_argument(
         "--workers",
         type=int,

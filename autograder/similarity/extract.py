@@ -20,6 +20,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..load import source
 from ..load.reader import read_submission
 from .normalize import aliases, resolve
 
@@ -49,17 +50,10 @@ def contract_functions(course, exercises):
         path = course.solutions_dir / f"{ex}.py"
         if not path.is_file():
             continue
-        for node in _parse(path.read_text(encoding="utf-8")).body:
+        for node in source.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
                 out.setdefault(node.name, ex)
     return out
-
-
-def _parse(text):
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ast.Module(body=[], type_ignores=[])
 
 
 def chunks(path):
@@ -80,10 +74,8 @@ def definitions(text, where, names=None, tree=None):
     the text already parsed)."""
     out = {}
     lines = text.splitlines()
-    for node in (tree if tree is not None else _parse(text)).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
-            names is None or node.name in names
-        ):
+    for node in (tree if tree is not None else source.parse(text)).body:
+        if isinstance(node, source.DEFINITIONS) and (names is None or node.name in names):
             start = node.lineno - len(node.decorator_list)
             body = "\n".join(lines[start - 1 : node.end_lineno])
             if len(body) > MAX_DEFINITION_CHARS:
@@ -106,7 +98,7 @@ def _resolved(pieces, names, contract):
     all the pieces resolved (normalize.resolve)."""
     out, modules, helpers = {}, [], {}
     for where, text in pieces:
-        modules.append(_parse(text))
+        modules.append(source.parse(text))
         out.update(definitions(text, where, names, modules[-1]))
         for node in modules[-1].body:
             if isinstance(node, ast.FunctionDef) and node.name not in contract:

@@ -29,8 +29,8 @@ import torch
 
 from ...report.messages import pair
 from ..registry import CallFailed, Guarded
+from ..values import close, near
 
-ATOL = RTOL = 1e-4
 MIN_CALLS = 2  # a variant is tested on at least this many calls before it is claimed
 INPLACE = ("inplace",)  # the expected "output" of a variant that writes into its inputs
 CRASHED = ("crashed",)  # the expected "output" of a variant that cannot compute it (the student's crash)
@@ -69,12 +69,7 @@ def _close(a, b):
         return False
     if a is INPLACE or b is INPLACE:
         return a is b
-    if a.shape != b.shape:
-        if a.numel() == b.numel() == 1:
-            a, b = a.reshape(()), b.reshape(())
-        else:
-            return False
-    return bool(torch.isclose(a, b, atol=ATOL, rtol=RTOL, equal_nan=True).all())
+    return close(a, b)
 
 
 class Call:
@@ -514,7 +509,7 @@ def first_wrong(axis):
                 or s[0].shape != r[0].shape
             ):
                 return {"skip": True}
-            bad = ~torch.isclose(s[0], r[0], atol=ATOL, rtol=RTOL, equal_nan=True)
+            bad = ~near(s[0], r[0])
             a = axis % bad.dim()
             steps = bad.any(tuple(k for k in range(bad.dim()) if k != a)).nonzero() if bad.dim() > 1 else bad.nonzero()
             if len(steps) == 0:
@@ -921,7 +916,7 @@ def _pe_explain(student, ref_ns, function, deadline):
             tensors += 1
             if raw.dtype != c.dtype and raw.is_floating_point():
                 r = r.to(raw.dtype).double()  # the reference's values at the student's precision
-        d = ~torch.isclose(s, r, atol=ATOL, rtol=RTOL, equal_nan=True)
+        d = ~near(s, r)
         if bool(d.any()) and first is None:
             first = c.shows
         diffs.append(d)

@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from ..values import near
 from . import INPLACE, Call, Variant, _rnd, _value
 
 SDPA = "scaled_dot_product_attention"
@@ -167,7 +168,7 @@ def _sdpa_fits(S, calls):
         Q, K, V, m = call.inputs
         w = S[i][1]
         ref = call.ref()
-        if ref is None or w.shape != ref[1].shape or bool(torch.isclose(w, ref[1], atol=1e-4, rtol=1e-4).all()):
+        if ref is None or w.shape != ref[1].shape or bool(near(w, ref[1]).all()):
             continue
         s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
         keep = torch.ones_like(s, dtype=torch.bool) if m is None else m.expand(s.shape)

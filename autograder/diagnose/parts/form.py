@@ -27,8 +27,8 @@ import torch
 
 from ...report.messages import pair
 from ..registry import CallFailed
+from ..values import ATOL, close, near
 
-ATOL = RTOL = 1e-4
 # functions whose values are draws: only their form is compared, never their values
 RANDOM = {"mlm_mask", "init_tiny_lm", "train_tiny_lm", "run_experiment", "run_ablation"}
 OUTPUTS = {  # function -> the names of what it returns (a tuple), for the report
@@ -156,7 +156,7 @@ def _relation(s, r):
 
 
 def _close(a, b):
-    return a.shape == b.shape and bool(torch.isclose(a, b, atol=ATOL, rtol=RTOL, equal_nan=True).all())
+    return a.shape == b.shape and close(a, b)
 
 
 def _values_differ(s, r, random):
@@ -168,7 +168,7 @@ def _values_differ(s, r, random):
         if sv.is_floating_point() and rv.is_floating_point():
             coarse = sv.dtype if torch.finfo(sv.dtype).eps > torch.finfo(rv.dtype).eps else rv.dtype
             tol = max(ATOL, 4 * torch.finfo(coarse).eps)
-            return not bool(torch.isclose(sv.double(), rv.double(), atol=tol, rtol=tol, equal_nan=True).all())
+            return not bool(near(sv.double(), rv.double(), tol / ATOL).all())
         return not bool((sv.double() == rv.double()).all())
     except Exception:  # noqa: BLE001
         return True
