@@ -3,8 +3,8 @@
     grader_version()      __version__ plus a hash of the package's code and data
     submission_files()    the regular files of a submission (hidden and cache folders left out)
     settings_digest()     what, besides the submission, decides a report
-    fingerprint()         a hash of the submission's bytes and the settings: a report that records
-                          the same fingerprint is kept (resume)
+    resume_key()          a hash of the submission's bytes and the settings: a report that records
+                          the same key is kept (resume)
     write_atomic()        a file written through a temp file and os.replace: never half a file
     remove_stale_temp_files()   the temp files a killed batch left behind
     lock_folder()         one grade-batch at a time per output folder
@@ -32,7 +32,7 @@ def hidden(name):
     return name.startswith(".") or name in SKIP_DIRS
 
 
-# ---------------------------------------------------------------- fingerprints
+# ---------------------------------------------------------------- resume keys
 
 _GRADER_VERSION = None
 
@@ -80,7 +80,7 @@ def settings_digest(course_file, course, exercises):
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def fingerprint(path, settings):
+def resume_key(path, settings):
     """A hash of the submission's files (their names, sizes and bytes) and `settings`, read a
     MiB at a time; a file larger than any the loader reads counts by its size and time only."""
     from .load.submission import MAX_FILE_BYTES

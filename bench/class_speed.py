@@ -233,7 +233,7 @@ class ProcessCpu:
         if p.pid == self.me.pid:
             return "this process (scheduler, nannies)"
         cmd = " ".join(p.cmdline()).strip()  # a sandboxed process blanks its arguments
-        if "autograder.batch" in cmd and "--worker" in cmd:
+        if "autograder.batch" in cmd and "--grading-process" in cmd:
             return "grading processes (judges, zygotes)"
         if "grade-batch" in cmd:
             return "the batch / Dask client"

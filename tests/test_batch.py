@@ -26,8 +26,8 @@ from autograder.batch import (
     csv_row,
     discover,
     error_report,
-    fingerprint,
     gradescope_results,
+    resume_key,
     settings_digest,
 )
 from autograder.config import load_course
@@ -138,7 +138,7 @@ def test_help_explains_everything():
         "error: <reason>",
         "submitted/",
         "Resume",
-        "fingerprint",
+        "resume_key",
     ):
         assert word in out.stdout, word
 
@@ -186,18 +186,18 @@ def test_nbgrader_discovery(tmp_path):
     assert [i.student for i in items] == ["s1", "s2", "s3"]
 
 
-def test_fingerprint_follows_bytes_course_and_options(tmp_path):
+def test_resume_key_follows_bytes_course_and_options(tmp_path):
     course = load_course()
     sub = tmp_path / "s"
     shutil.copytree(EX / "carol", sub)
     s1 = settings_digest(ROOT / "course.yml", course, EXERCISES)
-    fp = fingerprint(sub, s1)
-    assert fingerprint(sub, s1) == fp
+    fp = resume_key(sub, s1)
+    assert resume_key(sub, s1) == fp
     (sub / "__pycache__").mkdir()
     (sub / "__pycache__" / "x.pyc").write_bytes(b"junk")  # caches do not count
-    assert fingerprint(sub, s1) == fp
+    assert resume_key(sub, s1) == fp
     (sub / "masks.py").write_text((sub / "masks.py").read_text() + "\n# resubmitted\n")
-    assert fingerprint(sub, s1) != fp
+    assert resume_key(sub, s1) != fp
     assert settings_digest(ROOT / "course.yml", course, ["masks"]) != s1
     assert settings_digest(ROOT / "course.yml", load_course(language="en"), EXERCISES) != s1
 
@@ -575,7 +575,7 @@ def test_reports_equal_the_json_of_grade(flat_batch, course, tmp_path):
         alone = json.loads((tmp_path / f"{s}.json").read_text(encoding="utf-8"))
         batch = load_report(out, s)
         assert strip(batch) == strip(alone), s
-        assert batch["batch"]["student"] == s and len(batch["batch"]["fingerprint"]) == 64
+        assert batch["batch"]["student"] == s and len(batch["batch"]["resume_key"]) == 64
 
 
 @pytest.mark.slow
@@ -920,7 +920,7 @@ def test_dask_cluster_gives_the_same_files(flat_batch, course, tmp_path):
             remote["submission"] = here["submission"]
             assert strip(remote) == strip(here), s
             assert remote["batch"]["status"] == here["batch"]["status"]
-            assert remote["batch"]["fingerprint"] == here["batch"]["fingerprint"]  # bytes, not paths
+            assert remote["batch"]["resume_key"] == here["batch"]["resume_key"]  # bytes, not paths
         rows = read_csv(out / "grades.csv")
         assert [r["student"] for r in rows] == ["alice", "bob", "dave", "ghost", "sol"]
         assert rows[2]["status"].startswith("error: dave.ipynb")

@@ -895,7 +895,7 @@ def _grading_processes(pid):
     for p in Path("/proc").iterdir():
         try:
             if p.name.isdigit() and (p / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
-                if "autograder.batch\0--worker" in (p / "cmdline").read_text():
+                if "autograder.batch\0--grading-process" in (p / "cmdline").read_text():
                     out.append(int(p.name))
         except (OSError, IndexError):
             pass

@@ -1,14 +1,14 @@
 """grade-batch: a whole class graded, resumable, locally or on a Dask cluster.
 
     discover.py   finding the submissions (nbgrader's layout or a flat folder)
-    ../store.py   fingerprints, resume, atomic writes, the output folder's lock (shared with the
+    ../store.py   resume keys, atomic writes, the output folder's lock (shared with the
                   dashboard, which imports nothing of this package)
-    pool.py       the warm grading processes (LocalPool) and their main (worker_main)
+    pool.py       the warm grading processes (LocalPool) and their main (grading_process_main)
     cluster.py    the Dask path: a worker plugin holding the same pool, the course sent as bytes
     exports.py    status, CSV, Gradescope
     run.py        the command: Batch, run_batch, add_parser (its docstring tells the pipeline)
 
-``python -m autograder.batch --worker CONFIG`` is a grading process (pool.worker_main): importing
+``python -m autograder.batch --grading-process CONFIG`` is a grading process (pool.grading_process_main): importing
 this package loads nothing else, so that process imports only what it needs (not dask, not the
 reports); each name below is loaded from its module on first use.
 """
@@ -23,7 +23,7 @@ _WHERE = {
     "..store": [
         "PACKAGE_DIR",
         "SKIP_DIRS",
-        "fingerprint",
+        "resume_key",
         "grader_version",
         "one_line",
         "remove_stale_temp_files",
@@ -32,7 +32,7 @@ _WHERE = {
         "write_atomic",
     ],
     ".exports": ["classify", "csv_row", "error_report", "gradescope_results", "write_csv"],
-    ".pool": ["LocalPool", "worker_main", "_child_env", "_die_with_parent", "_grade_in_process"],
+    ".pool": ["LocalPool", "grading_process_main", "_child_env", "_die_with_parent", "_grade_in_process"],
     ".cluster": ["GradingPlugin", "course_bundle", "grade_task", "run_dask"],
     ".run": ["Batch", "HELP", "PARALLEL_DEFAULT", "add_parser", "run_batch"],
 }

@@ -5,7 +5,7 @@
     course_bundle()   course.yml and the    once per course: the bundle written into a private
                       reference solutions   folder (0700) <root>/course-<digest>/, and a LocalPool
                       as bytes, one task    of `nthreads` warm grading processes (the same
-                      that holds them       `python -m autograder.batch --worker` processes as the
+                      that holds them       `python -m autograder.batch --grading-process` processes as the
                                             local mode: torch imported once)
     grade_task()      one task per          the submission's bytes written into a private folder
                       submission: its       (0700) <root>/submission-XXXX/ of its own, graded by

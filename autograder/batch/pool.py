@@ -1,7 +1,7 @@
-"""The grading processes: warm `python -m autograder.batch --worker CONFIG` processes, one
+"""The grading processes: warm `python -m autograder.batch --grading-process CONFIG` processes, one
 submission at a time each.
 
-    worker_main()   a grading process: imports torch once (and starts its sandbox server beside
+    grading_process_main()   a grading process: imports torch once (and starts its sandbox server beside
                     that import), then grades submission after submission with a ForkRunner
                     (each from scratch), one JSON line in (a path), one JSON line out
                     (the result dict)
@@ -85,7 +85,7 @@ def _grade_in_process(path, course, runner, exercises):
     return out
 
 
-def worker_main(config_json):
+def grading_process_main(config_json):
     """A grading process of the pool: one JSON line in (a submission), one JSON line out."""
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything else printed goes to the log, not into the protocol
@@ -295,7 +295,7 @@ class LocalPool:
         self.processes = processes
         self.budget = budget
         config = json.dumps({"course": str(course_file), "runner_workers": runner_workers, **options})
-        self.cmd = [sys.executable, "-m", "autograder.batch", "--worker", config]
+        self.cmd = [sys.executable, "-m", "autograder.batch", "--grading-process", config]
         self.env = _child_env()
         self.log_path = log_path
         self.cwd = cwd

@@ -5,8 +5,8 @@ Pipeline of one batch (each step is a module of this package):
     discover()      the submissions: nbgrader's submitted/<student>/<assignment>/, or a flat folder
                     where each .py / .ipynb file or each sub-folder is one student's submission
                     (discover.py)
-    fingerprint()   a hash of the submission's bytes, course.yml, the options and the grader's own
-                    code: a report that records the same fingerprint is kept (resume; ../store.py)
+    resume_key()    a hash of the submission's bytes, course.yml, the options and the grader's own
+                    code: a report that records the same key is kept (resume; ../store.py)
     LocalPool       N grading processes (each imports torch once and grades submission after
                     submission with a ForkRunner), fed one submission at a time (pool.py);
     or run_dask()   one Dask task per submission, graded by warm grading processes that each Dask
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, GraderError
 from ..options import add_course_option
-from ..store import fingerprint, grader_version, one_line, remove_stale_temp_files, settings_digest, write_atomic
+from ..store import grader_version, one_line, remove_stale_temp_files, resume_key, settings_digest, write_atomic
 from ..store import lock_folder as _lock
 from ..store import now as _now
 from .discover import discover
@@ -100,7 +100,7 @@ class Batch:
             meta = report["batch"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        if meta.get("fingerprint") != fp or meta.get("retry"):
+        if meta.get("resume_key") != fp or meta.get("retry"):
             return None
         return report
 
@@ -151,7 +151,7 @@ class Batch:
             status, note = f"error: {reason}", ""
         report["batch"] = {
             "student": str(item.student),
-            "fingerprint": fp,
+            "resume_key": fp,
             "status": status,
             "note": note,
             "retry": bool(res.get("retry")) and status != "graded",
@@ -189,7 +189,7 @@ class Batch:
             else ""
         )  # which grading process, and how many it had graded before
         log.write(
-            f"{_now()} graded {item.student} fingerprint={fp[:16]}{process} score={report['score']:g} "
+            f"{_now()} graded {item.student} resume_key={fp[:16]}{process} score={report['score']:g} "
             f"status={status}"
             + (f" checked={res['checked']['tests']}@{res['checked']['seconds']}s" if res.get("checked") else "")
             + "\n"
@@ -253,7 +253,7 @@ def _run(args, batch, layout, items, console, log):
     todo, fps = [], {}
     for item in items:
         try:
-            fps[item.student] = fp = fingerprint(item.path, batch.settings)
+            fps[item.student] = fp = resume_key(item.path, batch.settings)
         except OSError as e:  # a file that cannot be read: this student's error row, the class goes on
             batch.record_safely(
                 item,
@@ -417,7 +417,7 @@ HELP = """\
 Grade every submission of a folder and write, in --out DIR:
 
   reports/<student>.json               the contract's JSON report of `grade` (plus a "batch" entry:
-                                       fingerprint, status, note, grader version, time)
+                                       resume key, status, note, grader version, time)
   reports/<student>.html               the student's own report: one self-contained HTML page
   gradescope/<student>/results.json    the same in Gradescope's autograder format
   dashboard.html                       the instructor's view: score distributions, pass rate per
@@ -442,7 +442,7 @@ failure, a crash of the grading process) gets status "error: <reason>" and empty
 silent 0; a submission with load problems that was still graded is "graded" with the problems in
 the note column.
 
-Resume: every file is written atomically, and each report records a fingerprint of the
+Resume: every file is written atomically, and each report records a resume key: a hash of the
 submission's bytes, course.yml, the options and the grader's code. Running the same command again
 (after a kill, or after a few students resubmitted) grades only what is missing or changed;
 --force regrades everything. Two batches cannot write to the same DIR at once.

@@ -2,5 +2,5 @@
 
 elsewhere.py   a device that is not the CPU (the real GPU or a simulated one), for the
                contract's device sentences
-rngstate.py    a fingerprint of the global random states (does a function draw from them?)
+rngstate.py    a digest of the global random states (does a function draw from them?)
 """

@@ -1,10 +1,10 @@
-"""The global random states a seeded function must leave alone, as one short fingerprint.
+"""The global random states a seeded function must leave alone, as one short digest.
 
 The contract says of mlm_mask, init_tiny_lm and run_experiment that all randomness comes from a
 `torch.Generator()` seeded from the argument and that "the global random state is not used".  A
 function that calls `torch.manual_seed(seed)` and then draws from the global generator repeats
 itself (determinism holds) but changes its caller's random state.  No return value shows that;
-the state of the process that ran the function does.  `digest()` fingerprints the three global
+the state of the process that ran the function does.  `digest()` hashes the three global
 states a student can reach: torch's default CPU generator, numpy's legacy global RandomState
 (`np.random.seed`) and Python's `random`.  A property takes it before and after each call.
 
@@ -26,7 +26,7 @@ _PYTHON = random._inst.getstate
 
 
 def digest():
-    """A hex fingerprint of torch's, numpy's and Python's global random states."""
+    """A hex digest of torch's, numpy's and Python's global random states."""
     h = hashlib.sha256()
     h.update(_TORCH().numpy().tobytes())
     name, keys, pos, has_gauss, cached = _NUMPY()

@@ -505,7 +505,7 @@ class RemoteStudent:
         return exc_type.__name__ in mro
 
     def global_random_state(self):
-        """A fingerprint of the worker's global random states (torch, numpy, random; see
+        """A digest of the worker's global random states (torch, numpy, random; see
         rngstate.py): equal before and after a call that left them alone."""
         answer, out_arrays = self._request({"op": "random_state"}, [])
         try:

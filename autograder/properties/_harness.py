@@ -673,7 +673,7 @@ class Student:
         return out
 
     def global_random_state(self):
-        """A fingerprint of this process's global random states (torch, numpy, random): equal
+        """A digest of this process's global random states (torch, numpy, random): equal
         before and after a call that left them alone (checks/rngstate.py)."""
         from ..checks.rngstate import digest
 

@@ -14,7 +14,7 @@ Requests (header "op"):
                                                 parameters of `grad_params` whose gradients a vjp
                                                 returns after the inputs' ones
   vjp     {call, grads}                         gradients of an earlier call's outputs
-  random_state {}                               a fingerprint of the global random states
+  random_state {}                               a digest of the global random states
 Answers: {"ok": value, "call": id, "after": [every input tensor as it is now]}, {"raised": {...}},
 {"missing": name}.  Before any of them, once: {"levels": what apply_worker_limits put in force,
 "refused": true when a guarantee is missing and weak sandboxes are not allowed}.
@@ -100,7 +100,7 @@ class Worker:
             return self.load_rest()
         if op == "vjp":
             return self.vjp(h, arrays, out_arrays)
-        if op == "random_state":  # a fingerprint of the global random states (rngstate.py)
+        if op == "random_state":  # a digest of the global random states (rngstate.py)
             return {"ok": P.encode(rngstate.digest(), out_arrays)}
         if h.get("elsewhere"):  # arguments on another device than the CPU: see elsewhere.py
             device = self.place.device  # the GPU, or the simulated device (started before any student call)
