@@ -23,69 +23,21 @@ For masks and the positional encoding the claim may also be a plain observation 
 student's values differ (only the diagonal, only the odd columns...), said only when it holds on
 every call.  What the student's values show beyond the claimed part is said too ("something else
 differs as well").  Nothing is said when nothing qualifies: a wrong claim is worse than silence.
+
+This module holds the engine and the experiments of recurrent, masks, positional_encoding and
+masked_loss; the other exercises' experiments are modules named by their exercise (attention.py,
+rope.py, timeseries.py, tiny_lm.py, ablation.py; mlm.py: bert_masking's mlm_mask), and form.py says
+how a result's form differs; base.py holds what they all use (calls, variants, inputs, values).
 """
+
+import importlib
 
 import torch
 
 from ...report.messages import pair
 from ..registry import CallFailed, Guarded
-from ..values import close, near
-
-MIN_CALLS = 2  # a variant is tested on at least this many calls before it is claimed
-INPLACE = ("inplace",)  # the expected "output" of a variant that writes into its inputs
-CRASHED = ("crashed",)  # the expected "output" of a variant that cannot compute it (the student's crash)
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _rnd(shape, seed, scale=1.0, dtype=torch.float32):
-    x = torch.randint(-100, 101, tuple(shape), generator=_gen(seed)).double() * (scale / 100)
-    return x.to(dtype)
-
-
-# ---------------------------------------------------------------- comparing outputs
-
-
-def _value(x):
-    """An output as a float64 tensor (a Python number too), INPLACE, or None (a crash, an odd result)."""
-    if isinstance(x, CallFailed):
-        return INPLACE if x.kind == "inplace" else None
-    if isinstance(x, bool):
-        return torch.tensor(float(x), dtype=torch.float64)
-    if isinstance(x, (int, float)):
-        return torch.tensor(float(x), dtype=torch.float64)
-    if isinstance(x, torch.Tensor) and not x.is_meta:
-        return x.detach().to("cpu").to(torch.float64)
-    return None
-
-
-def _close(a, b):
-    """Two outputs (see _value) equal within the grader's tolerance (a 0-dim and a 1-number tensor alike)."""
-    if a is CRASHED or b is CRASHED:
-        return a in (None, CRASHED) and b in (None, CRASHED)
-    if a is None or b is None:
-        return False
-    if a is INPLACE or b is INPLACE:
-        return a is b
-    return close(a, b)
-
-
-class Call:
-    """One experiment: a call of the student's function (`run(guarded) -> [outputs]`), what the
-    reference gives there (`ref() -> [outputs]`), and its brief description for the report."""
-
-    def __init__(self, shows, run, ref):
-        self.shows, self.run, self.ref = shows, run, ref
-
-
-class Variant:
-    """The reference with one part altered: `outs(i, call) -> [outputs]` (None: the same as the
-    reference's), and what it means, as a message key and its fields."""
-
-    def __init__(self, vid, key, outs, **fields):
-        self.id, self.key, self.outs, self.fields = vid, key, outs, fields
+from ..values import near
+from .base import CRASHED, INPLACE, MIN_CALLS, Call, Variant, _close, _gen, _rnd, _value, first_wrong  # noqa: F401
 
 
 def _student_outputs(student, calls, deadline):
@@ -492,32 +444,6 @@ def _sequence_calls(ref_ns):
         call.ref = lambda call=call, ns=ref_ns: _seq_outs(ns, call, ())
         calls.append(call)
     return calls
-
-
-def first_wrong(axis):
-    """where(S, R, calls) -> {"t"}: the first index along `axis` (steps, positions) at which the
-    first output differs, the same on every call it is given and not 0 ("skip" otherwise: then the
-    positions say nothing simple)."""
-
-    def where(S, R, calls):
-        firsts = set()
-        for s, r in zip(S, R):
-            if (
-                s is None
-                or not isinstance(s[0], torch.Tensor)
-                or not isinstance(r[0], torch.Tensor)
-                or s[0].shape != r[0].shape
-            ):
-                return {"skip": True}
-            bad = ~near(s[0], r[0])
-            a = axis % bad.dim()
-            steps = bad.any(tuple(k for k in range(bad.dim()) if k != a)).nonzero() if bad.dim() > 1 else bad.nonzero()
-            if len(steps) == 0:
-                return {"skip": True}
-            firsts.add(int(steps[0]))
-        return {"t": firsts.pop()} if len(firsts) == 1 and min(firsts) > 0 else {"skip": True}
-
-    return where
 
 
 _first_wrong_step = first_wrong(1)
@@ -1231,9 +1157,9 @@ def _setup(exercise, function, ref_ns):
         from . import attention
 
         return attention.setup(function, ref_ns)
-    from . import more
-
-    return more.setup(exercise, function, ref_ns)
+    if exercise in ("rope", "timeseries", "tiny_lm"):
+        return importlib.import_module(f".{exercise}", __name__).setup(function, ref_ns)
+    return None
 
 
 def explain(student, exercise, function, ref_ns, catalogued=(), deadline=None):

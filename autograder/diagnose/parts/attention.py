@@ -8,7 +8,7 @@ import math
 import torch
 
 from ..values import near
-from . import INPLACE, Call, Variant, _rnd, _value
+from .base import INPLACE, Call, Variant, _rnd, _value
 
 SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
