@@ -18,6 +18,8 @@ from .options import add_course_option
 
 
 def cmd_grade(args):
+    """`seqgrader grade`: after the self-check, one submission graded; prints the report (plain or
+    --rich) and writes --json, --html and --markdown.  Returns 0 whenever a report was made."""
     if not args.in_process:  # first: the sandbox server starts while we read the course
         from .sandbox import server
 
@@ -146,6 +148,8 @@ def cmd_self_check(args):
 
 
 def cmd_dashboard(args):
+    """`seqgrader dashboard`: the class dashboard of grade-batch's --out folder, written to
+    `args.out`; returns 0."""
     from .errors import GraderError
     from .report.dashboard import write_dashboard
 
@@ -159,6 +163,8 @@ def cmd_dashboard(args):
 
 
 def cmd_init_course(args):
+    """`seqgrader init-course`: the built-in course (course.yml, solutions/, exercises/) copied into
+    `args.dir` to edit; an existing course.yml is kept unless --force."""
     import shutil
 
     from .config import BUILTIN, ConfigError
@@ -194,6 +200,8 @@ Use it with --course {out} (or from inside the folder), e.g.
 
 
 def cmd_student_kit(args):
+    """`seqgrader student-kit`: the students' kit of an assignment (notebooks, visible checks,
+    submit.py) written into `args.dir`; returns 0."""
     from .config import load_course
     from .nbgrader_course.build import write_student_kit
 
@@ -221,6 +229,7 @@ def _prog():
 
 
 def build_parser():
+    """The argparse parser of every `seqgrader` command, each subcommand with its `func`."""
     p = argparse.ArgumentParser(
         prog=_prog(), description="Autograder for the sequence-models chapter. `COMMAND --help` explains each command."
     )
@@ -370,6 +379,8 @@ def build_parser():
 
 
 def main(argv=None):
+    """Run the command line `argv` (default: sys.argv); returns the exit status, 2 on a GraderError.
+    As a program, `grade` and `self-check` exit at once, without tearing torch down."""
     from .errors import GraderError
 
     args = build_parser().parse_args(argv)

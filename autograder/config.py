@@ -83,6 +83,7 @@ class ExerciseConfig(BaseModel):
 
     @property
     def manual_score(self):
+        """The points graded by hand (course.yml's `manual:`), not part of `max_score`."""
         return sum(self.manual.values())
 
 
@@ -200,9 +201,11 @@ class Course(BaseModel):
 
     @property
     def max_score(self):
+        """The autograded points of every exercise of the course."""
         return sum(e.max_score for e in self.exercises.values())
 
     def assignment_names(self):
+        """The assignments' names in course.yml's order, or ["all"] when it defines none."""
         return list(self.assignments) or ["all"]
 
     def assignment(self, name=None):

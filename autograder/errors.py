@@ -87,6 +87,7 @@ class ServiceError(Exception):
 
     @property
     def message(self):
+        """The message in both languages, "zh / en"."""
         return f"{self.zh} / {self.en}"
 
 

@@ -84,6 +84,8 @@ def environment(course, exercises, runner_kind="sandbox"):
 
 
 def cache_dir():
+    """Where passes are remembered: $SEQGRADER_CACHE_DIR/self-check, else seqgrader/self-check in
+    the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
     base = os.environ.get("SEQGRADER_CACHE_DIR")
     if not base:
         base = os.path.join(
@@ -263,6 +265,8 @@ def advice(texts):
 
 
 def failure_message(lost, course, when, student=None):
+    """The error's text when the reference loses points here: the lost tests (eight at most), the
+    student whose grading found it, and what to try (`advice`)."""
     lines = [
         f"the reference solutions ({course.solutions_dir}) do not get full marks in this environment, so no "
         f"score is written{' (' + when + ')' if when else ''}:"

@@ -29,6 +29,7 @@ SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", ".venv", "node_modules
 
 
 def hidden(name):
+    """True for a name a submission's walk leaves out: a dot name or one of SKIP_DIRS."""
     return name.startswith(".") or name in SKIP_DIRS
 
 
@@ -152,4 +153,5 @@ def lock_folder(out):
 
 
 def now():
+    """The local time in ISO 8601, to the second."""
     return datetime.now().isoformat(timespec="seconds")

@@ -151,6 +151,8 @@ class GradingPlugin(WorkerPlugin):
         self.quiet = _Quiet("worker")
 
     def setup(self, worker=None):
+        """Make the private folder (0700) for this worker's courses and submissions, take its thread
+        count (the processes of each pool) and quiet its periodic work (QUIET); nothing starts yet."""
         self.lock = threading.Lock()
         self.pools = {}  # key -> (LocalPool, course folder)
         self.root = Path(tempfile.mkdtemp(prefix="seqgrader-dask-"))  # 0700
@@ -161,6 +163,7 @@ class GradingPlugin(WorkerPlugin):
         _on_loop(worker, self.quiet.apply, worker)
 
     def teardown(self, worker=None):
+        """Stop every pool's processes, remove the private folder and put the worker's periodic work back."""
         with self.lock:
             pools, self.pools = list(self.pools.values()), {}
         for pool, _folder in pools:
@@ -194,6 +197,8 @@ class GradingPlugin(WorkerPlugin):
         return pool
 
     def grade(self, name, is_dir, files, course_digest, bundle, options, budget, display):
+        """Grade one submission sent as bytes on the warm pool of its course and options, in a temp
+        folder removed after; returns `result_bytes` with "host", the temp path made `display`."""
         pool = self._pool(course_digest, bundle, options, budget)
         tmp = tempfile.mkdtemp(prefix="submission-", dir=self.root)  # 0700, this task's only
         try:
@@ -218,9 +223,11 @@ class QuietNanny(NannyPlugin):
         self.quiet = _Quiet("nanny")
 
     def setup(self, nanny=None):
+        """Slow the nanny's periodic work (QUIET["nanny"])."""
         _on_loop(nanny, self.quiet.apply, nanny)
 
     def teardown(self, nanny=None):
+        """Put the nanny's periodic work back as it was."""
         _on_loop(nanny, self.quiet.restore)
 
 

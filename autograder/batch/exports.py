@@ -127,6 +127,8 @@ def gradescope_results(report, language="both"):
 
 
 def csv_row(student, report, exercises):
+    """grades.csv's row of `student`: each exercise's score, total, max_score, status and note; the
+    scores empty when the submission was not graded."""
     meta = report.get("batch", {})
     status = meta.get("status", "graded")
     row = {"student": student}
@@ -142,6 +144,8 @@ def csv_row(student, report, exercises):
 
 
 def write_csv(path, rows, exercises):
+    """Write grades.csv to `path` atomically: one row per student, by name, every cell made safe
+    (`csv_cell`)."""
     buf = io.StringIO()
     w = csv.DictWriter(
         buf, fieldnames=["student", *exercises, "total", "max_score", "status", "note"], lineterminator="\n"

@@ -423,6 +423,7 @@ class LocalPool:
             return len(self._all) + self._starting + self._warming
 
     def has_idle(self):
+        """True when a process is idle now."""
         with self._cond:
             return bool(self._idle)
 

@@ -74,13 +74,16 @@ class Batch:
 
     # budget of one submission: every exercise at its time limit, plus a load each
     def budget(self):
+        """Seconds one submission may take: each exercise's time limit plus a load and 5 s, and 60 s more."""
         c = self.course
         return sum(c.exercises[ex].timeout + c.load_timeout + 5 for ex in self.exercises) + 60
 
     def report_path(self, student):
+        """reports/<student>.json in the output folder."""
         return self.reports / f"{student}.json"
 
     def html_path(self, student):
+        """reports/<student>.html, the student's page beside the JSON."""
         return self.reports / f"{student}.html"
 
     def write_html(self, student, report, log):
@@ -207,6 +210,8 @@ def _plan_parallel(args, n_todo):
 
 
 def run_batch(args):
+    """`seqgrader grade-batch`: grade the submissions found in `args.submissions` into `args.out`
+    (locked against a second batch, logged in batch.log); returns the exit status (130: interrupted)."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -470,6 +475,7 @@ stopped it, 130 when interrupted (run again to resume)."""
 
 
 def add_parser(sub):
+    """Add the `grade-batch` subcommand to `sub` (argparse's subparsers); returns its parser."""
     import argparse
 
     b = sub.add_parser(

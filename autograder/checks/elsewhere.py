@@ -128,9 +128,11 @@ class SimTensor(torch.Tensor):
 
     # what a CUDA tensor allows and a tensor subclass would refuse (values through the CPU)
     def tolist(self):
+        """The values as nested lists, read on the CPU (as a CUDA tensor allows)."""
         return self.elem.tolist()
 
     def numpy(self, *, force=False):
+        """Refused, as for a CUDA tensor ("Use Tensor.cpu()"); with `force`, the CPU values as an array."""
         if force:
             return self.elem.numpy(force=True)
         raise TypeError(
@@ -152,6 +154,7 @@ class SimTensor(torch.Tensor):
         raise TypeError("a tensor on another device cannot be pickled here")
 
     def as_subclass(self, cls):  # the subclass holds the values, on the simulated device still
+        """`self` viewed as `cls`, still on the simulated device."""
         return SimTensor(self.elem.as_subclass(cls))
 
 
@@ -285,6 +288,8 @@ class Place:
 
     @property
     def device(self):
+        """The device the marked arguments go to, decided on first use: the GPU when allowed and
+        CUDA starts (its memory capped), else the simulated one (why not the GPU, in `problem`)."""
         if self._device is None:
             self._device = SIMULATED
             if self.gpu:
@@ -311,6 +316,7 @@ class Place:
 
     @property
     def simulated(self):
+        """True when the device is the simulated one ("meta")."""
         return self.device.type == SIMULATED.type
 
     def active(self):

@@ -113,6 +113,8 @@ def encode(x):
 
 
 def same(a, b):
+    """True when two encoded results (`encode`) match: same kind, dtype and shape, floats close
+    (`near`, `close_numbers`), the rest equal."""
     if a[0] != b[0]:
         return False
     if a[0] == "T":
@@ -158,10 +160,12 @@ def observe(student, fn, calls=None, log=None):
 
 
 def observations(student, exercise, function):
+    """The encoded result of each probe of `exercise`'s `function` on `student` (`observe`)."""
     return [observe(student, fn) for fn in PROBES.get(exercise, {}).get(function, [])]
 
 
 def agree(xs, ys):
+    """True when two lists of observations match one for one (`same`)."""
     return len(xs) == len(ys) and all(same(x, y) for x, y in zip(xs, ys))
 
 

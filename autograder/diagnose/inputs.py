@@ -6,6 +6,7 @@ from .registry import CallFailed
 
 
 def generator(seed):
+    """A CPU torch.Generator seeded with `seed`."""
     return torch.Generator().manual_seed(seed)
 
 

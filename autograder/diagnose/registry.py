@@ -78,12 +78,17 @@ class Guarded:
         return out
 
     def call(self, name, *args, **kwargs):
+        """The student's `name(*args, **kwargs)`, or a CallFailed when it raises or writes into an
+        input (a missing function still raises)."""
         return self._run(self.student.call, name, *args, **kwargs)
 
     def new(self, name, *args, **kwargs):
+        """An instance of the student's class `name`, or a CallFailed as `call` gives."""
         return self._run(self.student.new, name, *args, **kwargs)
 
     def invoke(self, label, fn, *args, **kwargs):
+        """`fn`, an object the student's code returned, called as `label`; a CallFailed `fn` comes
+        back as it is, a failing call gives one."""
         if isinstance(fn, CallFailed):
             return fn
         return self._run(lambda lab, *a, **k: self.student.invoke(lab, fn, *a, **k), label, *args, **kwargs)

@@ -92,6 +92,7 @@ class Zygote:
         return safe.one_line(str(header.get("status") or ""), 60) or "unknown"
 
     def close(self):
+        """Close the socket to the zygote, which then kills every worker it forked (server.zygote_loop)."""
         try:
             self.sock.close()
         except OSError:
@@ -217,6 +218,7 @@ class RemoteObject:
         return self
 
     def eval(self):
+        """`module.eval()`: `train(False)`, done in the worker with the next call."""
         return RemoteObject.train(self, False)
 
     def _grad_params(self):
@@ -420,6 +422,8 @@ class RemoteStudent:
 
     # -- the Student interface
     def lookup(self, name):
+        """`name` when the submission defines it, the worker started first (and the rest of the
+        submission run if only the exercise's own file was); raises MissingFunction otherwise."""
         self.start()
         if name not in self.names and self.partial:
             self._load_rest()
@@ -457,15 +461,22 @@ class RemoteStudent:
 
     @_may_run_on_the_device
     def call(self, name, *args, **kwargs):
+        """The student's `name(*args, **kwargs)`, run in the worker (the device worker's, for an
+        argument on another device); gradients flow back to the arguments that require them.  Raises
+        a PropertyFailure when it crashes or writes into an input."""
         self.lookup(name)
         return self._call({"op": "call", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
     @_may_run_on_the_device
     def new(self, name, *args, **kwargs):
+        """An instance of the student's class `name`, made in the worker: a RemoteObject mirroring
+        its linear layers."""
         self.lookup(name)
         return self._call({"op": "new", "name": name, "prefer": self.exercise}, name, args, kwargs)
 
     def invoke(self, label, fn, *args, **kwargs):
+        """`fn` called as `label`: a RemoteObject in the worker that made it, any other callable
+        here (the judge's own code)."""
         owner = getattr(fn, "_student", self)
         if owner is not self:  # an object made in the device worker lives there
             return self._routed(owner, RemoteStudent.invoke, label, fn, *args, **kwargs)
@@ -481,6 +492,8 @@ class RemoteStudent:
 
     @_may_run_on_the_device
     def raises(self, exc_type, name, *args, **kwargs):
+        """True if the student's `name` raises `exc_type` (by name in its MRO) in the worker; a
+        NotImplementedError is a crash."""
         self.lookup(name)
         self.last_call = fmt_call(name, args, kwargs)
         arrays = []

@@ -134,6 +134,8 @@ class InProcessRunner:
         self.course = course
 
     def run(self, path, exercise, tests, progress=None):
+        """Run `tests` of `exercise` on the submission at `path` in this process, the failures
+        diagnosed; returns {"tests", "load_errors"[, "behaviour"]}.  `progress` is not called."""
         from ..sandbox.devices import hidden
 
         with hidden():  # the properties' tensors stay on the CPU, as everywhere (devices.py)

@@ -41,6 +41,8 @@ or, faster for a whole class (grade-batch grades, nbgrader-gradebook records it 
 
 
 def cmd_nbgrader_course(args):
+    """`seqgrader nbgrader-course`: the nbgrader course built in `args.dir`, and the next commands
+    to run there printed; returns 0."""
     from ..config import load_course
     from .build import build_course
 
@@ -121,6 +123,9 @@ def _autograde_from_reports(course_dir, assignment, grades, course_id):
 
 
 def cmd_nbgrader_gradebook(args):
+    """`seqgrader nbgrader-gradebook`: grade-batch's reports recorded in the course's gradebook.db
+    through nbgrader's autograde; returns 1 when nbgrader could not record a submission that is not
+    flagged for manual grading, else 0."""
     from .gradebook import read_batch, write_reports
 
     if not (Path(args.course_dir) / "nbgrader_config.py").is_file():
@@ -151,6 +156,7 @@ def cmd_nbgrader_gradebook(args):
 
 
 def add_parser(sub):
+    """Add the `nbgrader-course` and `nbgrader-gradebook` subcommands to `sub`."""
     from ..options import add_course_option
 
     p = sub.add_parser(

@@ -33,6 +33,7 @@ WIDTH = 400  # characters of a message on the one line
 
 
 def pytest_configure(config):
+    """One line per check and nothing more: -v at least, no traceback sections, no short summary (-rN)."""
     # one line per function (-v), and no traceback sections below them: the line says it all
     if config.option.verbose < 1:
         config.option.verbose = 1
@@ -42,6 +43,7 @@ def pytest_configure(config):
 
 
 def pytest_collect_file(file_path, parent):
+    """A Notebook for every .ipynb outside .ipynb_checkpoints; None for any other file."""
     p = Path(str(file_path))
     if p.suffix == ".ipynb" and ".ipynb_checkpoints" not in p.parts:
         return Notebook.from_parent(parent, path=p)
@@ -49,6 +51,8 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_report_teststatus(report, config):
+    """The word of a check's line that raised CheckFailed: "NOT IMPLEMENTED YET" (N) or "FAILED:
+    <message>" (F); None leaves pytest's own."""
     word = getattr(report, "seqgrader_word", None)
     if word and report.when == "call":
         kind, text = word
@@ -61,6 +65,8 @@ def pytest_report_teststatus(report, config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    """A CheckFailed's kind and text put on the check's report (`seqgrader_word`; the text is the
+    whole failure report)."""
     outcome = yield
     report = outcome.get_result()
     if (
@@ -95,6 +101,8 @@ def _plain(src):
 
 class Notebook(pytest.File):
     def collect(self):
+        """One Check per visible-checks cell, named after its function (the code cells sorted into
+        hidden tests, checks and the student's code); one failing Check for an unreadable notebook."""
         try:
             with open(self.path, encoding="utf-8") as f:
                 nb = json.load(f)
@@ -140,6 +148,8 @@ class Notebook(pytest.File):
                 yield Check.from_parent(self, name=cell["function"], function=cell["function"])
 
     def results(self):
+        """{function: None (passed) or (kind, text)} of the visible checks; the notebook runs once,
+        on first use."""
         if not hasattr(self, "_results"):
             self._results = _run_notebook(self.path, self.cells)
         return self._results
@@ -151,6 +161,8 @@ class Check(pytest.Item):
         self.function, self.broken = function, broken
 
     def runtest(self):
+        """Raise CheckFailed when the notebook could not be read or this function's visible check
+        did not pass."""
         if self.broken:
             raise CheckFailed("failed", self.broken)
         result = self.parent.results().get(self.function)
@@ -158,11 +170,13 @@ class Check(pytest.Item):
             raise CheckFailed(*result)
 
     def repr_failure(self, excinfo):
+        """A CheckFailed's one-line text; pytest's own report for any other exception."""
         if isinstance(excinfo.value, CheckFailed):
             return excinfo.value.text
         return super().repr_failure(excinfo)
 
     def reportinfo(self):
+        """(the notebook's path, no line number, the check's name) for pytest's report."""
         return self.path, None, self.name
 
 

@@ -54,6 +54,7 @@ class SubmitError(Exception):
 
 
 def say(zh, en):
+    """`zh` and `en` on one line: "zh / en"."""
     return f"{zh} / {en}"
 
 
@@ -118,6 +119,7 @@ SAVE_JS = """(function () {
 
 
 def in_notebook():
+    """True in an IPython kernel (Jupyter), where the browser can be asked to save."""
     return "ipykernel" in sys.modules and "get_ipython" in dir(__import__("builtins"))
 
 
@@ -203,6 +205,8 @@ def _retry_time(value):
 
 
 def multipart(fields, file_field, path):
+    """(body, Content-Type) of a multipart/form-data request: `fields` as text parts, then `path`'s
+    bytes as the file `file_field` (typed as a notebook or as Python)."""
     boundary = "seqgrader-" + uuid.uuid4().hex
     parts = []
     for name, value in fields.items():
@@ -373,6 +377,8 @@ def _print_result(url, header, view, out):
 
 
 def main(argv=None):
+    """`python submit.py NOTEBOOK`: `submit` from the command line; exit status 0 when the work was
+    sent, 1 when it was not."""
     p = argparse.ArgumentParser(prog="python submit.py", description=__doc__.split("\n\n")[0])
     p.add_argument("notebook", help="the .ipynb (or .py) file to submit")
     p.add_argument("--assignment", help="the assignment's name (default: submit.json's)")

@@ -142,6 +142,9 @@ class SandboxGrade(Preprocessor):
         return json.loads(path.read_text(encoding="utf-8"))
 
     def preprocess(self, nb, resources):
+        """Fill each hidden-tests cell's output with its function's result (the other cells' outputs
+        cleared): graded in the sandbox, once per exercise, or read from grade-batch's report when
+        `reports_dir` is set."""
         calls = [hidden_call(c.source) for c in nb.cells if c.cell_type == "code"]
         exercises = sorted({c[0] for c in calls if c})
         if not exercises:

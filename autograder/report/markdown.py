@@ -40,6 +40,8 @@ def _md(x):
 
 
 def md_table(rows, differs=None):
+    """A Markdown table of `rows` (a list of rows, or one row), rows and columns numbered; the cells
+    `differs` marks in bold with ✗."""
     if not rows or not isinstance(rows[0], list):
         rows, differs = [rows], ([differs] if differs is not None else None)
     n = max(len(r) for r in rows)
@@ -113,6 +115,9 @@ def _test(t, language, images, counter):
 
 
 def render_markdown(report, language="both", images=None):
+    """The report as Markdown in `language`: score, what to fix, scores per exercise, then each
+    failing function's diagnoses and tests; with `images` (a folder), the counterexamples' pictures
+    written there as PNG and linked."""
     r = as_dict(report)
     L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731
     who = student_of(r)

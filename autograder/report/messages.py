@@ -544,6 +544,7 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
 
 
 def pair(key, **fields):
+    """(zh, en) of the catalogue entry `key`, `fields` filled in."""
     zh, en = MESSAGES[key][:2]
     return zh.format(**fields), en.format(**fields)
 
@@ -576,6 +577,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def has_cjk(text):
+    """True when `text` holds a CJK ideograph, CJK punctuation or a full-width form."""
     return bool(_CJK.search(str(text)))
 
 

@@ -117,6 +117,7 @@ class Report:
     timing: dict = field(default_factory=dict)
 
     def to_dict(self):
+        """The report as plain dicts and lists (`plain`), `sandbox_warning` first when there is one."""
         out = plain(self)
         if out.get("sandbox_warning"):  # at the top, where a person reading the file sees it first
             out = {"sandbox_warning": out.pop("sandbox_warning"), **out}

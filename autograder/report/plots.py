@@ -28,6 +28,7 @@ PNG_DPI = 100
 
 
 def data_uri(png):
+    """The "data:image/png;base64,..." URI of the PNG bytes `png`, for a self-contained HTML page."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 

@@ -233,6 +233,8 @@ def _renderables(r, language):
 
 
 def render_rich(report, language="both", console=None):
+    """Print the report (a Report or a JSON report's dict) in `language` on `console` (default: a
+    new rich Console)."""
     from rich.console import Console
 
     console = console or Console()
@@ -241,6 +243,7 @@ def render_rich(report, language="both", console=None):
 
 
 def render_rich_text(report, language="both", width=100):
+    """What `render_rich` prints, as plain text without colours, `width` columns wide."""
     from rich.console import Console
 
     buf = io.StringIO()

@@ -58,6 +58,9 @@ def test_lines(t, language, with_diagnosis=False):
 
 
 def render_text(report, language="both"):
+    """The plain-text report `grade` prints, of a Report or a JSON report's dict: score, what to
+    fix, scores per exercise, then each failing function's diagnoses and tests; not graded: the
+    reason, no score."""
     r = as_dict(report)
     L = lambda key, **kw: say(key, language, sep=" ", **kw)  # noqa: E731 - a label: "中文 English"
     sub = Path(str(r.get("submission") or "")).name

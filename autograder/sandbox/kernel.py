@@ -120,6 +120,7 @@ NR_SCMP_ERROR = -1
 
 
 def SCMP_ACT_ERRNO(e):
+    """The seccomp action "fail with errno `e`" (libseccomp's SCMP_ACT_ERRNO macro)."""
     return 0x00050000 | (e & 0xFFFF)
 
 
@@ -229,6 +230,7 @@ def check(ret, what):
 
 
 def prctl(option, arg):
+    """prctl(`option`, `arg`, 0, 0, 0); raises OSError when it fails."""
     check(
         _libc().prctl(
             ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
@@ -238,10 +240,13 @@ def prctl(option, arg):
 
 
 def unshare(flags):
+    """unshare(2) with `flags` (CLONE_NEW*); raises OSError when it fails."""
     check(_libc().unshare(ctypes.c_int(flags)), "unshare")
 
 
 def mount(source, target, fstype, flags, data=None):
+    """mount(2) of `source` on `target` (str or bytes; `data` optional); raises OSError when it fails."""
+
     def enc(s):
         return os.fsencode(s) if isinstance(s, str) else s
 

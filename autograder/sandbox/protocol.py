@@ -127,6 +127,8 @@ def arrays_from_body(specs, body):
 
 
 def encode(value, arrays, depth=0):
+    """`value` as a frame's JSON data, its tensors and arrays appended to `arrays` (named by index);
+    what cannot travel becomes {"obj": a description}, long strings and sequences are cut short."""
     import torch
 
     if depth > 20:
@@ -442,13 +444,16 @@ class Channel:
         self.maxfds, self.fds = 0, []  # file descriptors expected with the next bytes, and received
 
     def fileno(self):
+        """The socket's file descriptor (for select)."""
         return self.sock.fileno()
 
     def close(self):
+        """Drop the bytes not read yet and close the socket."""
         self.pending = b""
         self.sock.close()
 
     def send(self, header, arrays=()):
+        """Send one frame (`send`) on this channel's socket."""
         send(self.sock, header, arrays)
 
     def _take(self, n, deadline):

@@ -176,9 +176,12 @@ class Server:
         return judge_end
 
     def alive(self):
+        """True unless the server failed or, seen from its owner, its process ended."""
         return self.error is None and (os.getpid() != self.owner or self.proc.poll() is None)
 
     def stop(self):
+        """Close the socket and kill the server, waiting up to 5 s; a judge forked from the owner
+        leaves it alone."""
         if os.getpid() != self.owner:
             return  # a judge forked from the owner: the server is not ours to stop
         try:
@@ -357,6 +360,8 @@ def _optimizer_steps():
 
 
 def main(fd, owner):
+    """The server's process (`fd`: its socket to `owner`, the process that started it): torch warmed
+    up, "ready" said, then a zygote forked per "open" until every judge is gone; never returns."""
     from .forkcheck import role
 
     role("server")

@@ -77,6 +77,8 @@ class Worker:
         return None
 
     def serve(self):
+        """Answer the judge's requests, one frame each, until the channel closes or a frame is
+        malformed; an exception becomes a {"raised": ...} answer."""
         while True:
             try:
                 header, arrays = self.sock.recv()
@@ -95,6 +97,8 @@ class Worker:
 
     # -- requests
     def handle(self, h, arrays, out_arrays):
+        """The answer to request `h`: load_rest, vjp, random_state, or a call / new / invoke
+        (arguments on another device run on `place`'s device, which the answer names)."""
         op = h.get("op")
         if op == "load_rest":
             return self.load_rest()
@@ -191,6 +195,8 @@ class Worker:
         return loaded_header(self.sub)
 
     def load_state(self, module, state, arrays):
+        """Copy the judge's mirrored weights and biases (`state`, by child name) into the student's
+        `module`, where the shapes match."""
         import torch
 
         with torch.no_grad():
@@ -205,6 +211,8 @@ class Worker:
                             p.copy_(value.to(p.dtype))
 
     def vjp(self, h, arrays, out_arrays):
+        """The gradients of a remembered call's leaves, given the judge's gradients of its outputs;
+        a {"raised": ...} answer when the graph is gone or backward fails."""
         import torch
 
         entry = self.calls.get(h.get("call"))

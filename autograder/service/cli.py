@@ -135,6 +135,8 @@ def _hub(base_url, engine, instructors_group=None):
 
 
 def cmd_serve(args):
+    """`seqgrader serve`: the options and the course checked, then the web service (uvicorn) and its
+    grading loops run until stopped; returns 0."""
     try:
         import uvicorn
 
@@ -283,6 +285,8 @@ def _uvicorn_server():
 
 
 def cmd_tokens(args):
+    """`seqgrader tokens`: the database's people made the roster's (the tokens or the key asked for
+    replaced), then `name,token` printed for each; returns 0."""
     from .auth import read_roster, sync_roster
 
     engine, _ = _engine(args)
@@ -302,6 +306,7 @@ def cmd_tokens(args):
 
 
 def add_parser(sub):
+    """Add the `serve` and `tokens` subcommands to `sub`; returns `serve`'s parser."""
     import argparse
 
     from .connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS

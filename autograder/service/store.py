@@ -121,6 +121,7 @@ MAX_CLAIMS = 3  # a submission whose grading was interrupted this often is not g
 
 
 def now():
+    """The current time, in UTC."""
     return datetime.now(UTC)
 
 
@@ -141,6 +142,7 @@ def _row(row):
 
 
 def sqlite_url(folder):
+    """The SQLite URL of service.db in `folder` (an absolute path)."""
     return f"sqlite:///{os.path.abspath(os.path.join(folder, 'service.db'))}"
 
 
@@ -274,6 +276,7 @@ def session_of(engine, nonce):
 
 
 def close_session(engine, nonce):
+    """End the session `nonce` (signing out); a nonce with no session changes nothing."""
     with engine.begin() as conn:
         conn.execute(sessions.delete().where(sessions.c.id == hash_token(str(nonce))))
 
@@ -285,6 +288,7 @@ def close_sessions(conn, names):
 
 
 def hash_token(token):
+    """The sha256 hex digest of `token`: what the database keeps of a token or a session's nonce."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -299,6 +303,7 @@ class Person:
 
 
 def new_id():
+    """A new random id, 32 hex digits."""
     return uuid.uuid4().hex
 
 
@@ -516,12 +521,14 @@ def requeue_abandoned(engine, me):
 
 
 def get(engine, sid):
+    """The submission `sid` as a dict, its times in UTC, or None."""
     with engine.begin() as conn:
         row = conn.execute(select(submissions).where(submissions.c.id == sid)).first()
         return _row(row) if row else None
 
 
 def report_of(engine, sid):
+    """The JSON text of submission `sid`'s report, or None when it has none."""
     with engine.begin() as conn:
         row = conn.execute(select(results.c.report).where(results.c.submission_id == sid)).first()
         return row.report if row else None
@@ -572,5 +579,6 @@ def queued_ahead(engine, row):
 
 
 def counts(engine):
+    """{status: how many submissions have it}; a status no submission has is left out."""
     with engine.begin() as conn:
         return dict(conn.execute(select(submissions.c.status, func.count()).group_by(submissions.c.status)).all())

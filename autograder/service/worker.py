@@ -62,6 +62,8 @@ class LocalGrader:
         self.lock = threading.Lock()
 
     def pool(self, assignment):
+        """The LocalPool of `assignment`, made on first use (with no process yet); its processes
+        work in "/" and read the course by its absolute path."""
         from ..batch.pool import LocalPool
 
         with self.lock:
@@ -83,6 +85,7 @@ class LocalGrader:
             return self.pools[assignment]
 
     def warm_up(self, assignments):
+        """Start a process in the pool of each of `assignments`, in turn, until `processes` run in all."""
         for a in assignments:
             with self.lock:
                 if sum(p.size() for p in self.pools.values()) >= self.processes:
@@ -90,6 +93,8 @@ class LocalGrader:
             self.pool(a).warm_up(1)
 
     def grade(self, assignment, path, student):
+        """Grade the submission at `path` on `assignment`'s pool, an idle process of another pool
+        stopped to make room if need be; returns the pool's result dict."""
         pool = self.pool(assignment)
         self._make_room(pool)
         return pool.grade(SimpleNamespace(path=Path(path), student=student))
@@ -106,6 +111,7 @@ class LocalGrader:
                 return
 
     def close(self):
+        """Stop every pool's processes and forget the pools."""
         with self.lock:
             pools, self.pools = list(self.pools.values()), {}
         for p in pools:
@@ -122,6 +128,7 @@ class DaskGrader:
         self.lock = threading.Lock()
 
     def warm_up(self, assignments):
+        """Nothing: a Dask worker starts its processes with its first task of the course."""
         pass
 
     def _client(self):
@@ -133,6 +140,8 @@ class DaskGrader:
             return self.client
 
     def grade(self, assignment, path, student):
+        """Grade the submission at `path` on the cluster (`run_dask`); returns its result dict, or a
+        retryable error when the cluster returned nothing."""
         from ..batch.cluster import run_dask
         from ..batch.discover import Item
 
@@ -155,6 +164,7 @@ class DaskGrader:
         return {"error": "the Dask cluster returned nothing", "retry": True}
 
     def close(self):
+        """Close the client of the scheduler, if there is one (a scheduler gone already is no error)."""
         with self.lock:
             client, self.client = self.client, None
         if client is not None:
@@ -177,6 +187,8 @@ class Worker:
         self.graded = 0
 
     def start(self):
+        """Queue again what a stopped process left in grading, then start the `threads` grading
+        loops and the lease renewer (daemon threads)."""
         back, given_up = store.requeue_abandoned(self.engine, self.owner)
         if back or given_up:
             log(
@@ -192,6 +204,8 @@ class Worker:
         self._threads.append(t)
 
     def close(self):
+        """Stop the loops (an idle one at once) and the grader's processes; a submission cut short
+        goes back to the queue when its lease ends."""
         self.stop.set()
         self.wake.set()
         self.grader.close()
@@ -244,6 +258,9 @@ class Worker:
                 self.stop.wait(self.poll)
 
     def grade_one(self, row):
+        """Grade the claimed submission `row` and store the result: "graded" with its report, else
+        "not_graded" with the reason (nothing while the service stops); a result whose lease was
+        lost is dropped."""
         sid = row["id"]
         path = self.uploads / row["stored"]
         log(f"grading {sid} ({row['student']}, {row['assignment']}, try {row['claims']})")

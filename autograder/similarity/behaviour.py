@@ -48,6 +48,7 @@ def digest(observations):
 
 
 def path_of(out, student):
+    """<out>/behaviour/<student>.json, where grade-batch records `student`'s behaviour."""
     return Path(out) / FOLDER / f"{student}.json"
 
 
@@ -85,6 +86,8 @@ class Behaviour:
         return out
 
     def same(self, a, b):
+        """{function: weight} of the functions where `a` and `b` fail with the same outputs and no
+        catalogued mistake explains them; the weight is the outputs' `rarity` in the class."""
         ra, rb = self.records.get(a, {}), self.records.get(b, {})
         out = {}
         for f, x in ra.items():

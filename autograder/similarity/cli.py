@@ -37,6 +37,8 @@ class Similarity:
     behaviour: int = 0  # students whose recorded behaviour was used
 
     def to_dict(self):
+        """What similarity.json holds: the counts, the flag threshold, the pairs, the clusters and
+        the excluded code (not the students' sources)."""
         return {
             "students": len(self.students),
             "compared": self.compared,
@@ -120,6 +122,8 @@ def write(result, out, language="both"):
 
 
 def cmd_similarity(args):
+    """`seqgrader similarity`: the class's functions compared, similarity.json and similarity.html
+    written into `args.out` and the flagged pairs printed (unless --quiet); returns 0."""
     from ..errors import GraderError
 
     if args.grades and not Path(args.grades).is_dir():
@@ -171,6 +175,7 @@ grade-batch --similarity does both at the end of a batch. Nothing is ever execut
 
 
 def add_parser(sub):
+    """Add the `similarity` subcommand to `sub`; returns its parser."""
     import argparse
 
     s = sub.add_parser(

@@ -45,6 +45,8 @@ class Source:
 
 
 def contract_functions(course, exercises):
+    """{name: exercise} of the public functions and classes of `exercises`' reference solutions (a
+    name defined twice keeps the first exercise)."""
     out = {}
     for ex in exercises:
         path = course.solutions_dir / f"{ex}.py"

@@ -133,9 +133,11 @@ class Index:
         self.n = len(self.students)
 
     def rarity(self, function, h):
+        """What fingerprint `h` of `function` is worth as evidence: `rarity` of how many students have it."""
         return rarity(self.df[function].get(h, 0))
 
     def mass(self, function, hashes):
+        """The summed rarity of `hashes`, fingerprints of `function`."""
         return sum(self.rarity(function, h) for h in hashes)
 
     def candidates(self):

@@ -58,6 +58,7 @@ class Fragment:
     fingerprints: int
 
     def to_dict(self):
+        """The fragment as JSON: its lines in a's and in b's definition, and its fingerprints' count."""
         return {"a": list(self.a), "b": list(self.b), "fingerprints": self.fingerprints}
 
 
@@ -76,6 +77,8 @@ class FunctionMatch:
 
     @property
     def strength(self):
+        """What this function alone says of the pair, 0..1: its code score weighed by how much is
+        shared (up to WHOLE), or its exact or behaviour evidence where stronger."""
         code = self.score * min(1.0, self.shared / WHOLE)
         return max(code, self.exact, self.behaviour)
 
@@ -153,6 +156,8 @@ class Pair:
         return out
 
     def to_dict(self):
+        """The pair as similarity.json holds it: the two students, the score, each function's
+        strength, the summary and the evidence."""
         return {
             "a": self.a,
             "b": self.b,
