@@ -1,12 +1,15 @@
 """A real headless Chromium (Debian's `chromium`) driven over the DevTools protocol through a pipe
 (--remote-debugging-pipe: no port, no extra package): one browser for many pages, each opened at
 a given window size, its screenshot taken as a person would see it, and JavaScript evaluated in it
-to read the DOM.  Used by tests/test_report_views.py.
+to read the DOM (a Promise is awaited: its value comes back).  Used by tests/test_report_views.py
+and tests/test_accessibility.py.
 
     with Chromium(profile_dir) as browser:
         page = browser.open(path, size=(1280, 800))
         page.screenshot(png_path)            # what fits in the window
         page.eval("document.title")          # any JSON-able value
+        page.eval("document.fonts.ready.then(() => 1)")   # a Promise: its value once it settles
+        page.run_script(source)              # a whole script (a library), as a <script> would run it
 
 and, for a web service, pages of their own cookie jar that follow links, forms and redirects:
 
@@ -14,6 +17,9 @@ and, for a web service, pages of their own cookie jar that follow links, forms a
     page = browser.open_url(url, context=context)
     page.act("document.querySelector('form').submit()")   # run, then wait for the next page's load
     page.set_file("#file", path)         # choose a file in an <input type=file>
+
+A page opened with bypass_csp=True ignores the site's Content-Security-Policy, so that a test can
+run its own script in a page whose policy allows none (the service's).
 """
 
 import base64
@@ -135,7 +141,7 @@ class Chromium:
     def new_context(self):
         return self.send("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
 
-    def open_url(self, url, size=(1280, 800), context=None):
+    def open_url(self, url, size=(1280, 800), context=None, bypass_csp=False):
         params = {"url": "about:blank"}
         if context:
             params["browserContextId"] = context
@@ -143,6 +149,8 @@ class Chromium:
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, target, session)
         self.send("Page.enable", session=session)
+        if bypass_csp:  # before the first navigation: it holds for every page this one loads
+            self.send("Page.setBypassCSP", {"enabled": True}, session=session)
         self.send(
             "Emulation.setDeviceMetricsOverride",
             {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False},
@@ -191,6 +199,10 @@ class Page:
         if "exceptionDetails" in res:
             raise ChromiumError(f"JavaScript failed: {res['exceptionDetails']}")
         return res["result"].get("value")
+
+    def run_script(self, source):
+        """Run a whole script in the page (its global names stay defined), as a <script> would."""
+        self.eval(f"{source}\n;true")
 
     def goto(self, url):
         self.browser.forget("Page.loadEventFired", self.session)

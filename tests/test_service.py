@@ -690,7 +690,7 @@ def test_a_form_without_its_token_or_from_another_site_is_refused(svc):
     r = dave.post("upload", data={"assignment": "hw", "csrf": csrf}, files=files)
     assert r.status_code == 303 and r.headers["location"].startswith(PREFIX + "submissions/")
     status = dave.get(f"http://127.0.0.1:{svc.port}{r.headers['location']}")
-    assert status.status_code == 200 and ('http-equiv="refresh"' in status.text or "/ 20" in status.text)
+    assert status.status_code == 200 and ('id="reload"' in status.text or "/ 20" in status.text)
     assert len(dave.get("api/submissions").json()["submissions"]) == before + 1
 
 

@@ -38,13 +38,16 @@ def notebook(folder, name, without_diagonal=False):
     return path
 
 
-def wait_for(page, expression, timeout=300):
-    """Poll `expression` in the page (which may be reloading) until it is true."""
+def wait_for(page, expression, timeout=300, reload=False):
+    """Poll `expression` in the page (which may be loading) until it is true; `reload`: follow the
+    page's own "reload this page" link between two polls, as a student waiting for a report does."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             if page.eval(expression):
                 return
+            if reload and page.eval("document.querySelector('#reload') !== null"):
+                page.act("document.querySelector('#reload').click()")
         except ChromiumError:  # the page was between two loads
             pass
         time.sleep(0.5)
@@ -52,8 +55,8 @@ def wait_for(page, expression, timeout=300):
 
 
 def upload_and_read_report(page, base, path, shots):
-    """On the upload page: choose the assignment and the file, send; the status page reloads itself
-    until the report is there.  Returns the report page's text."""
+    """On the upload page: choose the assignment and the file, send; reload the status page until the
+    report is there.  Returns the report page's text."""
     page.goto(base + "upload")
     assert page.url() == base + "upload", page.url()
     page.eval(f"document.querySelector('#assignment').value = {ASSIGNMENT!r}")
@@ -62,7 +65,7 @@ def upload_and_read_report(page, base, path, shots):
     page.act("document.querySelector('form[action$=\"upload\"]').submit()")
     assert "/submissions/" in page.url(), (page.url(), page.text()[:1000])
     page.screenshot(OUT / f"{shots}-status.png")
-    wait_for(page, "document.querySelector('#scores') !== null")
+    wait_for(page, "document.querySelector('#scores') !== null", reload=True)
     page.eval("document.fonts.ready.then(() => true)")
     page.screenshot(OUT / f"{shots}-report.png")
     return page.text()

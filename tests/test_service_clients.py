@@ -1,10 +1,11 @@
 """`seqgrader serve` against the people around it: another user of the same machine, a browser
 driven by another site (behind a proxy that adds its own Authorization header), a copied cookie, a
 local process that writes X-Forwarded-For, clients that send slowly or hold connections, and a
-hub that does not answer.  A real `seqgrader serve` on loopback throughout (tests/servers.py)."""
+hub that does not answer.  A real `seqgrader serve` on loopback throughout (tests/servers.py),
+but for the JupyterHub mode's signed cookies, also read by its Hub alone (the hub stood in for)."""
 
+import asyncio
 import base64
-import json
 import os
 import re
 import socket
@@ -12,9 +13,11 @@ import stat
 import subprocess
 import sys
 import time
+import types
 import urllib.parse
 
 import httpx
+import itsdangerous
 import pytest
 
 from .conftest import ROOT
@@ -111,6 +114,8 @@ def test_a_cookie_needs_its_forms_token_and_this_site_whatever_authorization_hea
         assert r.status_code == 403, (headers, r.text)
     r = upload(browser, tmp_path, None, Authorization=BASIC)  # this site, no forms token
     assert r.status_code == 403 and r.json()["error"] == "csrf", r.text
+    r = upload(browser, tmp_path, "é" + csrf[1:])  # a token that is not ASCII: refused, never an error
+    assert r.status_code == 403 and r.json()["error"] == "csrf", r.text
     r = browser.post(
         "api/submissions",
         data={"assignment": "sequence-models"},
@@ -157,6 +162,244 @@ def test_signing_out_ends_the_session_a_copied_cookie_carries(svc):
     assert r.status_code == 401 and r.json()["error"] == "not_signed_in", r.text
     assert copy.get("upload").status_code == 303  # a page: to the sign-in page
     assert other.get("api/me").json()["name"] == "alice"  # only that browser signed out
+
+
+# ---------------------------------------------------------------- a cookie tampered with, too old, of another purpose
+
+
+def _payload(value):
+    """What a signed cookie carries: readable by anyone (it is signed, not secret)."""
+    valid, payload = itsdangerous.URLSafeTimedSerializer(b"not the key").loads_unsafe(value)
+    assert not valid and isinstance(payload, dict), value
+    return payload
+
+
+def _flipped(value):
+    """`value` with one character changed in the middle of each of its parts (payload, time,
+    signature): never in a part's last character, whose spare bits base64 ignores."""
+    parts = value.split(".")
+    out = []
+    for i, part in enumerate(parts):
+        if len(part) > 1:
+            j = len(part) // 2
+            out.append(
+                ".".join(parts[:i] + [part[:j] + ("A" if part[j] != "A" else "B") + part[j + 1 :]] + parts[i + 1 :])
+            )
+    assert len(out) == 3, value
+    return out
+
+
+GARBAGE = ["", ".", "..", "...", "a.b.c", "x" * 4000, "é.é.é", "%00", '"quoted"', "e30.AAAAAA.AAAA", "!!.!!.!!"]
+
+
+def _signed_at(monkeypatch, serializer, payload, when=None):
+    """`payload` signed by `serializer` as at the time `when` (default: now)."""
+    with monkeypatch.context() as m:
+        if when is not None:
+            m.setattr(itsdangerous.timed, "time", types.SimpleNamespace(time=lambda: when))
+        return serializer.dumps(payload)
+
+
+def _service_key(svc):
+    from autograder.service import store
+
+    engine = store.make_engine(store.sqlite_url(svc.data))
+    try:
+        return bytes.fromhex(store.secret(engine))
+    finally:
+        engine.dispose()
+
+
+def test_a_sign_in_cookie_tampered_with_cut_short_too_old_or_of_another_purpose_is_nobodys(svc, monkeypatch):
+    from autograder.service import hub
+    from autograder.service.auth import COOKIE, COOKIE_DAYS, SIGNIN_SALT, signed
+
+    alice, _ = signed_in(svc, "alice")
+    bob, _ = signed_in(svc, "bob")
+    real = alice.cookies[COOKIE]
+    mine = _payload(real)
+    assert set(mine) == {"name", "gen", "nonce"} and mine["name"] == "alice", mine
+    key = _service_key(svc)
+    now = time.time()
+    right = signed(key, SIGNIN_SALT)
+
+    def me(value):
+        return client(svc, Cookie=f"{COOKIE}={value}".encode()).get("api/me")
+
+    # a cookie made as the service makes it is accepted: the refusals below are the changes' doing
+    for accepted in (
+        real,
+        _signed_at(monkeypatch, right, mine),
+        _signed_at(monkeypatch, right, mine, now - COOKIE_DAYS * 86400 + 3600),
+    ):
+        assert me(accepted).json() == {"name": "alice", "role": "student"}
+    refused = {
+        **{f"tampered {i}": v for i, v in enumerate(_flipped(real))},
+        "cut short": real[:-1],
+        "no signature": real.rsplit(".", 1)[0],
+        "payload only": real.split(".", 1)[0],
+        "bob's payload, alice's signature": bob.cookies[COOKIE].split(".")[0] + "." + real.split(".", 1)[1],
+        "too old": _signed_at(monkeypatch, right, mine, now - COOKIE_DAYS * 86400 - 60),
+        "another key": signed(os.urandom(32), SIGNIN_SALT).dumps(mine),
+        "the OAuth state cookie's salt": signed(key, hub.STATE_SALT).dumps(mine),
+        "the hub sign-in cookie's salt": signed(key, hub.SIGNIN_SALT).dumps(mine),
+        "another name on alice's session": right.dumps({**mine, "name": "bob"}),
+        "an older generation": right.dumps({**mine, "gen": mine["gen"] - 1}),
+        "no session": right.dumps({**mine, "nonce": os.urandom(16).hex()}),
+        "not a dict": right.dumps(["alice", mine["gen"], mine["nonce"]]),
+        **{f"garbage {g[:10]!r}": g for g in GARBAGE},
+    }
+    for what, value in refused.items():
+        r = me(value)
+        assert r.status_code == 401 and r.json()["error"] == "not_signed_in", (what, r.status_code, r.text)
+        page = client(svc, Cookie=f"{COOKIE}={value}".encode()).get("upload")
+        assert page.status_code == 303 and "/signin" in page.headers["location"], (what, page.status_code, page.text)
+    assert alice.get("api/me").json()["name"] == "alice"  # the real one still signs alice in
+
+
+def _request(cookies=None, method="GET"):
+    from starlette.requests import Request
+
+    headers = [(b"host", b"127.0.0.1:8000")]
+    if cookies:
+        headers.append((b"cookie", "; ".join(f"{k}={v}" for k, v in cookies.items()).encode()))
+    scope = {
+        "type": "http",
+        "method": method,
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "path": "/services/seqgrader/",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+    }
+    return Request(scope)
+
+
+def _set_cookie(response, name):
+    """(value, the whole Set-Cookie header) of the cookie `name` a response sets."""
+    for header in response.headers.getlist("set-cookie"):
+        if header.split("=", 1)[0] == name and not header.startswith(f'{name}="";'):
+            return header.split(";")[0].split("=", 1)[1].strip('"'), header
+    raise AssertionError(f"no cookie {name}: {response.headers.getlist('set-cookie')}")
+
+
+@pytest.fixture
+def lone_hub(tmp_path, monkeypatch):
+    """The JupyterHub mode's authenticator with a database of its own and no hub: the hub's
+    answers (a code's token, who a token is) are stood in for and counted."""
+    from autograder.service import store
+    from autograder.service.hub import Hub
+
+    monkeypatch.setenv("JUPYTERHUB_API_URL", f"http://127.0.0.1:{free_port()}/hub/api")
+    engine = store.make_engine(store.sqlite_url(tmp_path))
+    store.migrate(engine)
+    hub = Hub(base_url="/services/seqgrader/", engine=engine, api_token="the-service-token")
+    hub.asked = []
+
+    async def identify(token, request, use_cache=True):
+        hub.asked.append(token)
+        return {"kind": "user", "name": "alice", "admin": False, "groups": []}
+
+    async def token_for_code(code, code_verifier=None, sync=True):
+        assert code == "the-code" and code_verifier
+        return "alices-hub-token"
+
+    monkeypatch.setattr(hub, "_identify", identify)
+    monkeypatch.setattr(hub.auth, "token_for_code", token_for_code)
+    yield hub
+    engine.dispose()
+
+
+def test_the_hub_cookies_are_refused_tampered_too_old_of_another_purpose_or_after_signing_out(lone_hub, monkeypatch):
+    from starlette.responses import Response
+
+    from autograder.errors import ServiceError
+    from autograder.service import auth
+    from autograder.service.hub import COOKIE_MAX_AGE, SIGNIN_SALT, STATE_MAX_AGE, STATE_SALT, Hub
+
+    hub = lone_hub
+    login = asyncio.run(hub.oauth_login(_request(), next="/services/seqgrader/upload"))
+    state_cookie, header = _set_cookie(login, hub.state_cookie_name)
+    for attribute in ("httponly", "samesite=lax", "path=/services/seqgrader/", f"max-age={STATE_MAX_AGE}"):
+        assert attribute in header.lower(), header
+    assert "secure" not in header.lower()  # http here; https (as a believed proxy says) adds it
+    state = urllib.parse.parse_qs(urllib.parse.urlsplit(login.headers["location"]).query)["state"][0]
+    assert _payload(state_cookie)["state"] == state
+
+    def callback(cookie, sent_state=state):
+        request = _request({hub.state_cookie_name: cookie})
+        return asyncio.run(hub.oauth_callback(request, code="the-code", state=sent_state))
+
+    back = callback(state_cookie)
+    assert back.status_code == 303 and back.headers["location"] == "/services/seqgrader/upload"
+    signin_cookie, header = _set_cookie(back, hub.cookie_name)
+    for attribute in ("httponly", "samesite=lax", "path=/services/seqgrader/", f"max-age={COOKIE_MAX_AGE}"):
+        assert attribute in header.lower(), header
+    kept = _payload(signin_cookie)
+    assert kept["token"] == "alices-hub-token" and kept["nonce"], kept
+
+    def who(cookie, name=hub.cookie_name):
+        return asyncio.run(hub.user(_request({name: cookie})))
+
+    hub.asked.clear()
+    alice = who(signin_cookie)
+    assert (alice.name, alice.via, alice.nonce) == ("alice", "hub-cookie", kept["nonce"])
+    assert hub.asked == ["alices-hub-token"]
+    key = hub._signin_cookies.secret_keys[-1]
+    now = time.time()
+    other = Hub(base_url="/services/seqgrader/", engine=hub.engine, api_token="another-service-token")
+    hub_signed = auth.signed(key, SIGNIN_SALT)
+    assert who(_signed_at(monkeypatch, hub_signed, kept, now - COOKIE_MAX_AGE + 3600)).name == "alice"
+
+    # the sign-in cookie: each refused before the hub is asked anything
+    hub.asked.clear()
+    refused = {
+        **{f"tampered {i}": v for i, v in enumerate(_flipped(signin_cookie))},
+        "cut short": signin_cookie[:-1],
+        "no signature": signin_cookie.rsplit(".", 1)[0],
+        "the state cookie as the sign-in cookie": state_cookie,
+        "another service's key": other._signin_cookies.dumps(kept),
+        "the state cookie's salt": auth.signed(key, STATE_SALT).dumps(kept),
+        "the roster sign-in cookie's salt": auth.signed(key, auth.SIGNIN_SALT).dumps(kept),
+        "too old": _signed_at(monkeypatch, hub_signed, kept, now - COOKIE_MAX_AGE - 60),
+        "no session": hub_signed.dumps({**kept, "nonce": os.urandom(16).hex()}),
+        "no nonce": hub_signed.dumps({"token": kept["token"]}),
+        "a token that is no string": hub_signed.dumps({**kept, "token": ["alices-hub-token"]}),
+        **{f"garbage {g[:10]!r}": g for g in GARBAGE},
+    }
+    for what, value in refused.items():
+        assert who(value) is None, what
+    assert hub.asked == []
+    roster = auth.Roster(hub.engine)  # and neither hub cookie is the roster mode's sign-in cookie
+    assert roster.from_cookie(signin_cookie) is None and roster.from_cookie(state_cookie) is None
+
+    # the state cookie: the callback refuses all but the one this browser left with, unchanged, in time
+    state_signed = auth.signed(key, STATE_SALT)
+    mine = _payload(state_cookie)
+    refused = {
+        **{f"tampered {i}": (v, state) for i, v in enumerate(_flipped(state_cookie))},
+        "the sign-in cookie as the state cookie": (signin_cookie, state),
+        "another service's key": (other._state_cookies.dumps(mine), state),
+        "the sign-in cookie's salt": (hub_signed.dumps(mine), state),
+        "too old": (_signed_at(monkeypatch, state_signed, mine, now - STATE_MAX_AGE - 60), state),
+        "another state": (state_cookie, state + "x"),
+        "a state that is not ASCII": (state_cookie, "é" + state[1:]),
+        **{f"garbage {g[:10]!r}": (g, state) for g in GARBAGE},
+    }
+    for what, (value, sent) in refused.items():
+        with pytest.raises(ServiceError) as e:
+            callback(value, sent)
+        assert (e.value.status, e.value.code) == (403, "oauth_state"), what
+    assert callback(_signed_at(monkeypatch, state_signed, mine, now - STATE_MAX_AGE + 60)).status_code == 303
+
+    # signing out ends the session: a copy of the cookie is nobody's, the hub not asked
+    copy = signin_cookie
+    out = Response()
+    hub.logout(_request({hub.cookie_name: signin_cookie}), out)
+    assert any(h.startswith(f'{hub.cookie_name}="";') for h in out.headers.getlist("set-cookie"))
+    hub.asked.clear()
+    assert who(copy) is None and hub.asked == []
 
 
 def test_a_browser_behind_a_password_proxy_is_not_taken_for_a_token_guesser(svc):
@@ -396,11 +639,15 @@ def test_a_hub_that_does_not_answer_shows_none_of_its_internals_and_next_stays_o
         for internal in (str(port), "127.0.0.1", "hub/api", socket.gethostname(), "Connection refused", "Errno"):
             assert internal not in r.text, (internal, r.text)
         assert "JupyterHub" in log.read_text()  # the instructor's log says what failed
+        # the OAuth state cookie sent as the sign-in cookie is nobody's: refused before the hub is asked
+        state_cookie = httpx.get(url + "oauth_login", follow_redirects=False).cookies["service-seqgrader-oauth-state"]
+        r = httpx.get(url + "api/me", headers={"Cookie": f"service-seqgrader={state_cookie}"})
+        assert r.status_code == 401 and r.json()["error"] == "not_signed_in", r.text
         for asked in ("/services/seqgrader/../../hub/x", "/services/seqgrader/%2e%2e/%2e%2e/hub/x"):
             r = httpx.get(url + "oauth_login", params={"next": asked}, follow_redirects=False)
             assert r.status_code == 302
             value = r.headers["set-cookie"].split(";")[0].split("=", 1)[1].strip('"')
-            state = json.loads(base64.urlsafe_b64decode(value.rsplit(".", 1)[0]))
+            state = _payload(value)
             assert state["next"] == "/services/seqgrader/", (asked, state)
 
 

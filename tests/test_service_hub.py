@@ -164,9 +164,9 @@ def test_the_oauth_cookie_signs_in_and_counts_only_for_this_site(hub, tmp_path):
 
 
 def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_elsewhere(hub):
-    import base64
-    import json
     import urllib.parse
+
+    from itsdangerous import URLSafeTimedSerializer
 
     from .servers import _NoRedirect
 
@@ -193,8 +193,61 @@ def test_the_sign_in_leaves_for_the_hub_with_a_state_and_pkce_and_never_returns_
         assert (
             name == "service-seqgrader-oauth-state" and "HttpOnly" in cookie and "Path=/services/seqgrader/" in cookie
         )
-        state = json.loads(base64.urlsafe_b64decode(value.strip('"').rsplit(".", 1)[0]))
+        valid, state = URLSafeTimedSerializer(b"not the key").loads_unsafe(value.strip('"'))  # signed, not secret
+        assert not valid and set(state) == {"state", "next", "verifier"}, state
         assert state["state"] == query["state"][0] and state["next"] == kept, (asked, state)
+
+
+def test_signing_out_ends_the_session_a_copied_hub_cookie_carries_and_no_changed_cookie_signs_in(hub):
+    import urllib.parse
+
+    from .servers import _NoRedirect
+
+    opener, jar = _oauth_sign_in(hub, "bob")
+    real = next(c.value for c in jar if c.name == "service-seqgrader")
+
+    def me(value, name="service-seqgrader"):
+        req = urllib.request.Request(hub.service_url + "api/me", headers={"Cookie": f"{name}={value}"})
+        try:
+            with urllib.request.urlopen(req) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    status, said = me(real)  # a copy of bob's cookie, in another browser
+    assert status == 200 and '"bob"' in said, said
+    try:
+        urllib.request.build_opener(_NoRedirect).open(hub.service_url + "oauth_login")
+        raise AssertionError("no redirect")
+    except urllib.error.HTTPError as e:
+        state_cookie = e.headers["Set-Cookie"].split(";")[0].split("=", 1)[1].strip('"')
+    j = len(real) // 3
+    for what, value in (
+        ("tampered", real[:j] + ("A" if real[j] != "A" else "B") + real[j + 1 :]),
+        ("cut short", real.rsplit(".", 1)[0]),
+        ("the OAuth state cookie", state_cookie),
+        ("garbage", "x.y.z"),
+    ):
+        status, said = me(value)
+        assert status == 401 and '"not_signed_in"' in said, (what, status, said)
+    # bob signs out on the service's page (a form with its token), leaving the redirect to the hub's sign-out
+    page = opener.open(hub.service_url + "upload").read().decode()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    leave = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    try:
+        leave.open(
+            urllib.request.Request(
+                hub.service_url + "signout",
+                data=urllib.parse.urlencode({"csrf": csrf}).encode(),
+                headers={"Origin": hub.url.rstrip("/")},
+            )
+        )
+        raise AssertionError("no redirect")
+    except urllib.error.HTTPError as e:
+        assert e.code == 303 and e.headers["Location"].endswith("/hub/logout"), (e.code, e.headers["Location"])
+        assert any(h.startswith('service-seqgrader="";') for h in e.headers.get_all("Set-Cookie")), e.headers
+    status, said = me(real)
+    assert status == 401 and '"not_signed_in"' in said, said  # the copy is nobody's now
 
 
 def test_a_hub_that_does_not_answer_is_said_so_and_nobody_is_signed_in(tmp_path):

@@ -1,4 +1,5 @@
-"""The instructor's dashboard: one self-contained HTML page about a whole batch.
+"""The instructor's dashboard: one self-contained HTML page about a whole batch, rendered from
+autograder/templates/dashboard.html.
 
     collect(grades_dir)                    -> dict of the numbers below (tests use it too)
     render_dashboard(grades_dir, language) -> str
@@ -20,7 +21,6 @@ students whose report is missing).  It shows
 """
 
 import csv
-import html
 import json
 import math
 from collections import Counter, defaultdict
@@ -28,10 +28,6 @@ from pathlib import Path
 
 from ..store import write_atomic
 from .model import level, pick
-
-
-def esc(x):
-    return html.escape(str(x), quote=True)
 
 
 def _float(x):
@@ -281,195 +277,91 @@ def histogram_figure(data):
 
 # ---------------------------------------------------------------- the page
 
-# The body's fonts as in html.py: the usual CJK families first, then the browser's own fallback.
-CSS = """
-:root { --bad: #c0162c; --ok: #1b7f3b; --muted: #5b6170; --line: #d9dce3; }
-body { font-family: "Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Zen Hei",
-       "WenQuanYi Micro Hei", system-ui, sans-serif;
-       margin: 0; padding: 24px 32px; color: #1d2130; background: #f6f7f9; line-height: 1.45; }
-main { max-width: 1150px; margin: 0 auto; }
-h1 { font-size: 1.6em; margin: 0 0 4px; }
-h2 { font-size: 1.25em; margin: 28px 0 10px; }
-.muted { color: var(--muted); font-size: 0.9em; }
-.cards { display: flex; gap: 14px; flex-wrap: wrap; margin: 14px 0; }
-.kpi { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 18px; min-width: 150px; }
-.kpi .v { font-size: 1.8em; font-weight: 700; }
-.kpi.bad .v { color: var(--bad); }
-table { border-collapse: collapse; background: #fff; width: 100%; }
-td, th { border-bottom: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
-th { background: #eef1f6; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.bar { background: #e4e7ee; height: 12px; border-radius: 6px; min-width: 160px; position: relative; }
-.bar span { display: block; height: 12px; border-radius: 6px; background: var(--ok); }
-.bar span.level-good { background: var(--ok); }
-.bar span.level-fair { background: #d69e2e; }
-.bar span.level-poor { background: var(--bad); }
-td.note { color: var(--muted); font-size: 0.9em; }
-.errored td { color: var(--bad); }
-.mistake-title { font-weight: 700; }
-img.hist { max-width: 100%; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
-code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.9em; }
-"""
+
+def _median(scores):
+    srt = sorted(scores)
+    return srt[len(srt) // 2] if len(srt) % 2 else (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2
 
 
 def render_dashboard(grades_dir, language="both", label=None):
-    """The dashboard of a grade-batch folder; `label`: what the page says it shows (default: the
-    folder's path, which a page served to others must not show)."""
+    """The dashboard of a grade-batch folder (autograder/templates/dashboard.html); `label`: what
+    the page says it shows (default: the folder's path, which a page served to others must not show)."""
+    from ..templates import render
     from .plots import data_uri
 
     d = collect(grades_dir)
-    L = lambda zh, en: esc(pick(language, zh, en, sep=" "))  # noqa: E731
-    n, n_err = len(d["students"]), len(d["errored"])
     mean = sum(d["totals"]) / len(d["totals"]) if d["totals"] else None
-    of_max = f" / {d['max_total']:g}" if d["max_total"] else ""
-    body = [
-        f"<h1>{L('班级成绩总览', 'Class dashboard')}</h1>",
-        f'<div class="muted">{esc(d["folder"] if label is None else label)}</div>',
-        '<div class="cards">',
-        f'<div class="kpi" id="kpi-submissions"><div class="v">{n}</div>{L("份提交", "submissions")}</div>',
-        f'<div class="kpi" id="kpi-graded"><div class="v">{len(d["graded"])}</div>{L("已评分", "graded")}</div>',
-        f'<div class="kpi{" bad" if n_err else ""}" id="kpi-errors"><div class="v">{n_err}</div>{L("无法评分", "errored")}</div>',
-        f'<div class="kpi" id="kpi-mean"><div class="v">{"–" if mean is None else f"{mean:.1f}"}</div>'
-        f"{L('平均总分', 'mean total')}{of_max}</div>",
-        "</div>",
-    ]
-
-    # errored first: they have no score at all
-    body.append(f'<h2 id="errored">{L("无法评分的提交", "Submissions that could not be graded")} ({n_err})</h2>')
-    if d["errored"]:
-        body.append(
-            f'<table class="errored-table"><tr><th>{L("学生", "Student")}</th><th>{L("状态", "Status")}</th>'
-            f"<th>{L('说明', 'Note')}</th></tr>"
-        )
-        for e in d["errored"]:
-            body.append(
-                f'<tr class="errored" data-student="{esc(e["student"])}"><td><b>{esc(e["student"])}</b></td>'
-                f"<td>{esc(e['status'])}</td><td>{esc(e['note'])}</td></tr>"
-            )
-        body.append("</table>")
-    else:
-        body.append(f'<p class="muted">{L("没有。", "None.")}</p>')
-
-    # distributions
-    body.append(f'<h2 id="distribution">{L("各练习的分数分布", "Score distribution per exercise")}</h2>')
     png = histograms(d)
-    if png:
-        body.append(f'<img class="hist" alt="{L("分数分布直方图", "score histograms")}" src="{data_uri(png)}">')
-    if d["exercise_scores"]:
-        body.append(
-            f'<table><tr><th>{L("练习", "Exercise")}</th><th class="num">{L("平均", "mean")}</th>'
-            f'<th class="num">{L("中位数", "median")}</th><th class="num">{L("最低", "min")}</th>'
-            f'<th class="num">{L("最高", "max")}</th><th class="num">{L("满分人数", "full marks")}</th></tr>'
+    exercises = []
+    for ex, scores in d["exercise_scores"].items():
+        top = d["exercise_max"].get(ex, 0)
+        exercises.append(
+            {
+                "id": ex,
+                "mean": f"{sum(scores) / len(scores):.1f} / {top:g}",
+                "median": f"{_median(scores):g}",
+                "min": f"{min(scores):g}",
+                "max": f"{max(scores):g}",
+                "full": f"{sum(1 for s in scores if s >= top)}/{len(scores)}",
+            }
         )
-        for ex, scores in d["exercise_scores"].items():
-            top = d["exercise_max"].get(ex, 0)
-            srt = sorted(scores)
-            med = srt[len(srt) // 2] if len(srt) % 2 else (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2
-            body.append(
-                f'<tr data-exercise="{esc(ex)}"><td><code>{esc(ex)}</code></td>'
-                f'<td class="num">{sum(scores) / len(scores):.1f} / {top:g}</td><td class="num">{med:g}</td>'
-                f'<td class="num">{min(scores):g}</td><td class="num">{max(scores):g}</td>'
-                f'<td class="num">{sum(1 for s in scores if s >= top)}/{len(scores)}</td></tr>'
-            )
-        body.append("</table>")
-
-    # where the points went
-    body.append(f'<h2 id="points-lost">{L("在哪里丢了分（最多的在前）", "Where points were lost (worst first)")}</h2>')
-    losing = [e for e in d["lost"] if e["points_lost"] > 0]
-    if losing:
-        note = L(
-            "全班丢掉的分数；“诊断不出”是诊断没能说出错误名称的失败所占的比例：这些失败只有性质自己的反馈。",
-            "Points lost over the class; 'not diagnosed' is the share of failures the diagnosis could not "
-            "name: they have only the property's own feedback.",
-        )
-        body.append(f'<p class="muted">{note}</p>')
-        body.append(
-            f'<table class="points-lost"><tr><th>{L("练习 / 测试", "Exercise / test")}</th>'
-            f'<th class="num">{L("丢分", "points lost")}</th><th class="num">{L("失败", "failures")}</th>'
-            f'<th class="num">{L("诊断不出", "not diagnosed")}</th><th>{L("诊断出的错误", "named mistakes")}</th></tr>'
-        )
-        for e in losing:
-            body.append(
-                f'<tr class="lost-exercise" data-exercise="{esc(e["exercise"])}"><td><b><code>{esc(e["exercise"])}</code></b></td>'
-                f'<td class="num"><b>{e["points_lost"]:g}</b> / {e["points_max"]:g}</td>'
-                f'<td class="num">{e["failures"]}</td>'
-                f'<td class="num">{100 * e["unnamed_share"]:.0f}%</td><td></td></tr>'
-            )
-            for t in e["tests"]:
-                named = "; ".join(
-                    f"{pick(language, m['title_zh'], m['title_en'])} ({m['count']})" for m in t["mistakes"]
-                )
-                body.append(
-                    f'<tr class="lost-test" data-test="{esc(t["name"])}"><td>&nbsp;&nbsp;<code>{esc(t["name"])}</code></td>'
-                    f'<td class="num">{t["points_lost"]:g}</td><td class="num">{t["failures"]}</td>'
-                    f'<td class="num">{100 * t["unnamed_share"]:.0f}%</td><td>{esc(named)}</td></tr>'
-                )
-        body.append("</table>")
-    else:
-        body.append(f'<p class="muted">{L("没有丢分。", "No points were lost.")}</p>')
-
-    # mistakes
-    body.append(f'<h2 id="mistakes">{L("最常见的错误（诊断）", "Most frequent diagnosed mistakes")}</h2>')
-    if d["mistakes"]:
-        body.append(
-            f'<p class="muted">{L("每个学生只计一次：课上值得再讲一遍的内容。", "Each student counted once: what to explain again in class.")}</p>'
-        )
-        body.append(
-            f'<table class="mistakes"><tr><th class="num">{L("学生数", "students")}</th>'
-            f"<th>{L('错误', 'Mistake')}</th><th>{L('学生', 'who')}</th></tr>"
-        )
-        for m in d["mistakes"]:
-            title = pick(language, m["title_zh"], m["title_en"])
-            expl = pick(language, m["explanation_zh"], m["explanation_en"])
-            body.append(
-                f'<tr class="mistake" data-mistake="{esc(m["id"])}"><td class="num"><b>{m["count"]}</b></td>'
-                f'<td><div class="mistake-title">{esc(title)}</div><div class="muted">{esc(expl)}</div>'
-                f'<div class="muted"><code>{esc(", ".join(sorted(m["tests"])))}</code></div></td>'
-                f"<td>{esc(', '.join(m['students']))}</td></tr>"
-            )
-        body.append("</table>")
-    else:
-        body.append(f'<p class="muted">{L("没有诊断出已知的错误。", "No catalogued mistake was diagnosed.")}</p>')
-
-    # pass rates
-    body.append(f'<h2 id="pass-rates">{L("各性质的通过率（最低的在前）", "Pass rate per property (worst first)")}</h2>')
-    if d["pass_rates"]:
-        body.append(
-            f'<table class="pass-rates"><tr><th>{L("测试", "Test")}</th><th class="num">{L("通过", "passed")}</th>'
-            f"<th></th></tr>"
-        )
-        for name, rate, p, tot in d["pass_rates"]:
-            low = f' class="level-{level(p, tot)}"'
-            body.append(
-                f'<tr data-test="{esc(name)}"><td><code>{esc(name)}</code></td>'
-                f'<td class="num">{p}/{tot} ({100 * rate:.0f}%)</td>'
-                f'<td><div class="bar"><span{low} style="width:{100 * rate:.1f}%"></span></div></td></tr>'
-            )
-        body.append("</table>")
-
-    # every student
-    body.append(f'<h2 id="students">{L("所有学生", "Every student")}</h2>')
-    body.append(
-        f'<table class="students"><tr><th>{L("学生", "Student")}</th><th class="num">{L("总分", "Total")}</th>'
-        f"<th>{L('状态', 'Status')}</th><th>{L('备注（加载时的问题）', 'Notes (load problems)')}</th></tr>"
-    )
-    for row in d["table"]:
-        name = esc(row["student"])
-        if row["html"]:
-            name = f'<a href="reports/{esc(row["student"])}.html">{name}</a>'
-        score = "–" if row["score"] is None else f"{row['score']:g} / {row['max_score'] or 0:g}"
-        cls = "" if row["status"] == "graded" else ' class="errored"'
-        body.append(
-            f'<tr{cls} data-student="{esc(row["student"])}"><td>{name}</td><td class="num">{score}</td>'
-            f'<td>{esc(row["status"])}</td><td class="note">{esc(row.get("note", ""))}</td></tr>'
-        )
-    body.append("</table>")
-    title = pick(language, "班级成绩总览", "Class dashboard")
-    lang_attr = {"zh": "zh", "en": "en"}.get(language, "zh")
-    return (
-        f'<!DOCTYPE html>\n<html lang="{lang_attr}"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(title)}</title>'
-        f"<style>{CSS}</style></head><body><main>{''.join(body)}</main></body></html>\n"
+    losing = [
+        {
+            **e,
+            "tests": [
+                {
+                    **t,
+                    "named": "; ".join(
+                        f"{pick(language, m['title_zh'], m['title_en'])} ({m['count']})" for m in t["mistakes"]
+                    ),
+                }
+                for t in e["tests"]
+            ],
+        }
+        for e in d["lost"]
+        if e["points_lost"] > 0
+    ]
+    mistakes = [
+        {
+            "id": m["id"],
+            "count": m["count"],
+            "title": pick(language, m["title_zh"], m["title_en"]),
+            "explanation": pick(language, m["explanation_zh"], m["explanation_en"]),
+            "tests": ", ".join(sorted(m["tests"])),
+            "students": ", ".join(m["students"]),
+        }
+        for m in d["mistakes"]
+    ]
+    rates = [
+        {"name": name, "text": f"{p}/{tot} ({100 * rate:.0f}%)", "level": level(p, tot), "width": f"{100 * rate:.1f}"}
+        for name, rate, p, tot in d["pass_rates"]
+    ]
+    students = [
+        {
+            **row,
+            "score": "–" if row["score"] is None else f"{row['score']:g} / {row['max_score'] or 0:g}",
+            "errored": row["status"] != "graded",
+        }
+        for row in d["table"]
+    ]
+    return render(
+        "dashboard.html",
+        language=language,
+        lang={"zh": "zh", "en": "en"}.get(language, "zh"),
+        pick=lambda zh, en: pick(language, zh, en),
+        L=lambda zh, en: pick(language, zh, en, sep=" "),  # a label on one line
+        label=d["folder"] if label is None else label,
+        n=len(d["students"]),
+        graded=len(d["graded"]),
+        errored=d["errored"],
+        mean="–" if mean is None else f"{mean:.1f}",
+        of_max=f" / {d['max_total']:g}" if d["max_total"] else "",
+        histograms=data_uri(png) if png else None,
+        exercises=exercises,
+        losing=losing,
+        mistakes=mistakes,
+        rates=rates,
+        students=students,
     )
 
 

@@ -14,6 +14,6 @@ everyone sees their own reports, instructors the whole class (docs/service.md).
     views.py       what a response may show of a report (the course's feedback rules) and the
                    checks of an uploaded file
     classview.py   the instructor's view: the class so far, the dashboard of the latest reports
-    templates/     the pages (Jinja2, escaped by default), Chinese first with English alongside
+    ../templates/  the pages (Jinja2, escaped by default, one base with the reports), Chinese first with English alongside
     alembic.ini    Alembic's settings, for running it by hand
 """

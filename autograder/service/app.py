@@ -22,12 +22,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import NotSignedIn, ServiceError
 from ..safe import csv_cell
+from ..templates import environment
 from . import store
 from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, safe_next, same_origin
 from .connections import SECURITY_HEADERS
@@ -53,6 +53,7 @@ class Service:
 
     @property
     def uploads(self):
+        """The folder the uploaded files are kept in (under the data folder)."""
         return Path(self.data) / "submissions"
 
     @property
@@ -62,6 +63,7 @@ class Service:
 
 
 def normalise_base(url):
+    """The base URL as "/" or "/prefix/": one leading and one trailing slash."""
     url = "/" + (url or "/").strip("/")
     return url if url == "/" else url + "/"
 
@@ -70,6 +72,7 @@ def normalise_base(url):
 
 
 def error_response(e):
+    """A ServiceError as the API's JSON answer, with the security headers."""
     return JSONResponse(
         {"error": e.code, "message": e.message}, status_code=e.status, headers={**SECURITY_HEADERS, **(e.headers or {})}
     )
@@ -98,16 +101,14 @@ def _in(seconds):
 
 
 def create_app(svc: Service) -> FastAPI:
+    """The FastAPI application of `svc`: its pages, its API, sign-in and the error answers."""
     svc.base_url = normalise_base(svc.base_url)
     if svc.failures is None:
         svc.failures = Failures()
     P = svc.prefix
     app = FastAPI(title="seqgrader", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = svc
-    templates = Environment(
-        loader=PackageLoader("autograder.service", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-    )
+    templates = environment()  # autograder/templates/: every page of the product, escaped by default
 
     def page(request, name, status=200, **context):
         user = getattr(request.state, "user", None)
@@ -325,11 +326,8 @@ def create_app(svc: Service) -> FastAPI:
 
         rules = svc.course.rules(row["assignment"])
         shown = shown_report(json.loads(report), rules, row["filename"], svc.language, row["stored"])
-        html = render_html(shown, svc.language)
-        nav = templates.get_template("nav.html").render(
-            base=svc.base_url, user=user, forms_token=svc.roster.forms_token(user)
-        )
-        return HTMLResponse(html.replace("<body>", "<body>" + nav, 1))
+        menu = {"base": svc.base_url, "user": user, "forms_token": svc.roster.forms_token(user)}
+        return HTMLResponse(render_html(shown, svc.language, menu=menu))
 
     @protected.get("/instructor", response_class=HTMLResponse)
     def instructor_page(request: Request, assignment: str | None = None, user: User = Depends(current_user)):

@@ -17,6 +17,14 @@ route can forget it (tests/test_service.py checks every route).
 Sessions: a sign-in cookie names a session row (store.sessions); signing out deletes it, and a
 new token or leaving the roster deletes the person's, so a copied cookie stops working with them.
 
+Signed cookies: itsdangerous (`signed()`, `unsign()`): a JSON payload, the time it was signed and
+an HMAC-SHA256 of both, under a key derived from a secret and a salt that names the cookie's
+purpose, so a cookie of one purpose (or signed with another secret) is refused as another's.
+The roster's sign-in cookie ({"name", "gen", "nonce"}; salt SIGNIN_SALT) is signed with the
+service's key and read for COOKIE_DAYS at most; the JupyterHub mode's cookies are hub.py's.
+A cookie that is tampered with, cut short, too old, of another purpose or garbage reads as
+nobody's (None), never as an error.
+
 Tokens: a person's token is HMAC(the service's key, name:generation), so `seqgrader tokens`
 prints the same token every time until `--rotate` adds one to the generation (the old token and
 cookies made with it stop working).  The database holds the sha256 of each token; the key is in
@@ -47,6 +55,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from fastapi import Request
+from itsdangerous import BadData, URLSafeTimedSerializer
 from sqlalchemy import select, update
 from starlette.concurrency import run_in_threadpool
 
@@ -56,6 +65,7 @@ from . import store
 ROLES = ("student", "instructor")
 COOKIE = "seqgrader-signin"
 COOKIE_DAYS = 14
+SIGNIN_SALT = "seqgrader roster sign-in cookie"
 
 
 HEADER_VIAS = ("bearer", "hub-token")  # signed in by a header no browser adds by itself
@@ -70,6 +80,7 @@ class User:
 
     @property
     def instructor(self):
+        """Whether this person may see the whole class."""
         return self.role == "instructor"
 
 
@@ -103,6 +114,7 @@ def read_roster(path):
 
 
 def make_token(key, name, generation):
+    """The person's sign-in token: an HMAC of the name and the token's generation under the service key."""
     mac = hmac.new(bytes.fromhex(key), f"token\0{name}\0{generation}".encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac[:24]).decode().rstrip("=")
 
@@ -142,8 +154,10 @@ class Roster:
     def __init__(self, engine):
         self.engine = engine
         self.key = bytes.fromhex(store.secret(engine))
+        self._cookies = signed(self.key, SIGNIN_SALT)
 
     def by_token(self, token):
+        """The active person whose token this is, as a User, or None."""
         if not token:
             return None
         with self.engine.begin() as conn:
@@ -154,29 +168,20 @@ class Roster:
             ).first()
         return row
 
-    # ---- the cookie: name, generation, expiry and a nonce, signed
-
-    def _sign(self, payload):
-        return (
-            base64.urlsafe_b64encode(hmac.new(self.key, payload.encode(), hashlib.sha256).digest()).decode().rstrip("=")
-        )
+    # ---- the cookie: name, generation and a nonce, signed with the time (itsdangerous)
 
     def cookie_for(self, row):
         """A new session of `row`'s person, as the cookie that carries it."""
         nonce = store.open_session(self.engine, row.name, COOKIE_DAYS * 86400)
-        expires = int(time.time()) + COOKIE_DAYS * 86400
-        payload = base64.urlsafe_b64encode(f"{row.name}\0{row.generation}\0{expires}\0{nonce}".encode()).decode()
-        return f"{payload}.{self._sign('cookie:' + payload)}"
+        return self._cookies.dumps({"name": row.name, "gen": row.generation, "nonce": nonce})
 
     def from_cookie(self, value):
-        try:
-            payload, sig = value.rsplit(".", 1)
-            if not hmac.compare_digest(sig, self._sign("cookie:" + payload)):
-                return None
-            name, gen, expires, nonce = base64.urlsafe_b64decode(payload.encode()).decode().split("\0")
-            if int(expires) < time.time():
-                return None
-        except (ValueError, UnicodeError):
+        """The person a sign-in cookie names, while its session lives and its generation is the person's; else None."""
+        data = unsign(self._cookies, value, COOKIE_DAYS * 86400)
+        if data is None:
+            return None
+        name, gen, nonce = data.get("name"), data.get("gen"), data.get("nonce")
+        if not (isinstance(name, str) and isinstance(gen, int) and isinstance(nonce, str) and nonce):
             return None
         with self.engine.begin() as conn:  # the person, only while this cookie's session lives
             row = conn.execute(
@@ -188,7 +193,7 @@ class Roster:
                     store.people.c.active.is_(True),
                 )
             ).first()
-        if row is None or store.aware(row.expires_at) <= store.now() or row.generation != int(gen):
+        if row is None or store.aware(row.expires_at) <= store.now() or row.generation != gen:
             return None  # signed out, rotated, or no longer on the roster
         return User(row.name, row.role, via="cookie", nonce=nonce)
 
@@ -197,8 +202,34 @@ class Roster:
         store.close_session(self.engine, user.nonce)
 
     def forms_token(self, user):
-        """The token every form of a page for `user` carries (checked by check_csrf)."""
-        return self._sign(f"forms:{user.name}:{user.nonce}")
+        """The token every form of a page for `user` carries (checked by check_csrf): an HMAC of
+        the cookie's nonce under the service's key, made again to check it, never read back."""
+        mac = hmac.new(self.key, f"forms:{user.name}:{user.nonce}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+# ---------------------------------------------------------------- signed cookies
+
+
+def signed(secret, salt):
+    """The serializer of one kind of signed cookie: `secret` (bytes or str) and `salt` (what the
+    cookie is for) give its HMAC-SHA256 key."""
+    return URLSafeTimedSerializer(
+        secret, salt=salt, signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256}
+    )
+
+
+def unsign(serializer, value, max_age):
+    """The dict a cookie of `serializer`'s kind carries, if it was signed by it less than
+    `max_age` seconds ago; None for anything else (tampered, cut short, too old, another
+    purpose's or another key's, not a dict, garbage)."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        data = serializer.loads(value, max_age=max_age)
+    except (BadData, UnicodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 # ---------------------------------------------------------------- guessing tokens
@@ -234,6 +265,7 @@ class Failures:
             return self.window - (now - times[0]) if len(times) >= self.limit else 0
 
     def add(self, address):
+        """Count one failed sign-in from `address` (the last `limit` are kept per address)."""
         now = time.monotonic()
         with self._lock:
             times = self._seen.pop(address, None) or deque(maxlen=self.limit)
@@ -243,6 +275,7 @@ class Failures:
                 del self._seen[next(iter(self._seen))]
 
     def refusal(self, wait):
+        """The 429 answer that says how many seconds to wait."""
         seconds = max(1, int(wait + 0.999))
         return ServiceError(
             429,
@@ -254,6 +287,7 @@ class Failures:
 
 
 def client_address(request):
+    """The address the request came from (the proxy's, behind a proxy)."""
     return request.client.host if request.client else "unknown"
 
 
@@ -322,7 +356,7 @@ def check_csrf(request, user, sent):
             "A form sent from another site is refused (cross-site request).",
         )
     want = request.app.state.service.roster.forms_token(user)
-    if not sent or not hmac.compare_digest(str(sent), want):
+    if not sent or not hmac.compare_digest(str(sent).encode(), want.encode()):  # bytes: any characters sent
         raise ServiceError(
             403,
             "csrf",
@@ -343,6 +377,7 @@ def same_origin(request):
 
 
 def allowed_origins(request):
+    """The origins a state-changing request signed in by a cookie may come from: this host's."""
     host = request.headers.get("host", "")
     return {f"http://{host}", f"https://{host}"}
 

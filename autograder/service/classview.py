@@ -1,8 +1,9 @@
 """The instructor's view of the class so far, from the database.
 
 class_view(service, assignment)     who submitted what and when, each student's latest and best
-                                    score, the scores over time (an SVG drawn here: no script),
-                                    and the most frequent named mistakes of the latest reports
+                                    score, the scores over time (the numbers of an SVG that
+                                    templates/scores_chart.html draws: no script), and the most
+                                    frequent named mistakes of the latest reports
 dashboard_html(service, assignment) grade-batch's dashboard (report/dashboard.py) over each
                                     student's latest report, written to
                                     DATA/dashboard/<n>/reports/ first (the dashboard reads a folder)
@@ -12,8 +13,6 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-
-from markupsafe import Markup, escape
 
 from ..report.dashboard import collect, render_dashboard
 from . import store
@@ -38,6 +37,7 @@ def _latest_folder(svc, assignment):
 
 
 def dashboard_html(svc, assignment):
+    """The class dashboard of `assignment`'s latest reports, rendered from a temporary folder."""
     folder = _latest_folder(svc, assignment)
     try:
         return render_dashboard(folder, language=svc.language, label=assignment)  # no server path on a page
@@ -46,6 +46,7 @@ def dashboard_html(svc, assignment):
 
 
 def class_view(svc, assignment):
+    """One row per student of `assignment`: submissions, the latest and best score, the last status."""
     rows = store.listing(svc.engine, None, assignment, limit=100_000)
     students = {}
     for r in reversed(rows):  # oldest first
@@ -66,47 +67,43 @@ def class_view(svc, assignment):
     return {
         "rows": rows[:500],
         "students": sorted(students.values(), key=lambda s: s["student"]),
-        "chart": scores_svg(rows),
+        "chart": scores_chart(rows),
         "mistakes": mistakes,
         "counts": {k: sum(1 for r in rows if r["status"] == k) for k in store.STATUSES},
     }
 
 
-def scores_svg(rows, width=720, height=220):
-    """The graded submissions' scores (as a share of the maximum) over time: one dot each."""
+def scores_chart(rows, width=720, height=220):
+    """The graded submissions' scores (as a share of the maximum) over time, one dot each: the
+    numbers templates/scores_chart.html draws; None without a graded submission."""
     points = [
         (store.aware(r["created_at"]), r["score"] / r["max_score"], r["student"], r["score"], r["max_score"])
         for r in rows
         if r["status"] == "graded" and r["max_score"]
     ]
     if not points:
-        return Markup("")
+        return None
     t0 = min(p[0] for p in points)
     t1 = max(p[0] for p in points)
     span = max((t1 - t0).total_seconds(), 1.0)
     left, right, top, bottom = 40, 10, 10, 30
     w, h = width - left - right, height - top - bottom
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="scores over time" class="chart">',
-        f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fff" stroke="#d9dce3"/>',
-    ]
-    for frac in (0, 0.5, 1):
-        y = top + h * (1 - frac)
-        out.append(
-            f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eceef2"/>'
-            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{int(frac * 100)}%</text>'
-        )
+    dots = []
     for t, frac, student, score, top_score in points:
         x = left + w * (t - t0).total_seconds() / span
         y = top + h * (1 - min(max(frac, 0), 1))
-        out.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#1b7f3b" fill-opacity="0.6">'
-            f"<title>{escape(student)} {score:g}/{top_score:g} {t:%Y-%m-%d %H:%M} UTC</title></circle>"
-        )
-    out.append(
-        f'<text x="{left}" y="{height - 8}" font-size="11">{t0:%Y-%m-%d %H:%M}</text>'
-        f'<text x="{left + w}" y="{height - 8}" font-size="11" text-anchor="end">{t1:%Y-%m-%d %H:%M} UTC</text>'
-    )
-    out.append("</svg>")
-    return Markup("".join(out))
+        dots.append((f"{x:.1f}", f"{y:.1f}", f"{student} {score:g}/{top_score:g} {t:%Y-%m-%d %H:%M} UTC"))
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "right": left + w,
+        "top": top,
+        "w": w,
+        "h": h,
+        # a line at 0, 50 and 100 %, its label beside it
+        "grid": [(f"{top + h * (1 - f):.1f}", f"{top + h * (1 - f) + 4:.1f}", f"{int(f * 100)}%") for f in (0, 0.5, 1)],
+        "dots": dots,
+        "first": f"{t0:%Y-%m-%d %H:%M}",
+        "last": f"{t1:%Y-%m-%d %H:%M} UTC",
+    }

@@ -19,6 +19,13 @@ Either way the token is identified with the hub by jupyterhub.services.auth.HubO
 state and the signed cookies are this module's, so that several processes of the service (which
 share the service's API token, and so the cookies' key) accept each other's.
 
+The two cookies are itsdangerous's (auth.signed / auth.unsign): JSON, the time it was signed and
+an HMAC-SHA256, under a key derived from the service's API token and a salt per cookie
+(STATE_SALT, SIGNIN_SALT), so the state cookie is never taken for the sign-in cookie nor the
+other way round, and neither is taken for the roster mode's.  The state cookie
+({"state", "next", "verifier"}) is read for STATE_MAX_AGE seconds, the sign-in cookie
+({"token", "nonce"}) for COOKIE_MAX_AGE and only while its session lives.
+
 Who may use the service: a token must carry the service's access scope
 (`access:services!service=NAME`, the hub's JUPYTERHUB_OAUTH_ACCESS_SCOPES).  JupyterHub 5 and 6
 give users no service by default, so the hub grants it, e.g. to everyone:
@@ -39,13 +46,10 @@ The User it returns says how it came (`via`: "hub-token" or "hub-cookie"); a coo
 the cookie's own random nonce, from which the service makes the token its forms must send back.
 """
 
-import base64
 import hashlib
 import hmac
-import json
 import os
 import secrets
-import time
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -55,10 +59,12 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import ConfigError, ServiceError
 from ..safe import one_line
 from . import store
-from .auth import safe_next, same_origin
+from .auth import safe_next, same_origin, signed, unsign
 
 STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
 COOKIE_MAX_AGE = 7 * 24 * 3600  # the sign-in cookie; the hub's token inside may expire sooner
+STATE_SALT = "seqgrader hub oauth state cookie"
+SIGNIN_SALT = "seqgrader hub sign-in cookie"
 
 
 class Hub:
@@ -93,7 +99,10 @@ class Hub:
             kwargs["base_url"] = base_url
         self.auth = HubOAuth(**kwargs)
         self.prefix = self.auth.base_url  # JUPYTERHUB_SERVICE_PREFIX, with a slash at both ends
-        self._key = hmac.new(self.auth.api_token.encode(), b"seqgrader sign-in cookies", hashlib.sha256).digest()
+        # the cookies' key: the service's API token's (every process of the service has it), never the token itself
+        key = hmac.new(self.auth.api_token.encode(), b"seqgrader sign-in cookies", hashlib.sha256).digest()
+        self._state_cookies = signed(key, STATE_SALT)
+        self._signin_cookies = signed(key, SIGNIN_SALT)
         self.cookie_name = self.auth.cookie_name
         self.state_cookie_name = self.auth.state_cookie_name
         self.router = APIRouter()
@@ -107,12 +116,12 @@ class Hub:
         is nobody."""
         token, via, nonce = _header_token(request), "hub-token", ""
         if token is None:
-            kept = self._unsign(request.cookies.get(self.cookie_name))
-            if not kept or not kept.get("token"):
+            kept = self._signin(request)
+            if kept is None:
                 return None
             if request.method not in ("GET", "HEAD", "OPTIONS") and not same_origin(request):
                 return None  # a change asked from another site (check_csrf would refuse it too)
-            token, via, nonce = kept["token"], "hub-cookie", str(kept.get("nonce") or "")
+            token, via, nonce = kept["token"], "hub-cookie", kept["nonce"]
             if await run_in_threadpool(store.session_of, self.engine, nonce) is None:
                 return None  # signed out: a copy of the cookie is nobody's
         model = await self._identify(token, request)
@@ -148,9 +157,11 @@ class Hub:
 
     # ------------------------------------------------------------ signing in with a browser
     def login_url(self, request, next="/"):
+        """Where a browser goes to sign in: this service's OAuth start, with `next`."""
         return f"{self.prefix}oauth_login?{urlencode({'next': next})}"
 
     async def oauth_login(self, request: Request, next: str = ""):
+        """Send the browser to the hub's authorization page, with a state and a PKCE challenge kept in a signed cookie."""
         verifier, challenge, method = self.auth.generate_pkce_code_challenge()
         state = secrets.token_urlsafe(16)
         target = (
@@ -163,7 +174,7 @@ class Hub:
             response,
             request,
             self.state_cookie_name,
-            {"state": state, "next": self._safe_next(next), "verifier": verifier},
+            self._state_cookies.dumps({"state": state, "next": self._safe_next(next), "verifier": verifier}),
             STATE_MAX_AGE,
         )
         return response
@@ -171,13 +182,15 @@ class Hub:
     async def oauth_callback(
         self, request: Request, code: str = "", state: str = "", error: str = "", error_description: str = ""
     ):
+        """Finish the OAuth sign-in: check the state, exchange the code for a token, set the sign-in cookie."""
         if error:
             why = one_line(error_description or error, 200)  # from the query string: anyone's words
             raise ServiceError(
                 400, "oauth_refused", f"JupyterHub 没有让你登录：{why}", f"JupyterHub did not sign you in: {why}"
             )
-        kept = self._unsign(request.cookies.get(self.state_cookie_name))
-        if not code or not state or not kept or not hmac.compare_digest(kept.get("state", ""), state):
+        kept = unsign(self._state_cookies, request.cookies.get(self.state_cookie_name), STATE_MAX_AGE)
+        sent = kept.get("state") if kept else None
+        if not code or not state or not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), state.encode()):
             raise ServiceError(
                 403,
                 "oauth_state",
@@ -208,15 +221,16 @@ class Hub:
         nonce = await run_in_threadpool(store.open_session, self.engine, user.name, COOKIE_MAX_AGE)
         response = RedirectResponse(self._safe_next(kept.get("next")), status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
-        self._set_cookie(response, request, self.cookie_name, {"token": token, "nonce": nonce}, COOKIE_MAX_AGE)
+        cookie = self._signin_cookies.dumps({"token": token, "nonce": nonce})
+        self._set_cookie(response, request, self.cookie_name, cookie, COOKIE_MAX_AGE)
         return response
 
     def logout(self, request, response):
         """End this browser's session and forget its cookie (the hub's own sign-in stays: see
         logout_url).  In a thread: it writes to the database."""
-        kept = self._unsign(request.cookies.get(self.cookie_name))
-        if kept and kept.get("nonce"):
-            store.close_session(self.engine, str(kept["nonce"]))
+        kept = self._signin(request)
+        if kept is not None:
+            store.close_session(self.engine, kept["nonce"])
         response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
 
     def logout_url(self):
@@ -229,30 +243,22 @@ class Hub:
         return safe_next(self.prefix, next)
 
     # ------------------------------------------------------------ signed cookies
-    def _sign(self, data, max_age):
-        body = base64.urlsafe_b64encode(json.dumps({**data, "exp": int(time.time()) + max_age}).encode()).decode()
-        mac = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
-        return f"{body}.{mac}"
+    def _signin(self, request):
+        """{"token", "nonce"} of this request's sign-in cookie, if it is one this service signed
+        less than COOKIE_MAX_AGE ago; else None.  Its session is the caller's to check."""
+        kept = unsign(self._signin_cookies, request.cookies.get(self.cookie_name), COOKIE_MAX_AGE)
+        if kept is None:
+            return None
+        token, nonce = kept.get("token"), kept.get("nonce")
+        if not (isinstance(token, str) and token and isinstance(nonce, str) and nonce):
+            return None
+        return {"token": token, "nonce": nonce}
 
-    def _unsign(self, value, key=None):
-        if not value or "." not in value:
-            return None
-        body, mac = value.rsplit(".", 1)
-        if not hmac.compare_digest(hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest(), mac):
-            return None
-        try:
-            data = json.loads(base64.urlsafe_b64decode(body.encode()))
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or data.get("exp", 0) < time.time():
-            return None
-        return data.get(key) if key else data
-
-    def _set_cookie(self, response, request, name, data, max_age):
+    def _set_cookie(self, response, request, name, value, max_age):
         secure = request.url.scheme == "https"  # behind a proxy that is believed: what it says (--forwarded-allow-ips)
         response.set_cookie(
             name,
-            self._sign(data, max_age),
+            value,
             max_age=max_age,
             path=self.auth.cookie_path,
             httponly=True,
