@@ -513,7 +513,7 @@ def test_no_next_attempt_is_promised_without_a_window_or_after_the_deadline():
 
     from autograder.config import ServiceRules
     from autograder.service.app import _attempts_used
-    from autograder.service.store import AttemptsUsed
+    from autograder.service.database import AttemptsUsed
 
     at = datetime(2026, 12, 20, 12, 0, tzinfo=UTC)
     total = _attempts_used(AttemptsUsed(3, 3, None), ServiceRules(attempts=3), at)
@@ -593,7 +593,7 @@ def test_every_route_but_the_public_ones_goes_through_current_user(svc):
     from autograder.service.app import Service as App
     from autograder.service.app import create_app
     from autograder.service.auth import Roster, current_user
-    from autograder.service.store import make_engine, migrate, sqlite_url
+    from autograder.service.database import make_engine, migrate, sqlite_url
 
     (svc.data.parent / "routes").mkdir(exist_ok=True)
     engine = make_engine(sqlite_url(svc.data.parent / "routes"))
@@ -955,7 +955,7 @@ def test_an_authenticator_signs_people_in_through_the_one_dependency(place):
     from autograder.service.app import Service as App
     from autograder.service.app import create_app
     from autograder.service.auth import Roster, read_roster, sync_roster
-    from autograder.service.store import make_engine, migrate, sqlite_url
+    from autograder.service.database import make_engine, migrate, sqlite_url
 
     course = _course_folder(place / "course-hub")
     data = place / "data-hub"

@@ -201,11 +201,11 @@ def _signed_at(monkeypatch, serializer, payload, when=None):
 
 
 def _service_key(svc):
-    from autograder.service import store
+    from autograder.service import database
 
-    engine = store.make_engine(store.sqlite_url(svc.data))
+    engine = database.make_engine(database.sqlite_url(svc.data))
     try:
-        return bytes.fromhex(store.secret(engine))
+        return bytes.fromhex(database.secret(engine))
     finally:
         engine.dispose()
 
@@ -288,12 +288,12 @@ def _set_cookie(response, name):
 def lone_hub(tmp_path, monkeypatch):
     """The JupyterHub mode's authenticator with a database of its own and no hub: the hub's
     answers (a code's token, who a token is) are stood in for and counted."""
-    from autograder.service import store
+    from autograder.service import database
     from autograder.service.hub import Hub
 
     monkeypatch.setenv("JUPYTERHUB_API_URL", f"http://127.0.0.1:{free_port()}/hub/api")
-    engine = store.make_engine(store.sqlite_url(tmp_path))
-    store.migrate(engine)
+    engine = database.make_engine(database.sqlite_url(tmp_path))
+    database.migrate(engine)
     hub = Hub(base_url="/services/seqgrader/", engine=engine, api_token="the-service-token")
     hub.asked = []
 
@@ -410,7 +410,7 @@ def test_a_browser_behind_a_password_proxy_is_not_taken_for_a_token_guesser(svc)
 
 
 def test_signing_in_again_and_again_keeps_only_the_newest_browsers(svc):
-    from autograder.service.store import MAX_SESSIONS
+    from autograder.service.database import MAX_SESSIONS
 
     first, _ = signed_in(svc, "alice")
     for _ in range(MAX_SESSIONS):

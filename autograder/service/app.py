@@ -1,5 +1,5 @@
 """The HTTP layer: routes that parse, authorise (auth.current_user, declared once for the whole
-protected router) and answer; the store keeps the data, the worker grades.
+protected router) and answer; the database keeps the data, the grading loop grades.
 
     create_app(service) -> FastAPI      `service`: a Service (below), built by cli.py
 
@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import NotSignedIn, ServiceError
 from ..safe import csv_cell
 from ..templates import environment
-from . import store
+from . import database
 from .auth import COOKIE, COOKIE_DAYS, Failures, User, check_csrf, client_address, current_user, safe_next, same_origin
 from .connections import SECURITY_HEADERS
 from .views import UploadRefused, check_upload, shown_report
@@ -47,7 +47,7 @@ class Service:
     base_url: str = "/"
     max_upload: int = 5 * MB
     authenticator: Any = None  # JupyterHub mode: see auth.py
-    worker: Any = None  # worker.Worker (None: this process only accepts; another grades)
+    grading: Any = None  # grading_loop.GradingLoop (None: this process only accepts; another grades)
     language: str = "both"
     failures: Any = None  # auth.Failures: wrong tokens per client address (made by create_app)
 
@@ -165,7 +165,7 @@ def create_app(svc: Service) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _unexpected(request, e):
-        from .worker import log
+        from .grading_loop import log
 
         log(f"{request.method} {request.url.path} failed: {type(e).__name__}: {e}")
         return error_response(
@@ -203,8 +203,8 @@ def create_app(svc: Service) -> FastAPI:
     def healthz():
         return {
             "status": "ok",
-            "queue": store.counts(svc.engine),
-            "grading": svc.worker is not None,
+            "queue": database.counts(svc.engine),
+            "grading": svc.grading is not None,
             "base_url": svc.base_url,
         }
 
@@ -303,15 +303,15 @@ def create_app(svc: Service) -> FastAPI:
                 chosen=assignment,
                 error=(e.zh, e.en),
             )
-        if svc.worker is not None:
-            svc.worker.wake.set()
+        if svc.grading is not None:
+            svc.grading.wake.set()
         return RedirectResponse(f"{svc.base_url}submissions/{out['id']}", status_code=303)
 
     @protected.get("/submissions", response_class=HTMLResponse)
     def list_page(
         request: Request, assignment: str | None = None, student: str | None = None, user: User = Depends(current_user)
     ):
-        rows = store.listing(svc.engine, (student or None) if user.instructor else user.name, assignment or None)
+        rows = database.listing(svc.engine, (student or None) if user.instructor else user.name, assignment or None)
         return page(request, "list.html", rows=rows, assignments=_assignments(svc, user))
 
     @protected.get("/submissions/{sid}", response_class=HTMLResponse)
@@ -319,7 +319,7 @@ def create_app(svc: Service) -> FastAPI:
         row = _own(svc, user, sid)
         if row["status"] in ("queued", "grading"):
             return page(request, "status.html", row=row, position=_position(svc, row))
-        report = store.report_of(svc.engine, sid)
+        report = database.report_of(svc.engine, sid)
         if report is None:  # not graded, and no report: the grader could not grade it
             return page(request, "status.html", row=row, reason=reason_words(row, user))
         from ..report.html import render_html
@@ -366,7 +366,7 @@ def create_app(svc: Service) -> FastAPI:
                 "reason",
             ]
         )
-        for r in reversed(store.listing(svc.engine, None, assignment or None, limit=1_000_000)):
+        for r in reversed(database.listing(svc.engine, None, assignment or None, limit=1_000_000)):
             w.writerow(
                 [
                     r["id"],
@@ -407,8 +407,8 @@ def create_app(svc: Service) -> FastAPI:
     ):
         check_csrf(request, user, request.headers.get("x-csrf-token"))  # a cookie's: needs the forms token
         out = await _submit(svc, user, assignment, file)
-        if svc.worker is not None:
-            svc.worker.wake.set()
+        if svc.grading is not None:
+            svc.grading.wake.set()
         return JSONResponse(out, status_code=202)
 
     @protected.get("/api/submissions")
@@ -416,7 +416,7 @@ def create_app(svc: Service) -> FastAPI:
         who = (student or None) if user.instructor else user.name
         memo = {}
         return {
-            "submissions": [_public(svc, r, user, memo) for r in store.listing(svc.engine, who, assignment or None)]
+            "submissions": [_public(svc, r, user, memo) for r in database.listing(svc.engine, who, assignment or None)]
         }
 
     @protected.get("/api/submissions/{sid}")
@@ -426,7 +426,7 @@ def create_app(svc: Service) -> FastAPI:
     @protected.get("/api/submissions/{sid}/report")
     def report_json(sid: str, user: User = Depends(current_user)):
         row = _own(svc, user, sid)
-        report = store.report_of(svc.engine, sid)
+        report = database.report_of(svc.engine, sid)
         if report is None:
             raise ServiceError(
                 404,
@@ -460,7 +460,7 @@ def _quote(text):
 
 
 def _iso(t):
-    t = store.aware(t)
+    t = database.aware(t)
     return t.isoformat(timespec="seconds") if t else ""
 
 
@@ -480,14 +480,14 @@ def _instructors_only(user):
 
 def _own(svc, user, sid):
     """The submission `sid` if `user` may see it (theirs, or an instructor); 404 otherwise."""
-    row = store.get(svc.engine, sid) if len(sid) <= 64 else None
+    row = database.get(svc.engine, sid) if len(sid) <= 64 else None
     if row is None or (not user.instructor and row["student"] != user.name):
         raise _not_found()
     return row
 
 
 def _position(svc, row):
-    return store.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
+    return database.queued_ahead(svc.engine, row) if row["status"] == "queued" else 0
 
 
 GRADER_FAULT_WORDS = (
@@ -501,7 +501,7 @@ def reason_words(row, user):
     """(zh, en) of why a submission was not graded, as `user` may read it: the file under the name
     it was sent with; a fault of the grader itself told to a student in general words (its reason
     names the instructor's files)."""
-    from .worker import GRADER_FAULT
+    from .grading_loop import GRADER_FAULT
 
     reason = (row["reason"] or "").replace(row["stored"], row["filename"])
     if reason.startswith(GRADER_FAULT) and not user.instructor:
@@ -533,7 +533,7 @@ def _public(svc, row, user, memo=None):
     key = (row["student"], row["assignment"])
     memo = {} if memo is None else memo
     if key not in memo:
-        memo[key] = store.attempts_left(
+        memo[key] = database.attempts_left(
             svc.engine, row["student"], row["assignment"], svc.course.rules(row["assignment"])
         )
     out["attempts_left"] = memo[key]
@@ -544,7 +544,7 @@ def _assignments(svc, user):
     out = []
     for name in svc.course.assignment_names():
         rules = svc.course.rules(name)
-        left = None if user.instructor else store.attempts_left(svc.engine, user.name, name, rules)
+        left = None if user.instructor else database.attempts_left(svc.engine, user.name, name, rules)
         out.append(
             {
                 "name": name,
@@ -601,7 +601,7 @@ async def _submit(svc, user, assignment, file):
 def _keep(svc, user, assignment, rules, filename, kind, data, at):
     """The upload on disk (fsynced, under a generated name), then its row: both before the 202.
     In a thread: the database may make it wait for another process's transaction."""
-    sid = store.new_id()
+    sid = database.new_id()
     stored = f"{sid}.{'py' if kind == 'py' else 'ipynb'}"  # never the uploaded name
     path = svc.uploads / stored
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -617,7 +617,7 @@ def _keep(svc, user, assignment, rules, filename, kind, data, at):
     finally:
         os.close(folder)
     try:
-        left = store.accept(
+        left = database.accept(
             svc.engine,
             sid=sid,
             student=user.name,
@@ -629,7 +629,7 @@ def _keep(svc, user, assignment, rules, filename, kind, data, at):
             limited=not user.instructor,
             at=at,
         )
-    except store.AttemptsUsed as e:
+    except database.AttemptsUsed as e:
         path.unlink(missing_ok=True)
         raise _attempts_used(e, rules, at) from None
     except BaseException:

@@ -14,7 +14,7 @@ route can forget it (tests/test_service.py checks every route).
                       request signed in by a header (a roster or Hub token) needs neither
     safe_next()       where a sign-in may lead afterwards: a path of this service, nothing else
 
-Sessions: a sign-in cookie names a session row (store.sessions); signing out deletes it, and a
+Sessions: a sign-in cookie names a session row (database.sessions); signing out deletes it, and a
 new token or leaving the roster deletes the person's, so a copied cookie stops working with them.
 
 Signed cookies: itsdangerous (`signed()`, `unsign()`): a JSON payload, the time it was signed and
@@ -60,7 +60,7 @@ from sqlalchemy import select, update
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import NotSignedIn, ServiceError
-from . import store
+from . import database
 
 ROLES = ("student", "instructor")
 COOKIE = "seqgrader-signin"
@@ -123,11 +123,11 @@ def sync_roster(engine, roster, rotate=()):
     """Make the database's people the roster's: new names added, roles updated, people no longer
     listed deactivated (their tokens stop working); `rotate`: names (or "*" for all) whose token is
     replaced.  Returns [(name, role, token)] in the roster's order."""
-    key = store.secret(engine)
+    key = database.secret(engine)
     rotate = set(rotate)
     out, ended = [], []
     with engine.begin() as conn:
-        have = {r.name: r for r in conn.execute(select(store.people))}
+        have = {r.name: r for r in conn.execute(select(database.people))}
         listed = {name for name, _ in roster}
         for name, role in roster:
             old = have.get(name)
@@ -135,16 +135,16 @@ def sync_roster(engine, roster, rotate=()):
             if old is not None and gen != old.generation:
                 ended.append(name)  # a new token: the browsers signed in with the old one are signed out
             token = make_token(key, name, gen)
-            values = dict(role=role, active=True, generation=gen, token_hash=store.hash_token(token))
+            values = dict(role=role, active=True, generation=gen, token_hash=database.hash_token(token))
             if old is None:
-                conn.execute(store.people.insert().values(name=name, created_at=store.now(), **values))
+                conn.execute(database.people.insert().values(name=name, created_at=database.now(), **values))
             else:
-                conn.execute(update(store.people).where(store.people.c.name == name).values(**values))
+                conn.execute(update(database.people).where(database.people.c.name == name).values(**values))
             out.append((name, role, token))
         for name, old in have.items():
             if name not in listed and old.token_hash is not None:
-                conn.execute(update(store.people).where(store.people.c.name == name).values(active=False))
-        store.close_sessions(conn, ended + [name for name in have if name not in listed])
+                conn.execute(update(database.people).where(database.people.c.name == name).values(active=False))
+        database.close_sessions(conn, ended + [name for name in have if name not in listed])
     return out
 
 
@@ -153,7 +153,7 @@ class Roster:
 
     def __init__(self, engine):
         self.engine = engine
-        self.key = bytes.fromhex(store.secret(engine))
+        self.key = bytes.fromhex(database.secret(engine))
         self._cookies = signed(self.key, SIGNIN_SALT)
 
     def by_token(self, token):
@@ -162,8 +162,8 @@ class Roster:
             return None
         with self.engine.begin() as conn:
             row = conn.execute(
-                select(store.people).where(
-                    store.people.c.token_hash == store.hash_token(token), store.people.c.active.is_(True)
+                select(database.people).where(
+                    database.people.c.token_hash == database.hash_token(token), database.people.c.active.is_(True)
                 )
             ).first()
         return row
@@ -172,7 +172,7 @@ class Roster:
 
     def cookie_for(self, row):
         """A new session of `row`'s person, as the cookie that carries it."""
-        nonce = store.open_session(self.engine, row.name, COOKIE_DAYS * 86400)
+        nonce = database.open_session(self.engine, row.name, COOKIE_DAYS * 86400)
         return self._cookies.dumps({"name": row.name, "gen": row.generation, "nonce": nonce})
 
     def from_cookie(self, value):
@@ -185,21 +185,21 @@ class Roster:
             return None
         with self.engine.begin() as conn:  # the person, only while this cookie's session lives
             row = conn.execute(
-                select(store.people, store.sessions.c.expires_at)
-                .join(store.sessions, store.sessions.c.name == store.people.c.name)
+                select(database.people, database.sessions.c.expires_at)
+                .join(database.sessions, database.sessions.c.name == database.people.c.name)
                 .where(
-                    store.sessions.c.id == store.hash_token(nonce),
-                    store.people.c.name == name,
-                    store.people.c.active.is_(True),
+                    database.sessions.c.id == database.hash_token(nonce),
+                    database.people.c.name == name,
+                    database.people.c.active.is_(True),
                 )
             ).first()
-        if row is None or store.aware(row.expires_at) <= store.now() or row.generation != gen:
+        if row is None or database.aware(row.expires_at) <= database.now() or row.generation != gen:
             return None  # signed out, rotated, or no longer on the roster
         return User(row.name, row.role, via="cookie", nonce=nonce)
 
     def sign_out(self, user):
         """End the session of `user`'s cookie: the cookie, wherever it was copied, is nobody's."""
-        store.close_session(self.engine, user.nonce)
+        database.close_session(self.engine, user.nonce)
 
     def forms_token(self, user):
         """The token every form of a page for `user` carries (checked by check_csrf): an HMAC of

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..report.dashboard import collect, render_dashboard
-from . import store
+from . import database
 
 
 def _latest_folder(svc, assignment):
@@ -27,7 +27,7 @@ def _latest_folder(svc, assignment):
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="class-", dir=root))
     (folder / "reports").mkdir()
-    latest = store.latest_reports(svc.engine, assignment)
+    latest = database.latest_reports(svc.engine, assignment)
     for n, (student, (_row, report)) in enumerate(sorted(latest.items())):
         r = json.loads(report)
         status, note = classify(r)
@@ -47,7 +47,7 @@ def dashboard_html(svc, assignment):
 
 def class_view(svc, assignment):
     """One row per student of `assignment`: submissions, the latest and best score, the last status."""
-    rows = store.listing(svc.engine, None, assignment, limit=100_000)
+    rows = database.listing(svc.engine, None, assignment, limit=100_000)
     students = {}
     for r in reversed(rows):  # oldest first
         s = students.setdefault(
@@ -69,7 +69,7 @@ def class_view(svc, assignment):
         "students": sorted(students.values(), key=lambda s: s["student"]),
         "chart": scores_chart(rows),
         "mistakes": mistakes,
-        "counts": {k: sum(1 for r in rows if r["status"] == k) for k in store.STATUSES},
+        "counts": {k: sum(1 for r in rows if r["status"] == k) for k in database.STATUSES},
     }
 
 
@@ -77,7 +77,7 @@ def scores_chart(rows, width=720, height=220):
     """The graded submissions' scores (as a share of the maximum) over time, one dot each: the
     numbers templates/scores_chart.html draws; None without a graded submission."""
     points = [
-        (store.aware(r["created_at"]), r["score"] / r["max_score"], r["student"], r["score"], r["max_score"])
+        (database.aware(r["created_at"]), r["score"] / r["max_score"], r["student"], r["score"], r["max_score"])
         for r in rows
         if r["status"] == "graded" and r["max_score"]
     ]

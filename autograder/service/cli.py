@@ -48,7 +48,7 @@ def parse_size(text):
 
 
 def _database(args):
-    from .store import sqlite_url
+    from .database import sqlite_url
 
     data = Path(args.data)
     _private(data)
@@ -74,7 +74,7 @@ def _private(data):
 def _made_private(paths):
     import stat
 
-    from .worker import log
+    from .grading_loop import log
 
     opened, stuck = [], []
     for p in paths:
@@ -101,7 +101,7 @@ def _made_private(paths):
 
 
 def _engine(args):
-    from .store import make_engine, migrate
+    from .database import make_engine, migrate
 
     url = _database(args)
     try:
@@ -142,7 +142,7 @@ def cmd_serve(args):
 
         from .app import Service, create_app
         from .auth import Roster, read_roster, sync_roster
-        from .worker import DaskGrader, LocalGrader, Worker, log
+        from .grading_loop import DaskGrader, GradingLoop, LocalGrader, log
     except ImportError as e:
         raise GraderError(
             f"`seqgrader serve` needs the service's packages: pip install 'seqgrader[service]' ({e})"
@@ -199,9 +199,9 @@ def cmd_serve(args):
         grader = DaskGrader(args.dask_scheduler, course, course_file)
     else:
         grader = LocalGrader(course, course_file, workers, data / "workers.log")
-    worker = None
+    loop = None
     if grader is not None:
-        worker = Worker(engine, grader, data / "submissions", threads=workers, lease=args.lease, poll=args.poll)
+        loop = GradingLoop(engine, grader, data / "submissions", threads=workers, lease=args.lease, poll=args.poll)
     svc = Service(
         engine=engine,
         course=course,
@@ -210,7 +210,7 @@ def cmd_serve(args):
         base_url=base_url,
         max_upload=max_upload,
         authenticator=authenticator,
-        worker=worker,
+        grading=loop,
         language=course.language,
     )
     app = create_app(svc)
@@ -222,8 +222,8 @@ def cmd_serve(args):
     except OSError as e:
         raise GraderError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     port = sock.getsockname()[1]  # --port 0: the free port the system chose
-    if worker is not None:
-        worker.start()
+    if loop is not None:
+        loop.start()
         first = [a for a in course.assignment_names() if a in course.service] or course.assignment_names()[:1]
         threading.Thread(target=grader.warm_up, args=(first,), name="warm-up", daemon=True).start()
     log(
@@ -234,7 +234,7 @@ def cmd_serve(args):
             f", grading on {args.dask_scheduler}"
             if args.dask_scheduler
             else f", {workers} grading process(es)"
-            if worker
+            if loop
             else ", no grading here"
         )
         + ")"
@@ -256,8 +256,8 @@ def cmd_serve(args):
     try:
         server.run(sockets=[sock])
     finally:
-        if worker is not None:
-            worker.close()
+        if loop is not None:
+            loop.close()
         log("stopped")
     return 0
 
@@ -292,7 +292,7 @@ def cmd_tokens(args):
     engine, _ = _engine(args)
     rotate = ["*"] if args.rotate_all else (args.rotate or [])
     if args.new_key:
-        from .store import new_secret
+        from .database import new_secret
 
         new_secret(engine)  # every token and every sign-in made with the old key stops working
     roster = read_roster(args.roster)

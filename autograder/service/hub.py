@@ -11,7 +11,7 @@ JUPYTERHUB_API_TOKEN is set): `await hub.user(request)` says who is asking, or N
   hub's /hub/api/oauth2/authorize; the hub sends it back to PREFIX/oauth_callback with a code, which
   must come with the same state; the code becomes the user's token, kept in a signed HttpOnly
   cookie on the prefix (SameSite=Lax; a cookie on a cross-site request that changes something is
-  not accepted) that names a session in the service's database (store.sessions): signing out
+  not accepted) that names a session in the service's database (database.sessions): signing out
   ends it, so a copy of the cookie is nobody's afterwards.
 
 Either way the token is identified with the hub by jupyterhub.services.auth.HubOAuth's
@@ -58,7 +58,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ConfigError, ServiceError
 from ..safe import one_line
-from . import store
+from . import database
 from .auth import safe_next, same_origin, signed, unsign
 
 STATE_MAX_AGE = 600  # seconds from the redirect to the hub to the callback
@@ -122,7 +122,7 @@ class Hub:
             if request.method not in ("GET", "HEAD", "OPTIONS") and not same_origin(request):
                 return None  # a change asked from another site (check_csrf would refuse it too)
             token, via, nonce = kept["token"], "hub-cookie", kept["nonce"]
-            if await run_in_threadpool(store.session_of, self.engine, nonce) is None:
+            if await run_in_threadpool(database.session_of, self.engine, nonce) is None:
                 return None  # signed out: a copy of the cookie is nobody's
         model = await self._identify(token, request)
         return self._as_user(model, via, nonce)
@@ -218,7 +218,7 @@ class Hub:
                 "你的 JupyterHub 账号不能使用这个服务：请联系课程老师。",
                 "Your JupyterHub account may not use this service: ask the course staff.",
             )
-        nonce = await run_in_threadpool(store.open_session, self.engine, user.name, COOKIE_MAX_AGE)
+        nonce = await run_in_threadpool(database.open_session, self.engine, user.name, COOKIE_MAX_AGE)
         response = RedirectResponse(self._safe_next(kept.get("next")), status_code=303)
         response.delete_cookie(self.state_cookie_name, path=self.auth.cookie_path)
         cookie = self._signin_cookies.dumps({"token": token, "nonce": nonce})
@@ -230,7 +230,7 @@ class Hub:
         logout_url).  In a thread: it writes to the database."""
         kept = self._signin(request)
         if kept is not None:
-            store.close_session(self.engine, kept["nonce"])
+            database.close_session(self.engine, kept["nonce"])
         response.delete_cookie(self.cookie_name, path=self.auth.cookie_path)
 
     def logout_url(self):
@@ -276,6 +276,6 @@ def _header_token(request):
 
 
 def _log_hub_error(what, e):
-    from .worker import log
+    from .grading_loop import log
 
     log(f"JupyterHub: {what} failed: {e.log_message or e}")

@@ -1,1 +1,1 @@
-"""Alembic migrations of the service's database (env.py, versions/): `store.migrate` runs them."""
+"""Alembic migrations of the service's database (env.py, versions/): `database.migrate` runs them."""

@@ -1,9 +1,9 @@
-"""Alembic's environment: the connection `store.migrate` passes in (config.attributes), else an
+"""Alembic's environment: the connection `database.migrate` passes in (config.attributes), else an
 engine for the URL given with ``-x url=...`` when alembic is run by hand."""
 
 from alembic import context
 
-from autograder.service.store import make_engine, metadata
+from autograder.service.database import make_engine, metadata
 
 config = context.config
 

@@ -1,5 +1,5 @@
 """The grading loop of the service: threads of the service's process that take queued submissions
-(store.claim) and grade them on warm grading processes, never a `grade` process per submission.
+(database.claim) and grade them on warm grading processes, never a `grade` process per submission.
 
     LocalGrader    one LocalPool per assignment (batch/pool.py: the processes of grade-batch, each
                    importing torch once, sandboxing every submission, and running the self-check
@@ -7,7 +7,7 @@
                    assignment stops when one is needed); `grade(assignment, path, student)` -> the
                    pool's result
     DaskGrader     the same on a Dask cluster (batch/cluster.py: run_dask, one submission at a time)
-    Worker         `threads` loops claim -> grade -> store.finish, a lease renewer, and the
+    GradingLoop    `threads` loops claim -> grade -> database.finish, a lease renewer, and the
                    requeueing of what a dead process left in `grading` (at start and every lease);
                    an idle loop waits on `wake`, which the upload routes set, so an upload this
                    process accepts is claimed at once; `poll` seconds otherwise (uploads another
@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from .. import safe
 from ..report.model import not_graded_reason
 from ..store import one_line
-from . import store
+from . import database
 
 # how the reason of a submission the grader itself could not grade begins (the self-check failed
 # here, no grading process could start): the whole reason is for the instructor (their pages, the
@@ -174,13 +174,13 @@ class DaskGrader:
                 pass
 
 
-class Worker:
+class GradingLoop:
     """`threads` grading loops and their housekeeping, for the service process `owner`."""
 
     def __init__(self, engine, grader, uploads, threads=1, lease=60.0, poll=1.0, owner=None):
         self.engine, self.grader, self.uploads = engine, grader, Path(uploads)
         self.threads, self.lease, self.poll = threads, lease, poll
-        self.owner = owner or store.owner_id()
+        self.owner = owner or database.owner_id()
         self.wake = threading.Event()
         self.stop = threading.Event()
         self._threads = []
@@ -189,11 +189,11 @@ class Worker:
     def start(self):
         """Queue again what a stopped process left in grading, then start the `threads` grading
         loops and the lease renewer (daemon threads)."""
-        back, given_up = store.requeue_abandoned(self.engine, self.owner)
+        back, given_up = database.requeue_abandoned(self.engine, self.owner)
         if back or given_up:
             log(
                 f"{len(back)} submission(s) left in grading by a stopped process queued again"
-                + (f", {len(given_up)} given up (interrupted {store.MAX_CLAIMS} times)" if given_up else "")
+                + (f", {len(given_up)} given up (interrupted {database.MAX_CLAIMS} times)" if given_up else "")
             )
         for i in range(self.threads):
             t = threading.Thread(target=self._loop, name=f"grading-{i}", daemon=True)
@@ -214,10 +214,10 @@ class Worker:
         last_requeue = time.monotonic()
         while not self.stop.wait(self.lease / 4):
             try:
-                store.renew(self.engine, self.owner, self.lease)
+                database.renew(self.engine, self.owner, self.lease)
                 if time.monotonic() - last_requeue >= self.lease:
                     last_requeue = time.monotonic()
-                    back, _ = store.requeue_abandoned(self.engine, self.owner)
+                    back, _ = database.requeue_abandoned(self.engine, self.owner)
                     if back:
                         log(f"{len(back)} abandoned submission(s) queued again")
                         self.wake.set()
@@ -230,7 +230,7 @@ class Worker:
             # and the wait below returns at once (no upload waits for the next poll)
             self.wake.clear()
             try:
-                row = store.claim(self.engine, self.owner, self.lease)
+                row = database.claim(self.engine, self.owner, self.lease)
             except Exception as e:  # noqa: BLE001 - the database may be away a moment
                 log(f"could not read the queue: {type(e).__name__}: {one_line(e, 200)}")
                 row = None
@@ -238,8 +238,8 @@ class Worker:
                 self.wake.wait(self.poll)  # set by the upload routes (app.py), or `poll` seconds
                 continue
             try:
-                if row["claims"] > store.MAX_CLAIMS:  # released again and again: something here fails on it
-                    store.finish(
+                if row["claims"] > database.MAX_CLAIMS:  # released again and again: something here fails on it
+                    database.finish(
                         self.engine,
                         self.owner,
                         row["id"],
@@ -252,7 +252,7 @@ class Worker:
             except Exception as e:  # noqa: BLE001 - the database failed us: the row goes back to the queue
                 log(f"grading {row['id']} failed: {type(e).__name__}: {one_line(e, 300)}; queued again")
                 try:
-                    store.release(self.engine, self.owner, row["id"])
+                    database.release(self.engine, self.owner, row["id"])
                 except Exception:  # noqa: BLE001 - then a later start (or its MAX_CLAIMS) settles it
                     pass
                 self.stop.wait(self.poll)
@@ -275,7 +275,7 @@ class Worker:
         if report is not None:
             report["student"] = row["student"]
             reason = not_graded_reason(report)
-            ok = store.finish(
+            ok = database.finish(
                 self.engine,
                 self.owner,
                 sid,
@@ -294,7 +294,7 @@ class Worker:
             reason = res.get("fatal") or res.get("error") or "unknown failure"
             if res.get("fatal"):
                 reason = f"{GRADER_FAULT}: {reason}"
-            ok = store.finish(self.engine, self.owner, sid, None, graded=False, reason=one_line(reason, 1000))
+            ok = database.finish(self.engine, self.owner, sid, None, graded=False, reason=one_line(reason, 1000))
             what = f"not graded: {one_line(reason, 200)}"
         if ok:
             self.graded += 1
