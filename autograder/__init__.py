@@ -5,7 +5,8 @@ Pipeline, one sub-package per step:
 
     load/        read a submission (.py, .ipynb or a folder) into namespaces
     sandbox/     run it in a child process with time limits
-    properties/  the hidden properties (hypothesis) per exercise
+    exercises/   one folder per exercise: its properties, probes, mistakes, notebook source, solution
+    properties/  the hidden properties' harness and strategies (hypothesis); each exercise's are in exercises/
     grading.py   score the results against course.yml
     report/      render the report (text, JSON)
     service/     the grading web service (`seqgrader serve`): uploads, a queue, warm grading

@@ -62,7 +62,7 @@ def submission_files(path):
     from .load.submission import _walk
 
     out = []
-    for p in sorted(_walk(path)):  # symbolic links are never followed (load.find_files)
+    for p in sorted(_walk(path)):  # links never followed, but the built-in course's own (load/submission.course_link)
         rel = p.relative_to(path)
         if not any(hidden(x) for x in rel.parts):
             out.append((rel.as_posix(), p))

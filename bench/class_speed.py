@@ -6,7 +6,7 @@
 Generates N submissions of the first assignment (the five core exercises), each function drawn
 the way a class writes them: most from the reference solution or one of the correct variants
 written differently (tests/files/correct/alt*), one or two catalogued mistakes in most students
-(autograder/catalogue/*.yml), a few submissions with an unloadable file (a syntax error) or an
+(autograder/exercises/*/mistakes.yml), a few submissions with an unloadable file (a syntax error) or an
 endless loop.  Formats mix as in a class: a folder of one .py per exercise, one .py holding
 everything, or a folder of notebooks (one cell per definition).  Every student writes every file
 in their own way (bench/obfuscate.py: local names, docstrings and comments, layout, and a comment

@@ -4,7 +4,7 @@
                                         [--write-baseline FILE] [--cases SUBSTRING ...]
 
 Grades the reference solutions, every correct variant (tests/files/correct*/alt*) and every
-catalogued mistake (autograder/catalogue/*.yml), each with its whole assignment, through
+catalogued mistake (autograder/exercises/*/mistakes.yml), each with its whole assignment, through
 `grade-batch`, twice on a machine with CUDA: with the GPU visible, and with it hidden
 (CUDA_VISIBLE_DEVICES=).  For every case it keeps the score, each test's status and English
 message, and the catalogued mistakes the diagnosis named, and compares

@@ -273,7 +273,7 @@ CATEGORIES = [  # (category, test on the profile entry's file / function name), 
     ("waiting for the worker", lambda f, fn: f == "~" and ("recv" in fn or "sendall" in fn or "select" in fn)),
     ("sandbox framing (protocol, remote)", lambda f, fn: "autograder/sandbox" in f),
     ("hypothesis", lambda f, fn: "/hypothesis/" in f),
-    ("properties + harness", lambda f, fn: "autograder/properties" in f),
+    ("properties + harness", lambda f, fn: "autograder/properties" in f or f.endswith("/properties.py")),
     (
         "torch (Python and kernels)",
         lambda f, fn: "/torch/" in f or "torch." in fn or "TensorBase" in fn or "torch._C" in fn,

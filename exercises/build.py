@@ -1,7 +1,9 @@
-"""Write the exercise notebooks exercises/<name>.ipynb from their sources exercises/src/<name>.py.
+"""Write the exercise notebooks exercises/<name>.ipynb from their sources
+autograder/exercises/<name>/notebook.py, and link each reference solution
+autograder/exercises/<name>/solution.py into the built-in course as solutions/<name>.py.
 
-    .venv/bin/python exercises/build.py            # rewrite every notebook from its source
-    .venv/bin/python exercises/build.py --check    # exit 1 naming the notebooks that differ from their sources
+    .venv/bin/python exercises/build.py            # rewrite every notebook from its source, refresh the links
+    .venv/bin/python exercises/build.py --check    # exit 1 naming the notebooks and links that are out of date
 
 A source is its notebook in Jupytext's percent format: the text and code exactly as the student sees
 them, one cell after each header line
@@ -20,6 +22,7 @@ Checks by hand and pictures carry none: students may play with them.  The notebo
 and the same notebook metadata (the kernel python3); the tests in tests/test_notebooks.py check the rest.
 """
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -28,7 +31,8 @@ import jupytext
 import nbformat
 
 HERE = Path(__file__).resolve().parent
-SOURCES = HERE / "src"
+SOURCES = HERE.parent / "autograder" / "exercises"  # <name>/notebook.py, <name>/solution.py
+NOTEBOOK, SOLUTION = "notebook.py", "solution.py"
 METADATA = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
             "language_info": {"name": "python"}}
 CELL_ID = re.compile(r"[A-Za-z0-9_-]+")
@@ -77,25 +81,54 @@ def build(source):
     return nbformat.writes(nb) + "\n"
 
 
+def link_target(solution, link):
+    """The relative path the link `link` (solutions/<name>.py) holds to reach `solution`."""
+    return os.path.relpath(solution, link.parent)
+
+
+def link_state(solution, link):
+    """None when `link` is a link to `solution`; else what is wrong, or SourceError for a file of its
+    own there (a course author's edit, never overwritten)."""
+    if link.is_symlink():
+        return None if os.readlink(link) == link_target(solution, link) else "links elsewhere"
+    if not link.exists():
+        return "missing"
+    if link.read_bytes() != solution.read_bytes():
+        raise SourceError(f"{link} is a file that differs from {solution}: edit the solution there and delete {link}")
+    return "a copy"
+
+
 def main(argv=None):
+    """The command line (see the module docstring); the exit status."""
     parser = argparse.ArgumentParser(
         prog="exercises/build.py", description="Write the exercise notebooks from their Jupytext sources "
-        "(percent format): SRC/<name>.py -> OUT/<name>.ipynb.",
-        epilog="Edit exercises/src/<name>.py, run this script, commit the source and its notebook. "
-        "Exit status: 0 done (or, with --check, every notebook up to date); 1 with --check, some notebook "
-        "is out of date or missing; 2 a source is malformed.")
+        "(percent format): SRC/<name>/notebook.py -> OUT/<name>.ipynb, and link each SRC/<name>/solution.py "
+        "as SOLUTIONS/<name>.py.",
+        epilog="Edit autograder/exercises/<name>/notebook.py, run this script, commit the source and its notebook. "
+        "Exit status: 0 done (or, with --check, every notebook and link up to date); 1 with --check, some "
+        "notebook or link is out of date or missing; 2 a source is malformed.")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; name the notebooks that differ from their sources and exit 1")
-    parser.add_argument("--src", type=Path, default=SOURCES, help="folder of the sources (default: %(default)s)")
+                        help="write nothing; name the notebooks and links that are out of date and exit 1")
+    parser.add_argument("--src", type=Path, default=SOURCES,
+                        help="folder of the exercises' folders <name>/notebook.py (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=HERE, help="folder of the notebooks (default: %(default)s)")
+    parser.add_argument("--solutions", type=Path, default=None,
+                        help="folder of the solutions' links (default: solutions/ next to OUT)")
     args = parser.parse_args(argv)
-    sources = sorted(args.src.glob("*.py"))
+    solutions = args.solutions or args.out.parent / "solutions"
+    sources = sorted(args.src.glob(f"*/{NOTEBOOK}"))
     if not sources:
-        parser.error(f"no source <name>.py in {args.src}")
-    built, errors = {}, []
+        parser.error(f"no source <name>/{NOTEBOOK} in {args.src}")
+    built, links, errors = {}, {}, []
     for source in sources:  # every source is read before any notebook is written
+        name = source.parent.name
         try:
-            built[args.out / f"{source.stem}.ipynb"] = build(source).encode("utf-8")
+            built[args.out / f"{name}.ipynb"] = build(source).encode("utf-8")
+            solution = source.parent / SOLUTION
+            if solution.is_file():
+                link = solutions / f"{name}.py"
+                if link_state(solution, link) is not None:
+                    links[link] = solution
         except SourceError as e:
             errors.append(f"error: {e}")
     if errors:
@@ -111,6 +144,16 @@ def main(argv=None):
             path.write_bytes(data)
             written += 1
             print(f"wrote {path}")
+    for link, solution in links.items():
+        if args.check:
+            stale.append(f"{solutions.name}/{link.name}")
+        else:
+            solutions.mkdir(parents=True, exist_ok=True)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(link_target(solution, link))
+            written += 1
+            print(f"linked {link} -> {link_target(solution, link)}")
     if stale:
         print(f"out of date, rebuild them with exercises/build.py: {', '.join(stale)}")
         return 1

@@ -1,8 +1,8 @@
-"""The explanation by part (autograder/diagnose/parts.py): where no catalogued mistake is named, an
+"""The explanation by part (autograder/diagnose/parts/, each exercise's experiments.py): where no catalogued mistake is named, an
 experiment on the student's function says which part of the computation differs -- and says
 nothing when the experiment does not support a claim.
 
-The wrong functions below are in no catalogue (autograder/catalogue/*.yml); each test checks the
+The wrong functions below are in no catalogue (autograder/exercises/*/mistakes.yml); each test checks the
 part that is said, in both languages, and the careful tests check that two unrelated defects or
 random noise never get a wrong claim.
 """

@@ -78,7 +78,7 @@ def _exact_tails(n, p):
 
 @pytest.mark.parametrize("n,p,delta", [(30, 0.15, 1e-3), (60, 0.8, 1e-6), (40, 0.1, 1e-4), (25, 0.5, 0.05)])
 def test_binomial_interval_is_exact(n, p, delta):
-    from autograder.properties.bert_masking import binomial_interval
+    from autograder.exercises.bert_masking.properties import binomial_interval
 
     lo, hi = binomial_interval(n, p, delta)
     below, above = _exact_tails(n, p)
@@ -93,7 +93,7 @@ def test_statistical_properties_accept_the_reference_on_fresh_batches():
     """Twenty batches the hypothesis profile never draws: the reference passes every binomial check, the
     lower bounds of random_tokens_reach_every_id included."""
     from autograder.errors import PropertyFailure
-    from autograder.properties import bert_masking as P
+    from autograder.exercises.bert_masking import properties as P
     from autograder.properties._harness import Student
 
     sys.path.insert(0, str(ROOT / "solutions"))

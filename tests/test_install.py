@@ -35,7 +35,7 @@ def test_the_wheel_carries_the_course_and_no_builder_scripts(installed):
         "autograder/default_course/course.yml",
         *(f"autograder/default_course/solutions/{p.name}" for p in (ROOT / "solutions").glob("*.py")),
         *(f"autograder/default_course/exercises/{p.name}" for p in (ROOT / "exercises").glob("*.ipynb")),
-        *(f"autograder/catalogue/{p.name}" for p in (ROOT / "autograder" / "catalogue").glob("*.yml")),
+        *(p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder" / "exercises").glob("*/mistakes.yml")),
         "autograder/nbgrader_course/kit_conftest.py",
         # every module of the package (a subpackage left out of pyproject's list is missing)
         *(
@@ -50,12 +50,13 @@ def test_the_wheel_carries_the_course_and_no_builder_scripts(installed):
         assert z.read("autograder/default_course/course.yml") == (ROOT / "course.yml").read_bytes()
         entry = next(n for n in names if n.endswith("entry_points.txt"))
         assert "seqgrader = autograder.cli:main" in z.read(entry).decode()
-    # of exercises/ only the notebooks: neither their sources (exercises/src/) nor exercises/build.py
+    # of exercises/ only the notebooks, not exercises/build.py (the notebooks' sources are modules of the
+    # exercises' packages, autograder/exercises/<exercise>/notebook.py, hidden from the worker with the package)
     assert {n for n in names if n.startswith("autograder/default_course/exercises/")} == {
         f"autograder/default_course/exercises/{p.name}" for p in (ROOT / "exercises").glob("*.ipynb")
     }
-    assert (ROOT / "exercises" / "build.py").exists() and list((ROOT / "exercises" / "src").glob("*.py"))
-    assert not [n for n in names if n.startswith("tests/") or n.endswith("exercises/build.py") or "/src/" in n]
+    assert (ROOT / "exercises" / "build.py").exists()
+    assert not [n for n in names if n.startswith("tests/") or n.endswith("exercises/build.py")]
     assert wheel.stat().st_size < 2_000_000, wheel.stat().st_size
 
 

@@ -6,6 +6,8 @@ import pytest
 from autograder.errors import SubmissionNotFound
 from autograder.load import find_files, load_submission
 
+from .conftest import ROOT
+
 
 def _nb(path, cells):
     nb = nbformat.v4.new_notebook()
@@ -154,3 +156,24 @@ def test_each_exercise_worker_pays_only_for_its_own_notebook(tmp_path):
     finally:
         student.abort()
         zygote.close()
+
+
+def test_a_link_is_read_only_where_the_built_in_course_links_its_own_solutions(tmp_path):
+    """solutions/<exercise>.py of the built-in course links to autograder/exercises/<exercise>/solution.py
+    and is read there; the same link in any other folder (a student's) is never followed."""
+    from autograder.load import find_files
+    from autograder.load.submission import course_link, read_sources, symlinks
+
+    reference = ROOT / "autograder" / "exercises" / "masks" / "solution.py"
+    sub = tmp_path / "alice"
+    sub.mkdir()
+    (sub / "masks.py").symlink_to(reference)
+    (sub / "attention.py").write_text("x = 1\n", encoding="utf-8")
+    assert not course_link(sub / "masks.py")
+    assert [p.name for p in find_files(sub)] == ["attention.py"]
+    assert [p.name for p in symlinks(sub)] == ["masks.py"]
+    links = sorted((ROOT / "solutions").glob("*.py"))
+    assert links and all(p.is_symlink() and course_link(p) for p in links)
+    assert find_files(ROOT / "solutions") == links and not symlinks(ROOT / "solutions")
+    sources = read_sources(ROOT / "solutions")
+    assert reference.read_text(encoding="utf-8") in str(sources)

@@ -297,7 +297,7 @@ def test_the_course_has_solutions_in_regions_and_no_hidden_code(course):
     prop_lines = {
         ln.strip()
         for ex in EXERCISES
-        for ln in (ROOT / "autograder" / "properties" / f"{ex}.py").read_text(encoding="utf-8").splitlines()
+        for ln in (ROOT / "autograder" / "exercises" / ex / "properties.py").read_text(encoding="utf-8").splitlines()
         if len(ln.strip()) > 25 and not ln.strip().startswith(("#", "import ", "from "))
     }
     for ex in EXERCISES:
@@ -397,7 +397,7 @@ def test_an_endless_loop_costs_only_its_function(course):
 
 
 def test_feedback_html_has_our_diagnostics_and_no_hidden_code(course):
-    prop_src = (ROOT / "autograder" / "properties" / "masked_loss.py").read_text(encoding="utf-8")
+    prop_src = (ROOT / "autograder" / "exercises" / "masked_loss" / "properties.py").read_text(encoding="utf-8")
     ref = (ROOT / "solutions" / "masked_loss.py").read_text(encoding="utf-8")
     body = [ln.strip() for ln in ref.splitlines() if "F.cross_entropy" in ln]
     for cdir in (course["dir"], course["fast"]):  # generate_feedback after autograde, and after the fast path

@@ -1,5 +1,5 @@
 """The exercise notebooks (exercises/<name>.ipynb, written by exercises/build.py from their Jupytext
-sources exercises/src/<name>.py).
+sources autograder/exercises/<name>/notebook.py).
 
 Fast: each notebook is up to date with its source (and a course author's edit of a source reaches
 its notebook and nothing else), valid nbformat v4 with the nbgrader metadata,
@@ -107,14 +107,25 @@ def test_contract_functions_match_course_yml():
 
 def test_notebooks_are_up_to_date_with_their_sources():
     build = _load_builder()
-    assert sorted(p.stem for p in build.SOURCES.glob("*.py")) == sorted(IDS)
+    assert sorted(p.parent.name for p in build.SOURCES.glob("*/notebook.py")) == sorted(IDS)
     assert sorted(p.stem for p in EXERCISES_DIR.glob("*.ipynb")) == sorted(IDS)
     stale = [
         ex
         for ex in IDS
-        if (EXERCISES_DIR / f"{ex}.ipynb").read_bytes() != build.build(build.SOURCES / f"{ex}.py").encode("utf-8")
+        if (EXERCISES_DIR / f"{ex}.ipynb").read_bytes()
+        != build.build(build.SOURCES / ex / "notebook.py").encode("utf-8")
     ]
-    assert not stale, f"rebuild with `.venv/bin/python exercises/build.py`: {stale} differ from exercises/src/"
+    assert not stale, f"rebuild with `.venv/bin/python exercises/build.py`: {stale} differ from their notebook.py"
+
+
+def test_each_solution_is_a_link_to_its_exercise_folder():
+    """solutions/<name>.py, the built-in course's reference, is a relative link to the one file
+    autograder/exercises/<name>/solution.py (exercises/build.py makes it)."""
+    for ex in IDS:
+        link = ROOT / "solutions" / f"{ex}.py"
+        assert link.is_symlink() and os.readlink(link) == f"../autograder/exercises/{ex}/solution.py", ex
+        assert link.resolve() == (ROOT / "autograder" / "exercises" / ex / "solution.py").resolve()
+    assert sorted(p.stem for p in (ROOT / "solutions").glob("*.py")) == sorted(IDS)
 
 
 def build_script(*args):
@@ -142,20 +153,26 @@ EDITED = "Write the three boolean masks that every sequence model in this chapte
 
 @pytest.fixture
 def author_copy(tmp_path):
-    """A copy of the sources (tmp/src) and of the notebooks built from them (tmp/out)."""
-    shutil.copytree(EXERCISES_DIR / "src", tmp_path / "src")
+    """A copy of the exercises' folders with their sources and solutions (tmp/src/<name>/), of the
+    notebooks built from them (tmp/out) and of the solutions' links (tmp/solutions)."""
+    for ex in IDS:
+        (tmp_path / "src" / ex).mkdir(parents=True)
+        for name in ("notebook.py", "solution.py"):
+            shutil.copyfile(ROOT / "autograder" / "exercises" / ex / name, tmp_path / "src" / ex / name)
     (tmp_path / "out").mkdir()
+    (tmp_path / "solutions").mkdir()
     for ex in IDS:
         shutil.copyfile(EXERCISES_DIR / f"{ex}.ipynb", tmp_path / "out" / f"{ex}.ipynb")
+        (tmp_path / "solutions" / f"{ex}.py").symlink_to(f"../src/{ex}/solution.py")
     return tmp_path
 
 
 def test_a_sentence_edited_in_a_source_reaches_its_notebook_and_nothing_else(author_copy, capsys):
     src, out = author_copy / "src", author_copy / "out"
     assert build_here(capsys, "--check", "--src", src, "--out", out)[0] == 0
-    source = (src / "masks.py").read_text(encoding="utf-8")
+    source = (src / "masks" / "notebook.py").read_text(encoding="utf-8")
     assert source.count(f"# {SENTENCE}") == 1
-    (src / "masks.py").write_text(source.replace(SENTENCE, EDITED), encoding="utf-8")
+    (src / "masks" / "notebook.py").write_text(source.replace(SENTENCE, EDITED), encoding="utf-8")
 
     check = build_script("--check", "--src", src, "--out", out)
     assert check.returncode == 1 and "masks.ipynb" in check.stdout, check.stdout + check.stderr
@@ -179,28 +196,49 @@ def test_a_sentence_edited_in_a_source_reaches_its_notebook_and_nothing_else(aut
     assert build_here(capsys, "--check", "--src", src, "--out", out)[0] == 0
 
 
+def test_the_builder_links_each_solution_and_never_overwrites_a_file_of_its_own(author_copy, capsys):
+    src, out, solutions = author_copy / "src", author_copy / "out", author_copy / "solutions"
+    (solutions / "rope.py").unlink()
+    status, said, _ = build_here(capsys, "--check", "--src", src, "--out", out)
+    assert status == 1 and "solutions/rope.py" in said and not (solutions / "rope.py").exists(), said
+    status, said, err = build_here(capsys, "--src", src, "--out", out)
+    assert status == 0 and said.strip() == f"linked {solutions / 'rope.py'} -> ../src/rope/solution.py", said + err
+    assert (solutions / "rope.py").read_bytes() == (src / "rope" / "solution.py").read_bytes()
+    (solutions / "masks.py").unlink()
+    (solutions / "masks.py").write_text("# an edit of its own\n", encoding="utf-8")
+    status, _, err = build_here(capsys, "--src", src, "--out", out)
+    assert status == 2 and "masks.py is a file that differs from" in err, err
+    assert (solutions / "masks.py").read_text(encoding="utf-8") == "# an edit of its own\n"
+
+
 def test_a_malformed_source_is_a_clear_error_and_writes_nothing(author_copy, capsys):
     src, out = author_copy / "src", author_copy / "out"
-    source = (src / "masks.py").read_text(encoding="utf-8")
+    source = (src / "masks" / "notebook.py").read_text(encoding="utf-8")
     header = "# %% masks_notation [markdown] nbgrader={"
     line = source[: source.index(header)].count("\n") + 1
-    (src / "masks.py").write_text(source.replace(header, header[:-1] + "{{"), encoding="utf-8")
-    (src / "attention.py").write_text("", encoding="utf-8")  # sources are read (and fail) before any is written
+    (src / "masks" / "notebook.py").write_text(source.replace(header, header[:-1] + "{{"), encoding="utf-8")
+    (src / "attention" / "notebook.py").write_text(
+        "", encoding="utf-8"
+    )  # sources are read (and fail) before any is written
     (out / "rope.ipynb").unlink()
     status, _, err = build_here(capsys, "--src", src, "--out", out)
     assert (
         status == 2
-        and f"masks.py:{line}: cannot read the metadata" in err
-        and "attention.py:1: a source starts with a cell header" in err
+        and f"masks/notebook.py:{line}: cannot read the metadata" in err
+        and "attention/notebook.py:1: a source starts with a cell header" in err
     ), err
     assert not (out / "rope.ipynb").exists()
-    (src / "attention.py").write_text(
-        (EXERCISES_DIR / "src" / "attention.py").read_text(encoding="utf-8"), encoding="utf-8"
+    (src / "attention" / "notebook.py").write_text(
+        (ROOT / "autograder" / "exercises" / "attention" / "notebook.py").read_text(encoding="utf-8"), encoding="utf-8"
     )
-    (src / "masks.py").write_text(source.replace("# %% masks_notation ", "# %% masks_intro "), encoding="utf-8")
+    (src / "masks" / "notebook.py").write_text(
+        source.replace("# %% masks_notation ", "# %% masks_intro "), encoding="utf-8"
+    )
     status, _, err = build_here(capsys, "--check", "--src", src, "--out", out)
     assert (
-        status == 2 and err.count("error:") == 1 and f"masks.py:{line}: a second cell with the id 'masks_intro'" in err
+        status == 2
+        and err.count("error:") == 1
+        and f"masks/notebook.py:{line}: a second cell with the id 'masks_intro'" in err
     ), err
     status, usage, _ = build_here(capsys, "--help")
     assert status == 0 and "--check" in usage and "--src" in usage

@@ -76,7 +76,8 @@ def layout():
     )
     for f in (checkout / "solutions").glob("*.py"):
         f.write_text(_mark(f.read_text(encoding="utf-8"), marker, "solutions"), encoding="utf-8")
-    for f in (checkout / "autograder" / "properties").glob("*.py"):
+    properties = (checkout / "autograder" / "properties").glob("*.py")
+    for f in [*properties, *(checkout / "autograder" / "exercises").glob("*/properties.py")]:
         f.write_text(f"# {marker}-properties\n" + f.read_text(encoding="utf-8"), encoding="utf-8")
     course = base / "courses" / "dl2026"  # an nbgrader course folder
     for ex in EXERCISES:

@@ -1,5 +1,5 @@
-"""The catalogue of real mistakes: one YAML file per exercise, shared by the tests of the tests,
-the diagnosis in feedback and the docs.
+"""The catalogue of real mistakes: one YAML file per exercise, autograder/exercises/<exercise>/mistakes.yml,
+shared by the tests of the tests, the diagnosis in feedback and the docs.
 
 Each entry::
 
@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
+EXERCISES = HERE.parent / "exercises"  # <exercise>/mistakes.yml: the folder's name is the exercise
 SOLUTIONS = (HERE.parent / "default_course" / "solutions").resolve()  # the built-in course's (package data)
 _current = None  # the graded course's solutions/ (use_solutions)
 
@@ -58,13 +59,13 @@ def reference_solution(exercise):
 def load_catalogue(exercise=None):
     """[(exercise, entry dict)] in file order."""
     out = []
-    for f in sorted(HERE.glob("*.yml")):
-        if exercise and f.stem != exercise:
+    for f in sorted(EXERCISES.glob("*/mistakes.yml")):
+        if exercise and f.parent.name != exercise:
             continue
         # libyaml's safe loader where PyYAML has it: the same documents, ten times faster
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         for entry in yaml.load(f.read_text(encoding="utf-8"), Loader=loader) or []:
-            out.append((f.stem, entry))
+            out.append((f.parent.name, entry))
     return out
 
 

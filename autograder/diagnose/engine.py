@@ -76,10 +76,12 @@ import torch
 from ..catalogue import load_catalogue, reference_solution
 from ..errors import PropertyFailure, TestTimeout
 from ..load import source
-from . import probes as _probes  # noqa: F401 - registers every exercise's probes
-from .probes.tiny_lm import PARTS
-from .registry import PROBES, CallFailed, Guarded, failure_kind, probe  # noqa: F401 - probe: the public decorator
+from .registry import PROBES, CallFailed, Guarded, failure_kind, load_probes, probe  # noqa: F401 - probe: the public decorator
 from .values import close_numbers, near
+
+# every exercise's probes registered (autograder/exercises/<exercise>/probes.py); the functions
+# tiny_lm's model is built from, and the exercise of each
+PARTS = load_probes()["tiny_lm"].PARTS
 
 # The diagnosis' own time (its budget, the pair search's, how slow a function's probes are) is the
 # judge's CPU time, not the wall clock: on a loaded machine the wall clock runs several times faster
@@ -1469,7 +1471,7 @@ def _dependent_draws(session, f, chosen):
 
 
 def _by_part(session, f):
-    """Which part of f differs, by experiment (parts.py), for a function nothing catalogued explains."""
+    """Which part of f differs, by experiment (parts/), for a function nothing catalogued explains."""
     from . import parts
 
     if f not in parts.FUNCTIONS.get(session.exercise, ()):

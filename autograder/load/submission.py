@@ -52,8 +52,30 @@ def find_files(path):
     return files
 
 
+PACKAGE = Path(__file__).resolve().parent.parent
+# the built-in course's reference solutions: in a checkout, solutions/<exercise>.py is a link to the
+# exercise's folder, autograder/exercises/<exercise>/solution.py (the wheel holds real copies)
+COURSE_SOLUTIONS = PACKAGE / "default_course" / "solutions"
+
+
+def course_link(p):
+    """Is `p` one of the built-in course's own links, solutions/<exercise>.py to the exercise's
+    folder?  Those, and no other link, are read: the folder is the grader's own (a student's folder
+    is never it), and the target is the solution of the exercise the link names."""
+    p = Path(p)
+    if not p.is_symlink():
+        return False
+    try:
+        same_folder = p.parent.resolve() == COURSE_SOLUTIONS.resolve()
+    except OSError:
+        return False
+    target = PACKAGE / "exercises" / p.stem / "solution.py"
+    return same_folder and os.path.realpath(p) == str(target) and target.is_file()
+
+
 def _walk(root, links=None):
-    """Regular files under `root`, never through a symbolic link (those go to `links`)."""
+    """Regular files under `root`, never through a symbolic link (those go to `links`) but the
+    built-in course's own links to its exercises' folders (course_link)."""
     out = []
     for top, dirs, names in os.walk(root, followlinks=False):
         for d in list(dirs):
@@ -63,7 +85,9 @@ def _walk(root, links=None):
                     links.append(Path(top, d))
         for n in names:
             p = Path(top, n)
-            if p.is_symlink():
+            if course_link(p):
+                out.append(p)
+            elif p.is_symlink():
                 if links is not None:
                     links.append(p)
             elif p.is_file():
@@ -86,7 +110,10 @@ MAX_FILE_BYTES = 64 << 20  # a submission's code file larger than this is not re
 
 def _read_bytes(f):
     """A file's bytes, refusing a symbolic link (O_NOFOLLOW), anything but a regular file, and a
-    file larger than MAX_FILE_BYTES (the trusted judge reads it)."""
+    file larger than MAX_FILE_BYTES (the trusted judge reads it); a link of the built-in course to
+    its exercise's folder (course_link) is read at its target."""
+    if course_link(f):
+        f = os.path.realpath(f)
     fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)

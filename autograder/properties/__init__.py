@@ -1,13 +1,12 @@
-"""Hidden properties, one module per exercise; importing this package registers them all."""
-import importlib
-import pkgutil
+"""Hidden properties: the shared harness (_harness.py) and strategies (strategies.py) here, each
+exercise's properties in autograder/exercises/<exercise>/properties.py; load_all() registers them all."""
 
 from ._harness import REGISTRY, Property, Student  # noqa: F401
 
 
 def load_all():
-    """Import every property module (idempotent) and return the registry."""
-    for m in pkgutil.iter_modules(__path__):
-        if not m.name.startswith("_") and m.name != "strategies":
-            importlib.import_module(f"{__name__}.{m.name}")
+    """Import every exercise's properties module (idempotent) and return the registry."""
+    from .. import exercises
+
+    exercises.import_each("properties")
     return REGISTRY

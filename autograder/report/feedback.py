@@ -71,7 +71,7 @@ def unexplained(diagnosis):
 
 
 def by_part(parts):
-    """[(zh, en)]: each explanation by part (autograder/diagnose/parts.py) of a function nothing
+    """[(zh, en)]: each explanation by part (autograder/diagnose/parts/) of a function nothing
     catalogued explains: which part differs, the call that shows it, and whether something else
     differs as well."""
     out = []

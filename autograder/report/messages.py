@@ -81,7 +81,7 @@ MESSAGES = {  # key: (zh, en) or (zh, en, the short form for both)
         "（在粘贴进来的 `{fn}` 里，来自{exercise}练习）",
         " (in the pasted part `{fn}`, from the {ex} exercise)",
     ),
-    # an explanation by part (autograder/diagnose/parts.py): what differs, found by experiment
+    # an explanation by part (autograder/diagnose/parts/): what differs, found by experiment
     "part.head": ("哪一部分不同（由实验得出）", "Which part differs (found by experiment)"),
     "part.shown_by": ("例如 `{call}`", "e.g. `{call}`"),
     "part.also_else": ("另外还有别的不同之处。", "Something else differs as well."),

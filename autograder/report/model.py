@@ -77,7 +77,7 @@ class TestResult:
     # "members" for a group of mistakes that behave the same}]; empty = no match
     diagnosis: list = field(default_factory=list)
     # where no catalogued mistake is named: which part of the function differs, found by experiment
-    # on the student's function (autograder/diagnose/parts.py): [{"function", "part" (the altered
+    # on the student's function (autograder/diagnose/parts/): [{"function", "part" (the altered
     # part's id), "zh", "en" (what differs), "probe" (a call that shows it), and "else_zh" /
     # "else_en" when something else differs as well}]; empty = nothing to say
     explained_by_part: list = field(default_factory=list)

@@ -412,6 +412,7 @@ def keep_python_path(root):
 # What the worker never needs and the student must not find in its process: the properties and
 # their reference helpers, the diagnosis with its catalogue of mistakes, the grading and reports.
 GRADER_ONLY = (
+    "autograder.exercises",
     "autograder.properties",
     "autograder.diagnose",
     "autograder.catalogue",
@@ -442,7 +443,17 @@ def forget_the_grader():
                     delattr(sys.modules[parent], child)
                 except AttributeError:
                     pass
-    for attr in ("properties", "diagnose", "catalogue", "grading", "report", "batch", "store", "nbgrader_course"):
+    for attr in (
+        "exercises",
+        "properties",
+        "diagnose",
+        "catalogue",
+        "grading",
+        "report",
+        "batch",
+        "store",
+        "nbgrader_course",
+    ):
         autograder.__dict__.pop(attr, None)
     gc.collect()
 

@@ -147,7 +147,7 @@ def shared_sources(course, exercises, extra=()):
             mistakes.extend(
                 _resolved([(f"catalogue {entry.get('id')}", entry.get("code") or "")], None, contract).values()
             )
-    out.append(("catalogue", "autograder/catalogue/*.yml", mistakes))
+    out.append(("catalogue", "autograder/exercises/*/mistakes.yml", mistakes))
     for folder in extra:
         found = []
         folder = Path(folder)

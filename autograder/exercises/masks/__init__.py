@@ -1,0 +1,1 @@
+"""The `masks` exercise: padding, causal and attention masks."""

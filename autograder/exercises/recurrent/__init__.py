@@ -1,0 +1,1 @@
+"""The `recurrent` exercise: LSTM and GRU cells and an LSTM over padded sequences."""

@@ -1,0 +1,1 @@
+"""The `rope` exercise: rotary position embedding (rope_angles, apply_rope)."""

@@ -1,0 +1,1 @@
+"""The `timeseries` exercise: splitting, standardizing and windowing a series without leaking the future."""

@@ -1,0 +1,1 @@
+"""The `tiny_lm` exercise: a tiny causal language model built from the student's own parts."""
