@@ -138,7 +138,7 @@ def test_help_explains_everything():
         "error: <reason>",
         "submitted/",
         "Resume",
-        "resume_key",
+        "resume key",
     ):
         assert word in out.stdout, word
 
